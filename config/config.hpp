@@ -1,0 +1,206 @@
+// The typed, immutable configuration of one gateway.  Built only by the loader
+// (config/loader.hpp) from a file that passed every check; shared between
+// threads as std::shared_ptr<const Config>.  Defaults live in the YANG model,
+// not here: every field is filled from the validated data tree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/net.hpp"
+
+namespace mcgw::config {
+
+struct NodeConfig {
+  std::string name;
+  std::string site;
+  std::string description;
+  bool operator==(const NodeConfig&) const = default;
+};
+
+struct EalConfig {
+  uint16_t main_lcore = 0;
+  std::vector<uint16_t> workers;
+  bool hugepages = true;
+  uint32_t memory_mb = 0;
+  std::string file_prefix;
+  uint32_t mbufs = 0;
+  std::vector<std::string> extra_args;
+  bool operator==(const EalConfig&) const = default;
+};
+
+enum class PortRole { kLan, kWan };
+
+struct PortConfig {
+  std::string name;
+  PortRole role = PortRole::kLan;
+  std::string pci;   // set for a PCI device
+  std::string vdev;  // set for a virtual device: "net_null0,..."
+  uint16_t mtu = 0;
+  uint16_t rx_queues = 1;
+  uint16_t rx_descriptors = 0;
+  uint16_t tx_descriptors = 0;
+  std::vector<InterfaceAddress> addresses;
+
+  // The DPDK device name: the PCI address, or the vdev name before the first ','.
+  std::string deviceName() const;
+  bool operator==(const PortConfig&) const = default;
+};
+
+struct StaticRoute {
+  IpPrefix prefix;
+  std::string peer;                  // tunnel towards this peer, or
+  std::optional<IpAddress> next_hop; // a next hop on a LAN port
+  bool operator==(const StaticRoute&) const = default;
+};
+
+struct TenantConfig {
+  std::string name;
+  uint32_t vni = 0;
+  std::vector<StaticRoute> routes;
+  bool operator==(const TenantConfig&) const = default;
+};
+
+enum class Encapsulation { kVxlan, kGeneve };
+enum class LineMode { kActiveBackup, kEcmp };
+
+struct MssClamp {
+  enum class Mode { kAuto, kOff, kFixed } mode = Mode::kAuto;
+  uint16_t value = 0;  // for kFixed
+  bool operator==(const MssClamp&) const = default;
+};
+
+struct LineConfig {
+  std::string name;
+  std::string port;
+  IpAddress local_vtep;
+  IpAddress remote_vtep;
+  uint16_t mtu = 0;
+  uint8_t outer_ttl = 64;
+  bool operator==(const LineConfig&) const = default;
+};
+
+struct PeerConfig {
+  std::string name;
+  std::optional<uint32_t> asn;
+  Encapsulation encapsulation = Encapsulation::kVxlan;
+  MssClamp mss_clamp;
+  LineMode line_mode = LineMode::kActiveBackup;
+  std::vector<std::string> tenants;  // empty: all
+  std::vector<LineConfig> lines;
+  bool operator==(const PeerConfig&) const = default;
+};
+
+struct BgpNeighbor {
+  IpAddress address;
+  uint32_t asn = 0;
+  std::string port;
+  bool bfd = true;
+  bool operator==(const BgpNeighbor&) const = default;
+};
+
+struct BgpConfig {
+  bool enabled = false;
+  uint32_t asn = 0;
+  IpAddress router_id;
+  uint16_t keepalive_s = 0;
+  uint16_t hold_s = 0;
+  bool bfd_enabled = true;
+  uint16_t bfd_interval_ms = 0;
+  uint8_t bfd_multiplier = 0;
+  std::vector<BgpNeighbor> neighbors;
+  IpAddress fpm_address;
+  uint16_t fpm_port = 0;
+  bool operator==(const BgpConfig&) const = default;
+};
+
+struct VrrpGroupConfig {
+  uint8_t vrid = 0;
+  std::string port;
+  uint8_t priority = 100;
+  uint16_t advert_interval_ms = 0;
+  bool preempt = true;
+  std::vector<IpAddress> virtual_addresses;
+  std::vector<IpAddress> unicast_peers;
+  std::vector<std::string> track_peers;
+  uint8_t track_penalty = 0;
+  std::string notify;
+  bool operator==(const VrrpGroupConfig&) const = default;
+};
+
+struct VpcConfig {
+  std::string cloud;
+  std::string region;
+  std::string name;
+  std::vector<IpPrefix> prefixes;
+  std::string tenant;
+  std::string site;
+  bool operator==(const VpcConfig&) const = default;
+};
+
+struct PoolConfig {
+  std::string name;
+  std::vector<IpPrefix> prefixes;
+  uint8_t allocation_length = 0;
+  bool operator==(const PoolConfig&) const = default;
+};
+
+struct MappedRange {
+  std::string name;
+  IpPrefix real;
+  IpPrefix mapped;
+  std::string site;
+  bool operator==(const MappedRange&) const = default;
+};
+
+struct AddressPlanConfig {
+  enum class Store { kFile, kEtcd } store = Store::kFile;
+  std::string store_path;
+  std::vector<std::string> etcd_endpoints;
+  std::vector<PoolConfig> pools;
+  std::vector<VpcConfig> vpcs;  // flattened cloud/region/vpc
+  std::vector<MappedRange> mapped_ranges;
+  bool operator==(const AddressPlanConfig&) const = default;
+};
+
+struct ApiConfig {
+  std::string socket;
+  std::string group;
+  bool operator==(const ApiConfig&) const = default;
+};
+
+struct LoggingConfig {
+  std::string level;
+  bool operator==(const LoggingConfig&) const = default;
+};
+
+struct Config {
+  std::string source;    // the file it was loaded from
+  std::string checksum;  // sha256 of the file's bytes, hex
+  NodeConfig node;
+  EalConfig eal;
+  std::vector<PortConfig> ports;
+  std::vector<TenantConfig> tenants;
+  std::vector<PeerConfig> peers;
+  BgpConfig bgp;
+  std::vector<VrrpGroupConfig> vrrp_groups;
+  AddressPlanConfig address_plan;
+  ApiConfig api;
+  LoggingConfig logging;
+
+  const PortConfig* findPort(const std::string& name) const;
+  const TenantConfig* findTenant(const std::string& name) const;
+  const PeerConfig* findPeer(const std::string& name) const;
+};
+
+using ConfigPtr = std::shared_ptr<const Config>;
+
+const char* toString(PortRole r);
+const char* toString(Encapsulation e);
+const char* toString(LineMode m);
+std::string toString(const MssClamp& m);
+
+}  // namespace mcgw::config

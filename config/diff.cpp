@@ -1,0 +1,138 @@
+#include "config/diff.hpp"
+
+#include <map>
+
+namespace mcgw::config {
+
+std::string ConfigChange::toString() const {
+  std::string s = section;
+  if (!name.empty()) {
+    s += " " + name;
+  }
+  switch (kind) {
+    case Kind::kAdded:
+      s += ": added";
+      break;
+    case Kind::kRemoved:
+      s += ": removed";
+      break;
+    case Kind::kChanged:
+      s += ": changed";
+      break;
+  }
+  if (!detail.empty()) {
+    s += " (" + detail + ")";
+  }
+  if (needs_restart) {
+    s += " [needs restart]";
+  }
+  return s;
+}
+
+namespace {
+
+using Kind = ConfigChange::Kind;
+
+template <typename T, typename Key, typename Detail>
+void diffKeyed(std::vector<ConfigChange>& out, const char* section, const std::vector<T>& a,
+               const std::vector<T>& b, Key key, Detail detail) {
+  std::map<std::string, const T*> before;
+  for (const auto& x : a) {
+    before[key(x)] = &x;
+  }
+  std::map<std::string, const T*> after;
+  for (const auto& x : b) {
+    after[key(x)] = &x;
+  }
+  for (const auto& [k, x] : before) {
+    if (!after.count(k)) {
+      out.push_back({section, k, Kind::kRemoved, "", false});
+    } else if (!(*x == *after[k])) {
+      out.push_back({section, k, Kind::kChanged, detail(*x, *after[k]), false});
+    }
+  }
+  for (const auto& [k, x] : after) {
+    if (!before.count(k)) {
+      out.push_back({section, k, Kind::kAdded, "", false});
+    }
+  }
+}
+
+template <typename V>
+void field(std::string& d, const char* name, const V& a, const V& b) {
+  if (!(a == b)) {
+    if (!d.empty()) {
+      d += ", ";
+    }
+    if constexpr (std::is_arithmetic_v<V>) {
+      d += std::string(name) + " " + std::to_string(a) + " -> " + std::to_string(b);
+    } else {
+      d += name;
+    }
+  }
+}
+
+std::string portDetail(const PortConfig& a, const PortConfig& b) {
+  std::string d;
+  field(d, "role", a.role, b.role);
+  field(d, "device", a.pci + a.vdev, b.pci + b.vdev);
+  field(d, "mtu", a.mtu, b.mtu);
+  field(d, "rx-queues", a.rx_queues, b.rx_queues);
+  field(d, "rx-descriptors", a.rx_descriptors, b.rx_descriptors);
+  field(d, "tx-descriptors", a.tx_descriptors, b.tx_descriptors);
+  field(d, "addresses", a.addresses, b.addresses);
+  return d;
+}
+
+std::string tenantDetail(const TenantConfig& a, const TenantConfig& b) {
+  std::string d;
+  field(d, "vni", a.vni, b.vni);
+  field(d, "routes", a.routes, b.routes);
+  return d;
+}
+
+std::string peerDetail(const PeerConfig& a, const PeerConfig& b) {
+  std::string d;
+  field(d, "asn", a.asn, b.asn);
+  field(d, "encapsulation", a.encapsulation, b.encapsulation);
+  field(d, "mss-clamp", a.mss_clamp, b.mss_clamp);
+  field(d, "line-mode", a.line_mode, b.line_mode);
+  field(d, "tenants", a.tenants, b.tenants);
+  field(d, "lines", a.lines, b.lines);
+  return d;
+}
+
+}  // namespace
+
+std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
+  std::vector<ConfigChange> out;
+  if (!(a.node == b.node)) {
+    out.push_back({"node", "", Kind::kChanged, "", false});
+  }
+  if (!(a.eal == b.eal)) {
+    out.push_back({"eal", "", Kind::kChanged, "DPDK EAL settings", true});
+  }
+  diffKeyed(out, "port", a.ports, b.ports, [](const PortConfig& p) { return p.name; }, portDetail);
+  diffKeyed(out, "tenant", a.tenants, b.tenants, [](const TenantConfig& t) { return t.name; },
+            tenantDetail);
+  diffKeyed(out, "peer", a.peers, b.peers, [](const PeerConfig& p) { return p.name; }, peerDetail);
+  if (!(a.bgp == b.bgp)) {
+    out.push_back({"bgp", "", Kind::kChanged, "", false});
+  }
+  diffKeyed(out, "vrrp group", a.vrrp_groups, b.vrrp_groups,
+            [](const VrrpGroupConfig& g) { return std::to_string(g.vrid); },
+            [](const VrrpGroupConfig&, const VrrpGroupConfig&) { return std::string(); });
+  if (!(a.address_plan == b.address_plan)) {
+    out.push_back({"address-plan", "", Kind::kChanged, "", false});
+  }
+  if (!(a.api == b.api)) {
+    out.push_back({"api", "", Kind::kChanged, "API socket", true});
+  }
+  if (!(a.logging == b.logging)) {
+    out.push_back({"logging", "", Kind::kChanged, "level " + a.logging.level + " -> " + b.logging.level,
+                   false});
+  }
+  return out;
+}
+
+}  // namespace mcgw::config

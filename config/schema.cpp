@@ -1,0 +1,53 @@
+#include "config/schema.hpp"
+
+#include "config/loader_detail.hpp"
+
+#include <libyang/libyang.h>
+
+#include <functional>
+#include <stdexcept>
+
+namespace mcgw::config {
+
+Schema::Schema() {
+  // Errors are collected from the context and reported by the loader; libyang
+  // itself never prints.
+  ly_log_options(LY_LOSTORE);
+  if (ly_ctx_new(nullptr, LY_CTX_NO_YANGLIBRARY, &ctx_) != LY_SUCCESS) {
+    throw std::runtime_error("libyang: cannot create a context");
+  }
+  struct lys_module* mod = nullptr;
+  if (lys_parse_mem(ctx_, kYangModuleText, LYS_IN_YANG, &mod) != LY_SUCCESS) {
+    const ly_err_item* e = ly_err_first(ctx_);
+    throw std::runtime_error(std::string("libyang: the built-in mcgw model does not compile: ") +
+                             (e && e->msg ? e->msg : "unknown error"));
+  }
+  module_ = mod;
+}
+
+const Schema& Schema::instance() {
+  static const Schema schema;
+  return schema;
+}
+
+std::vector<std::string> Schema::leafKeyPaths() const {
+  std::vector<std::string> out;
+  std::function<void(const lysc_node*, const std::string&)> walk = [&](const lysc_node* parent,
+                                                                       const std::string& prefix) {
+    const lysc_node* n = nullptr;
+    while ((n = lys_getnext(n, parent, parent ? nullptr : module_->compiled, 0))) {
+      std::string p = prefix.empty() ? n->name : prefix + "." + n->name;
+      if (n->nodetype & (LYS_LEAF | LYS_LEAFLIST)) {
+        out.push_back(p);
+      } else if (const lysc_node* list = detail::listWrapped(n)) {
+        walk(list, p + "[]");
+      } else {
+        walk(n, n->nodetype == LYS_LIST ? p + "[]" : p);
+      }
+    }
+  };
+  walk(nullptr, "");
+  return out;
+}
+
+}  // namespace mcgw::config

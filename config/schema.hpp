@@ -1,0 +1,32 @@
+// The compiled YANG model (config/yang/mcgw.yang, built into the library).
+#pragma once
+
+#include <string>
+#include <vector>
+
+struct ly_ctx;
+struct lys_module;
+
+namespace mcgw::config {
+
+extern const char* const kYangModuleText;
+
+// The libyang context holding the mcgw module.  Created on first use; not
+// thread-safe (the control plane loads configs from one thread).
+class Schema {
+ public:
+  static const Schema& instance();
+  ly_ctx* context() const { return ctx_; }
+  const lys_module* module() const { return module_; }
+
+  // The YAML key paths of every leaf and leaf-list, e.g. "ports[].mtu"
+  // ("[]" marks a list).  Used to check the documentation.
+  std::vector<std::string> leafKeyPaths() const;
+
+ private:
+  Schema();
+  ly_ctx* ctx_ = nullptr;
+  const lys_module* module_ = nullptr;
+};
+
+}  // namespace mcgw::config

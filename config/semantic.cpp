@@ -1,0 +1,336 @@
+// Checks the YANG model cannot express.  Each names the node it is about, so
+// the error points at the line the operator has to change.
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "config/loader_detail.hpp"
+
+namespace mcgw::config {
+
+const PortConfig* Config::findPort(const std::string& name) const {
+  for (const auto& p : ports) {
+    if (p.name == name) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+const TenantConfig* Config::findTenant(const std::string& name) const {
+  for (const auto& t : tenants) {
+    if (t.name == name) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+const PeerConfig* Config::findPeer(const std::string& name) const {
+  for (const auto& p : peers) {
+    if (p.name == name) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+std::string PortConfig::deviceName() const {
+  if (!pci.empty()) {
+    return pci;
+  }
+  return vdev.substr(0, vdev.find(','));
+}
+
+const char* toString(PortRole r) { return r == PortRole::kWan ? "wan" : "lan"; }
+const char* toString(Encapsulation e) { return e == Encapsulation::kGeneve ? "geneve" : "vxlan"; }
+const char* toString(LineMode m) { return m == LineMode::kEcmp ? "ecmp" : "active-backup"; }
+std::string toString(const MssClamp& m) {
+  switch (m.mode) {
+    case MssClamp::Mode::kAuto:
+      return "auto";
+    case MssClamp::Mode::kOff:
+      return "off";
+    case MssClamp::Mode::kFixed:
+      break;
+  }
+  return std::to_string(m.value);
+}
+
+namespace detail {
+namespace {
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+class Checker {
+ public:
+  Checker(const Config& c, const SourceMap& map, ErrorSink& sink) : c_(c), map_(map), sink_(sink) {}
+
+  void run() {
+    eal();
+    ports();
+    tenants();
+    peers();
+    bgp();
+    vrrp();
+    plan();
+  }
+
+ private:
+  void error(const std::string& path, const std::string& msg) { sink_.at(map_, path, msg); }
+
+  // A prefix whose host bits are set is almost always a typo (10.1.0.1/16 for
+  // 10.1.0.0/16); libyang would silently mask them.
+  void networkPrefix(const std::string& path) {
+    Location loc = map_.find(path);
+    auto p = IpPrefix::parse(loc.raw);
+    if (p && p->hasHostBits()) {
+      sink_.at(loc, path,
+               "expected a network prefix, found \"" + loc.raw + "\" which has host bits set (did you mean '" +
+                   p->network().toString() + "'?)");
+    }
+  }
+
+  // The device as DPDK identifies it: 00:08.0 and 0000:00:08.0 are one device.
+  static std::string deviceKey(const PortConfig& p) {
+    if (p.pci.empty()) {
+      return p.deviceName();
+    }
+    std::string pci = p.pci.size() == 7 ? "0000:" + p.pci : p.pci;
+    std::transform(pci.begin(), pci.end(), pci.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return pci;
+  }
+
+  static std::string portPath(const std::string& name) {
+    return "/mcgw:ports/port" + keyPredicate("name", name);
+  }
+
+  void eal() {
+    std::set<uint16_t> seen;
+    for (uint16_t w : c_.eal.workers) {
+      if (w == c_.eal.main_lcore) {
+        error("/mcgw:eal/workers" + keyPredicate(".", std::to_string(w)),
+              "worker lcore " + std::to_string(w) + " is also the main lcore (main-lcore: " +
+                  std::to_string(w) + "); pick another");
+      }
+    }
+  }
+
+  void ports() {
+    std::map<std::string, std::string> devices;  // device name → port
+    std::map<IpAddress, std::string> addresses;
+    for (const auto& p : c_.ports) {
+      std::string path = portPath(p.name);
+      std::string dev = p.deviceName();
+      if (auto [it, fresh] = devices.emplace(deviceKey(p), p.name); !fresh) {
+        error(path + (p.pci.empty() ? "/vdev" : "/pci"),
+              "device " + q(dev) + " is already used by port " + q(it->second) +
+                  "; each port needs its own device");
+      }
+      for (const auto& item : map_.items(path + "/addresses")) {
+        const std::string& apath = item.path;
+        auto parsed = IpPrefix::parse(item.loc.raw);
+        if (!parsed) {
+          error(apath, "expected an interface address such as 10.1.0.1/24, found \"" +
+                           item.loc.raw + "\"");
+          continue;
+        }
+        if (!parsed->hasHostBits() && parsed->length < parsed->address.bits() - 1) {
+          error(apath, "\"" + item.loc.raw +
+                           "\" is the subnet itself; give the gateway's own address in it, such as " +
+                           IpPrefix{[&] {
+                             IpAddress x = parsed->address;
+                             x.bytes[x.bits() / 8 - 1] |= 1;
+                             return x;
+                           }(), parsed->length}.toString());
+          continue;
+        }
+        if (auto [it, fresh] = addresses.emplace(parsed->address, p.name); !fresh) {
+          error(apath, "address " + parsed->address.toString() + " is already on port " +
+                           q(it->second));
+        }
+      }
+    }
+  }
+
+  void tenants() {
+    std::map<uint32_t, std::string> vnis;
+    for (const auto& t : c_.tenants) {
+      std::string path = "/mcgw:tenants/tenant" + keyPredicate("name", t.name);
+      if (auto [it, fresh] = vnis.emplace(t.vni, t.name); !fresh) {
+        error(path + "/vni", "VNI " + std::to_string(t.vni) + " is already used by tenant " +
+                                 q(it->second) + "; every tenant needs its own VNI");
+      }
+      for (const auto& r : t.routes) {
+        std::string rpath = path + "/routes/route" + keyPredicate("prefix", r.prefix.toString());
+        networkPrefix(rpath + "/prefix");
+        if (!r.peer.empty()) {
+          const PeerConfig* peer = c_.findPeer(r.peer);
+          if (peer && !peer->tenants.empty() &&
+              std::find(peer->tenants.begin(), peer->tenants.end(), t.name) ==
+                  peer->tenants.end()) {
+            error(rpath + "/peer", "peer " + q(r.peer) + " does not carry tenant " + q(t.name) +
+                                       " (add it to the peer's tenants)");
+          }
+        }
+      }
+    }
+  }
+
+  void peers() {
+    std::map<std::pair<IpAddress, IpAddress>, std::string> tunnels;
+    for (const auto& p : c_.peers) {
+      std::string path = "/mcgw:peers/peer" + keyPredicate("name", p.name);
+      for (const auto& l : p.lines) {
+        std::string lpath = path + "/lines/line" + keyPredicate("name", l.name);
+        const PortConfig* port = c_.findPort(l.port);
+        if (port && port->role != PortRole::kWan) {
+          error(lpath + "/port", "line " + q(l.name) + " uses port " + q(l.port) +
+                                     " whose role is lan; underlay lines leave through wan ports");
+        }
+        if (l.local_vtep.family != l.remote_vtep.family) {
+          error(lpath + "/remote-vtep", "local-vtep " + l.local_vtep.toString() + " and remote-vtep " +
+                                            l.remote_vtep.toString() +
+                                            " are of different address families");
+        }
+        if (port) {
+          bool on_port = false;
+          for (const auto& a : port->addresses) {
+            on_port = on_port || a.address == l.local_vtep;
+          }
+          if (!on_port) {
+            error(lpath + "/local-vtep", "local-vtep " + l.local_vtep.toString() +
+                                             " is not an address of port " + q(l.port) +
+                                             " (add it to the port's addresses)");
+          }
+        }
+        if (l.mtu > 0 && port && l.mtu > port->mtu) {
+          error(lpath + "/mtu", "line MTU " + std::to_string(l.mtu) + " is larger than port " +
+                                    q(l.port) + "'s MTU " + std::to_string(port->mtu));
+        }
+        auto key = std::make_pair(l.local_vtep, l.remote_vtep);
+        if (auto [it, fresh] = tunnels.emplace(key, p.name + "/" + l.name); !fresh) {
+          error(lpath + "/remote-vtep", "the VTEP pair " + l.local_vtep.toString() + " → " +
+                                            l.remote_vtep.toString() + " is already used by line " +
+                                            q(it->second));
+        }
+      }
+    }
+  }
+
+  void bgp() {
+    if (!c_.bgp.enabled) {
+      return;
+    }
+    if (c_.bgp.hold_s < 3 * c_.bgp.keepalive_s) {
+      error("/mcgw:bgp/timers/hold", "hold time " + std::to_string(c_.bgp.hold_s) +
+                                         " s must be at least 3 × keepalive (" +
+                                         std::to_string(3 * c_.bgp.keepalive_s) + " s)");
+    }
+  }
+
+  void vrrp() {
+    for (const auto& g : c_.vrrp_groups) {
+      std::string path = "/mcgw:vrrp/group" + keyPredicate("vrid", std::to_string(g.vrid));
+      const PortConfig* port = c_.findPort(g.port);
+      if (port && port->role != PortRole::kLan) {
+        error(path + "/port", "VRRP runs on lan ports; port " + q(g.port) + " is a wan port");
+      }
+      if (g.advert_interval_ms % 10 != 0) {
+        error(path + "/advert-interval-ms",
+              "the interval is sent in centiseconds; " + std::to_string(g.advert_interval_ms) +
+                  " ms is not a multiple of 10");
+      }
+    }
+  }
+
+  void plan() {
+    const auto& plan = c_.address_plan;
+    if (plan.store == AddressPlanConfig::Store::kEtcd && plan.etcd_endpoints.empty()) {
+      error("/mcgw:address-plan/store/type", "store type etcd needs at least one endpoint");
+    }
+    struct Owner {
+      IpPrefix prefix;
+      std::string what;
+      std::string path;
+    };
+    std::vector<Owner> owners;
+    auto claim = [&](const IpPrefix& p, const std::string& what, const std::string& path) {
+      networkPrefix(path);
+      for (const auto& o : owners) {
+        if (o.prefix.network().overlaps(p.network())) {
+          error(path, p.toString() + " of " + what + " overlaps " + o.prefix.toString() + " of " +
+                          o.what + "; the plan must be overlap-free (use a mapped-range for a "
+                                   "legacy overlap)");
+          return;
+        }
+      }
+      owners.push_back({p, what, path});
+    };
+    for (const auto& v : plan.vpcs) {
+      std::string path = "/mcgw:address-plan/clouds/cloud" + keyPredicate("name", v.cloud) + "/regions/region" +
+                         keyPredicate("name", v.region) + "/vpcs/vpc" + keyPredicate("name", v.name);
+      for (const auto& item : map_.items(path + "/prefixes")) {
+        if (auto p = IpPrefix::parse(item.loc.raw)) {
+          claim(*p, "VPC " + v.cloud + "/" + v.region + "/" + v.name, item.path);
+        }
+      }
+    }
+    for (const auto& m : plan.mapped_ranges) {
+      std::string path = "/mcgw:address-plan/mapped-ranges/mapped-range" + keyPredicate("name", m.name);
+      networkPrefix(path + "/real");
+      if (m.real.length != m.mapped.length || m.real.address.family != m.mapped.address.family) {
+        error(path + "/mapped", "a 1:1 mapping needs ranges of the same family and length; real " +
+                                    m.real.toString() + ", mapped " + m.mapped.toString());
+        continue;
+      }
+      claim(m.mapped, "mapped range " + m.name, path + "/mapped");
+    }
+    std::vector<Owner> pools;
+    for (const auto& p : plan.pools) {
+      std::string path = "/mcgw:address-plan/pools/pool" + keyPredicate("name", p.name);
+      for (const auto& item : map_.items(path + "/prefixes")) {
+        auto parsed = IpPrefix::parse(item.loc.raw);
+        if (!parsed) {
+          continue;
+        }
+        const IpPrefix& pr = *parsed;
+        const std::string& ppath = item.path;
+        networkPrefix(ppath);
+        for (const auto& o : pools) {
+          if (o.prefix.network().overlaps(pr.network())) {
+            error(ppath, "pool prefix " + pr.toString() + " overlaps " + o.prefix.toString() +
+                             " of " + o.what);
+          }
+        }
+        pools.push_back({pr, "pool " + p.name, ppath});
+        if (p.allocation_length > pr.address.bits()) {
+          error(path + "/allocation-length",
+                "allocation-length /" + std::to_string(p.allocation_length) +
+                    " is longer than an " + (pr.address.family == Family::V4 ? "IPv4" : "IPv6") +
+                    " address");
+        } else if (pr.length > p.allocation_length) {
+          error(path + "/allocation-length",
+                "allocation-length /" + std::to_string(p.allocation_length) +
+                    " is shorter than pool prefix " + pr.toString() + "; it must be at least /" +
+                    std::to_string(pr.length));
+        }
+      }
+    }
+  }
+
+  const Config& c_;
+  const SourceMap& map_;
+  ErrorSink& sink_;
+};
+
+}  // namespace
+
+void checkSemantics(const Config& config, const SourceMap& map, ErrorSink& sink) {
+  Checker(config, map, sink).run();
+}
+
+}  // namespace detail
+}  // namespace mcgw::config

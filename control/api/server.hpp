@@ -1,0 +1,62 @@
+// The API server: a non-blocking Unix socket driven by the daemon's poll loop.
+// Hand-written over poll(2) rather than Asio: the daemon's one loop already
+// waits on a signalfd and timers, and a dozen lines of accept/read/write keep
+// it single-threaded with no extra dependency.
+#pragma once
+
+#include <poll.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/result.hpp"
+
+namespace mcgw::api {
+
+class Server {
+ public:
+  // Called with a parsed request of our version; returns the response body
+  // (the server adds "version").
+  using Handler = std::function<nlohmann::json(const std::string& command,
+                                               const nlohmann::json& args)>;
+
+  explicit Server(Handler handler) : handler_(std::move(handler)) {}
+  ~Server();
+
+  // Binds path (replacing a stale socket file), mode 0660, owned by group
+  // (empty: unchanged).  Creates the parent directory if missing.
+  Result<bool, std::string> listen(const std::string& path, const std::string& group);
+
+  // The descriptors to poll, and the handling of what poll reported.
+  void pollFds(std::vector<pollfd>& fds) const;
+  void handle(const std::vector<pollfd>& fds);
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Client {
+    std::string in;
+    std::string out;
+    size_t sent = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  void accept();
+  void read(int fd, Client& c);
+  void respond(Client& c, const nlohmann::json& body);
+  void write(int fd, Client& c);
+
+  Handler handler_;
+  std::string path_;
+  int listen_fd_ = -1;
+  std::map<int, Client> clients_;
+};
+
+// The response to a malformed or unsupported request.
+nlohmann::json errorResponse(const std::string& message,
+                             const std::vector<std::string>& details = {});
+
+}  // namespace mcgw::api

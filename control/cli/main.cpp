@@ -1,0 +1,151 @@
+// mcgwctl: the operator CLI.  A thin client of mcgwd's API, plus offline
+// config checking.  Results go to stdout, diagnostics to stderr.
+//
+// Exit codes: status: 0 healthy, 1 degraded, 2 daemon unreachable;
+// check-config: 0 valid, 1 invalid; other commands: 0 done, 1 refused,
+// 2 daemon unreachable.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "config/loader.hpp"
+#include "control/api/client.hpp"
+#include "control/api/protocol.hpp"
+#include "control/cli/status_view.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kFailed = 1;
+constexpr int kUnreachable = 2;
+
+// Calls mcgwd; on a transport failure prints why and returns nullopt.
+std::optional<json> request(const std::string& socket, const std::string& command, int& rc) {
+  auto r = mcgw::api::call(socket, command);
+  if (!r) {
+    std::fprintf(stderr, "mcgwctl: %s\n", r.error().message.c_str());
+    rc = r.error().unreachable ? kUnreachable : kFailed;
+    return std::nullopt;
+  }
+  return *r;
+}
+
+void printError(const json& response) {
+  const json& e = response["error"];
+  std::fprintf(stderr, "mcgwctl: %s\n", e.value("message", "request failed").c_str());
+  if (e.contains("details")) {
+    for (const auto& d : e["details"]) {
+      std::fprintf(stderr, "  %s\n", d.get<std::string>().c_str());
+    }
+  }
+}
+
+int checkConfig(const std::string& file) {
+  auto r = mcgw::config::loadConfigFile(file);
+  if (!r) {
+    for (const auto& e : r.error()) {
+      std::fprintf(stderr, "%s\n", e.toString().c_str());
+    }
+    std::fprintf(stderr, "%s: invalid (%zu error%s)\n", file.c_str(), r.error().size(),
+                 r.error().size() == 1 ? "" : "s");
+    return kFailed;
+  }
+  const auto& c = **r;
+  std::printf("%s: valid (node %s, %zu ports, %zu tenants, %zu peers, sha256 %s)\n", file.c_str(),
+              c.node.name.c_str(), c.ports.size(), c.tenants.size(), c.peers.size(),
+              c.checksum.substr(0, 12).c_str());
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mcgwctl: operate the mcgw gateway daemon (mcgwd)"};
+  app.require_subcommand(1);
+  std::string socket = mcgw::api::kDefaultSocket;
+  if (const char* env = std::getenv("MCGW_SOCKET")) {
+    socket = env;
+  }
+  app.add_option("-s,--socket", socket, "mcgwd API socket (env MCGW_SOCKET)")
+      ->capture_default_str();
+  bool as_json = false;
+
+  auto* status = app.add_subcommand(
+      "status", "Health summary, config, ports (exit 0 healthy, 1 degraded, 2 unreachable)");
+  status->add_flag("--json", as_json, "Print the versioned JSON document (schema mcgw.status/1)");
+
+  auto* show = app.add_subcommand("show", "Show running state");
+  show->require_subcommand(1);
+  auto* show_config = show->add_subcommand("config", "The config text in force");
+  show_config->add_flag("--json", as_json, "JSON with file, checksum and text");
+
+  auto* reload = app.add_subcommand(
+      "reload", "Re-read the config file; an invalid file is refused and changes nothing");
+  reload->add_flag("--json", as_json, "Print the JSON response");
+
+  std::string file;
+  auto* check = app.add_subcommand("check-config", "Validate a config file offline (exit 0/1)");
+  check->add_option("FILE", file, "Config file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*check) {
+    return checkConfig(file);
+  }
+
+  int rc = kOk;
+  if (*status) {
+    auto r = request(socket, "status", rc);
+    if (!r) {
+      return rc;
+    }
+    if (!r->value("ok", false)) {
+      printError(*r);
+      return kFailed;
+    }
+    const json& s = (*r)["result"];
+    std::cout << (as_json ? s.dump(2) + "\n" : mcgw::cli::renderStatus(s));
+    return s["health"].value("state", "") == "healthy" ? kOk : kFailed;
+  }
+  if (*show_config) {
+    auto r = request(socket, "show-config", rc);
+    if (!r) {
+      return rc;
+    }
+    if (!r->value("ok", false)) {
+      printError(*r);
+      return kFailed;
+    }
+    const json& c = (*r)["result"];
+    if (as_json) {
+      std::cout << c.dump(2) << "\n";
+    } else {
+      std::cout << "# " << c.value("file", "") << " (sha256 " << c.value("checksum", "") << ")\n"
+                << c.value("text", "");
+    }
+    return kOk;
+  }
+  if (*reload) {
+    auto r = request(socket, "reload", rc);
+    if (!r) {
+      return rc;
+    }
+    if (as_json) {
+      std::cout << r->dump(2) << "\n";
+    }
+    if (!r->value("ok", false)) {
+      printError(*r);
+      return kFailed;
+    }
+    if (!as_json) {
+      std::cout << "reloaded:\n";
+      for (const auto& ch : (*r)["result"]["changes"]) {
+        std::cout << "  " << ch.get<std::string>() << "\n";
+      }
+    }
+    return kOk;
+  }
+  return kOk;
+}

@@ -1,0 +1,71 @@
+// The gateway's control core: the running config, the DPDK ports it owns,
+// reload as a transaction, and the status every front-end reads.  SIGHUP,
+// `mcgwctl reload` and tests all call Gateway::reload().
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "config/diff.hpp"
+#include "config/loader.hpp"
+#include "dataplane/engine/eal.hpp"
+#include "dataplane/engine/port.hpp"
+
+namespace mcgw::daemon {
+
+struct ReloadOutcome {
+  bool ok = false;
+  std::vector<std::string> errors;   // why nothing was applied
+  std::vector<std::string> changes;  // what was applied
+};
+
+class Gateway {
+ public:
+  // Loads the file, initialises the EAL and opens every port.  On failure the
+  // errors say why (config errors first, one per line).
+  static Result<std::unique_ptr<Gateway>, std::vector<std::string>> start(
+      const std::string& config_path, const std::string& program, const std::string& log_level);
+  ~Gateway();
+
+  // Re-reads the config file.  Invalid, or needing a restart: nothing
+  // changes and the errors come back.  Valid: only the difference is applied.
+  ReloadOutcome reload();
+
+  config::ConfigPtr config() const { return config_; }
+  const std::string& configText() const { return config_text_; }
+  nlohmann::json status() const;
+  bool healthy() const;
+  // A one-line summary for systemd's STATUS=.
+  std::string summary() const;
+
+ private:
+  Gateway() = default;
+  engine::Port* findPort(const std::string& name) const;
+  std::vector<std::string> healthReasons() const;
+
+  std::string path_;
+  config::ConfigPtr config_;
+  std::string config_text_;
+  std::unique_ptr<engine::Eal> eal_;
+  std::vector<std::unique_ptr<engine::Port>> ports_;
+  std::chrono::system_clock::time_point started_at_;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::system_clock::time_point loaded_at_;
+  struct LastReload {
+    bool attempted = false;
+    bool ok = true;
+    std::chrono::system_clock::time_point at;
+    std::vector<std::string> errors;
+    std::vector<std::string> changes;
+  } last_reload_;
+};
+
+// Reads a file whole; nullopt if it cannot be read.
+Result<std::string, std::string> readFile(const std::string& path);
+
+}  // namespace mcgw::daemon

@@ -1,0 +1,213 @@
+// mcgwd: the gateway daemon.  One thread (the EAL main lcore) runs the control
+// loop: signals, the operator API, the systemd watchdog.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "config/loader.hpp"
+#include "control/api/server.hpp"
+#include "control/daemon/gateway.hpp"
+#include "control/daemon/preflight.hpp"
+
+using mcgw::daemon::Gateway;
+using nlohmann::json;
+
+namespace {
+
+// Exit codes: 0 clean stop, 1 runtime failure, 78 (EX_CONFIG) bad config, which
+// the unit does not restart on (RestartPreventExitStatus=78).
+constexpr int kExitFailure = 1;
+constexpr int kExitConfig = 78;
+
+void setupLogging(const std::string& level) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(spdlog::color_mode::automatic);
+  auto logger = std::make_shared<spdlog::logger>("mcgwd", sink);
+  // journald adds its own timestamp; a terminal gets one.
+  logger->set_pattern(std::getenv("JOURNAL_STREAM") ? "<%l> %v" : "%Y-%m-%d %H:%M:%S.%e [%l] %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+void notify(const std::string& state) { sd_notify(0, state.c_str()); }
+
+int runPreflight(const std::string& path) {
+  auto loaded = mcgw::config::loadConfigFile(path);
+  if (!loaded) {
+    for (const auto& e : loaded.error()) {
+      std::fprintf(stderr, "%s\n", e.toString().c_str());
+    }
+    std::fprintf(stderr, "preflight: config %s is invalid\n", path.c_str());
+    return kExitConfig;
+  }
+  bool ok = true;
+  for (const auto& c : mcgw::daemon::preflight(**loaded)) {
+    std::fprintf(stderr, "preflight: %-24s %s: %s\n", c.what.c_str(), c.ok ? "ok" : "MISSING",
+                 c.detail.c_str());
+    ok = ok && c.ok;
+  }
+  return ok ? 0 : kExitFailure;
+}
+
+json handleRequest(Gateway& gw, const std::string& command, const json& args) {
+  (void)args;
+  if (command == "status") {
+    return {{"ok", true}, {"result", gw.status()}};
+  }
+  if (command == "show-config") {
+    auto c = gw.config();
+    return {{"ok", true},
+            {"result", {{"file", c->source}, {"checksum", c->checksum}, {"text", gw.configText()}}}};
+  }
+  if (command == "reload") {
+    notify("RELOADING=1\nSTATUS=reloading " + gw.config()->source);
+    auto outcome = gw.reload();
+    notify("READY=1\nSTATUS=" + gw.summary());
+    if (!outcome.ok) {
+      return mcgw::api::errorResponse("reload refused; the running config is unchanged",
+                                      outcome.errors);
+    }
+    return {{"ok", true}, {"result", {{"changes", outcome.changes}}}};
+  }
+  return mcgw::api::errorResponse("unknown command '" + command +
+                                  "'; known: status, show-config, reload");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mcgwd: the mcgw multi-cloud interconnect gateway daemon"};
+  std::string config_path = "/etc/mcgw/mcgw.yaml";
+  std::string log_level;
+  bool preflight = false;
+  app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
+  app.add_option("-l,--log-level", log_level, "Log level (overrides logging.level)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}));
+  app.add_flag("--preflight", preflight,
+               "Check prerequisites (hugepages, drivers, interfaces, FRR) and exit");
+  app.set_version_flag("--version", std::string("mcgwd ") + MCGW_VERSION);
+  CLI11_PARSE(app, argc, argv);
+
+  if (preflight) {
+    return runPreflight(config_path);
+  }
+  // Status and logs name the file the daemon will re-read on reload.
+  config_path = std::filesystem::absolute(config_path).lexically_normal().string();
+
+  setupLogging(log_level.empty() ? "info" : log_level);
+  // Signals are taken through a signalfd; block them before the EAL starts
+  // its threads so that they inherit the mask.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) {
+    sigaddset(&mask, s);
+  }
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
+  notify("STATUS=loading " + config_path);
+  // The config's own level applies unless --log-level was given.
+  {
+    auto pre = mcgw::config::loadConfigFile(config_path);
+    if (!pre) {
+      spdlog::critical("config {} is invalid ({} error(s)):", config_path, pre.error().size());
+      for (const auto& e : pre.error()) {
+        spdlog::critical("  {}", e.toString());
+      }
+      notify("STATUS=invalid config " + config_path);
+      return kExitConfig;
+    }
+    if (log_level.empty()) {
+      log_level = (*pre)->logging.level;
+      spdlog::set_level(spdlog::level::from_str(log_level));
+    }
+  }
+
+  notify("STATUS=starting DPDK and ports");
+  auto started = Gateway::start(config_path, argv[0], log_level);
+  if (!started) {
+    for (const auto& e : started.error()) {
+      spdlog::critical("{}", e);
+    }
+    notify("STATUS=failed to start: " + started.error().front());
+    return kExitFailure;
+  }
+  Gateway& gw = **started;
+
+  mcgw::api::Server server(
+      [&gw](const std::string& cmd, const json& args) { return handleRequest(gw, cmd, args); });
+  if (auto r = server.listen(gw.config()->api.socket, gw.config()->api.group); !r) {
+    spdlog::critical("{}", r.error());
+    notify("STATUS=" + r.error());
+    return kExitFailure;
+  }
+  spdlog::info("API on {}", server.path());
+
+  uint64_t watchdog_usec = 0;
+  bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
+  auto watchdog_every = std::chrono::microseconds(watchdog_usec / 2);
+  auto next_kick = std::chrono::steady_clock::now();
+  if (watchdog) {
+    spdlog::info("systemd watchdog every {} ms", watchdog_usec / 2000);
+  }
+
+  spdlog::info("ready: {}", gw.summary());
+  notify("READY=1\nSTATUS=" + gw.summary());
+  std::string last_summary = gw.summary();
+
+  bool running = true;
+  while (running) {
+    std::vector<pollfd> fds{{sfd, POLLIN, 0}};
+    server.pollFds(fds);
+    int timeout_ms = 1000;
+    if (watchdog) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      next_kick - std::chrono::steady_clock::now())
+                      .count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
+    }
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      spdlog::critical("poll: {}", std::strerror(errno));
+      break;
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo si{};
+      while (::read(sfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+          spdlog::info("SIGHUP: reloading {}", config_path);
+          notify("RELOADING=1\nSTATUS=reloading " + config_path);
+          gw.reload();
+          notify("READY=1\nSTATUS=" + gw.summary());
+        } else {
+          spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
+          running = false;
+        }
+      }
+    }
+    server.handle(fds);
+    if (watchdog && std::chrono::steady_clock::now() >= next_kick) {
+      notify("WATCHDOG=1");
+      next_kick = std::chrono::steady_clock::now() + watchdog_every;
+    }
+    if (std::string s = gw.summary(); s != last_summary) {
+      spdlog::info("state: {}", s);
+      notify("STATUS=" + s);
+      last_summary = s;
+    }
+  }
+
+  notify("STOPPING=1\nSTATUS=stopping");
+  started->reset();
+  spdlog::info("stopped");
+  return 0;
+}

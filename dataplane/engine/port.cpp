@@ -1,0 +1,135 @@
+#include "dataplane/engine/port.hpp"
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+
+#include <cstring>
+
+namespace mcgw::engine {
+
+namespace {
+
+std::string err(const std::string& port, const std::string& what, int rc) {
+  return "port " + port + ": " + what + ": " + rte_strerror(rc < 0 ? -rc : rc);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& c,
+                                                      rte_mempool* pool) {
+  const std::string dev = c.deviceName();
+  uint16_t id = 0;
+  bool probed = false;
+  if (rte_eth_dev_get_port_by_name(dev.c_str(), &id) != 0) {
+    // Not yet attached: a vdev, or a PCI device added by a reload.
+    const std::string args = c.pci.empty() ? c.vdev : c.pci;
+    int rc = rte_dev_probe(args.c_str());
+    if (rc < 0) {
+      return unexpected(err(c.name, "cannot attach device '" + args + "'", rc));
+    }
+    probed = true;
+    if (rte_eth_dev_get_port_by_name(dev.c_str(), &id) != 0) {
+      return unexpected("port " + c.name + ": device '" + dev + "' attached but has no ethdev");
+    }
+  }
+  // From here the Port owns the device: its destructor undoes a failure.
+  std::unique_ptr<Port> port(new Port(c, id, probed));
+
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(id, &info); rc != 0) {
+    return unexpected(err(c.name, "cannot read device info", rc));
+  }
+  uint16_t rxq = std::min<uint16_t>(c.rx_queues, std::max<uint16_t>(info.max_rx_queues, 1));
+  rte_eth_conf conf{};
+  if (rxq > 1) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf =
+        (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
+  }
+  if (int rc = rte_eth_dev_configure(id, rxq, 1, &conf); rc != 0) {
+    return unexpected(err(c.name, "cannot configure " + std::to_string(rxq) + " RX queues", rc));
+  }
+  uint16_t nb_rxd = c.rx_descriptors, nb_txd = c.tx_descriptors;
+  rte_eth_dev_adjust_nb_rx_tx_desc(id, &nb_rxd, &nb_txd);
+  int socket = rte_eth_dev_socket_id(id);
+  socket = socket < 0 ? 0 : socket;
+  for (uint16_t q = 0; q < rxq; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(id, q, nb_rxd, socket, nullptr, pool); rc != 0) {
+      return unexpected(err(c.name, "cannot set up RX queue " + std::to_string(q), rc));
+    }
+  }
+  if (int rc = rte_eth_tx_queue_setup(id, 0, nb_txd, socket, nullptr); rc != 0) {
+    return unexpected(err(c.name, "cannot set up TX queue", rc));
+  }
+  // Some virtual devices cannot change their MTU; the port then keeps the
+  // device's own and status shows it.
+  int rc = rte_eth_dev_set_mtu(id, c.mtu);
+  if (rc != 0 && rc != -ENOTSUP) {
+    return unexpected(err(c.name, "cannot set MTU " + std::to_string(c.mtu), rc));
+  }
+  if (int rc = rte_eth_dev_start(id); rc != 0) {
+    return unexpected(err(c.name, "cannot start", rc));
+  }
+  return port;
+}
+
+Port::~Port() {
+  rte_eth_dev_stop(port_id_);
+  rte_eth_dev_close(port_id_);
+  if (probed_) {
+    rte_eal_hotplug_remove(config_.pci.empty() ? "vdev" : "pci", config_.deviceName().c_str());
+  }
+}
+
+PortStatus Port::status() const {
+  PortStatus s;
+  s.name = config_.name;
+  s.device = config_.pci.empty() ? config_.vdev : config_.pci;
+  s.port_id = port_id_;
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port_id_, &info) == 0 && info.driver_name) {
+    s.driver = info.driver_name;
+  }
+  s.rx_queues = info.nb_rx_queues;
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(port_id_, &link) == 0) {
+    s.link_up = link.link_status == RTE_ETH_LINK_UP;
+    s.speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+    s.full_duplex = link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
+  }
+  rte_eth_dev_get_mtu(port_id_, &s.mtu);
+  rte_ether_addr mac{};
+  if (rte_eth_macaddr_get(port_id_, &mac) == 0) {
+    char buf[RTE_ETHER_ADDR_FMT_SIZE];
+    rte_ether_format_addr(buf, sizeof buf, &mac);
+    s.mac = buf;
+  }
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(port_id_, &st) == 0) {
+    s.rx_packets = st.ipackets;
+    s.tx_packets = st.opackets;
+    s.rx_bytes = st.ibytes;
+    s.tx_bytes = st.obytes;
+    s.rx_missed = st.imissed;
+    s.rx_errors = st.ierrors;
+    s.tx_errors = st.oerrors;
+    s.rx_nombuf = st.rx_nombuf;
+  }
+  return s;
+}
+
+Result<bool, std::string> Port::setMtu(uint16_t mtu) {
+  int rc = rte_eth_dev_set_mtu(port_id_, mtu);
+  if (rc == -ENOTSUP) {
+    return false;  // the device keeps its own MTU
+  }
+  if (rc != 0) {
+    return unexpected(err(config_.name, "cannot set MTU " + std::to_string(mtu), rc));
+  }
+  config_.mtu = mtu;
+  return true;
+}
+
+}  // namespace mcgw::engine

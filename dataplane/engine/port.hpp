@@ -1,0 +1,57 @@
+// One DPDK port opened from a PortConfig: probed, configured, started; and
+// what an operator asks of it (link, MTU, MAC, counters).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "config/result.hpp"
+
+struct rte_mempool;
+
+namespace mcgw::engine {
+
+struct PortStatus {
+  std::string name;
+  std::string device;
+  std::string driver;
+  uint16_t port_id = 0;
+  bool link_up = false;
+  uint32_t speed_mbps = 0;
+  bool full_duplex = false;
+  uint16_t mtu = 0;
+  std::string mac;
+  uint16_t rx_queues = 0;
+  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
+  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+};
+
+class Port {
+ public:
+  // Probes the device (vdev args or PCI address), configures queues and MTU,
+  // and starts it.  On failure nothing is left behind.
+  static Result<std::unique_ptr<Port>, std::string> open(const config::PortConfig& config,
+                                                          rte_mempool* pool);
+  ~Port();  // stops, closes and detaches the device
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  const config::PortConfig& config() const { return config_; }
+  uint16_t id() const { return port_id_; }
+  PortStatus status() const;
+
+  // Applies a new MTU to the running port.
+  Result<bool, std::string> setMtu(uint16_t mtu);
+  void adoptConfig(const config::PortConfig& c) { config_ = c; }
+
+ private:
+  Port(config::PortConfig c, uint16_t id, bool probed)
+      : config_(std::move(c)), port_id_(id), probed_(probed) {}
+  config::PortConfig config_;
+  uint16_t port_id_;
+  bool probed_;  // we attached the device, so we detach it
+};
+
+}  // namespace mcgw::engine

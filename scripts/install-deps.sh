@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Install everything mcgw needs to build, test and run its lab on Debian 12.
+# Idempotent: safe to run again; it only installs what is missing.
+#   scripts/install-deps.sh               build deps + runtime peers
+#   scripts/install-deps.sh --hugepages N also reserve N 2 MiB hugepages and mount hugetlbfs
+set -euo pipefail
+
+hugepages=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hugepages) hugepages="${2:?--hugepages needs a count}"; shift 2 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: must run as root (apt-get, hugepages)" >&2
+  exit 1
+fi
+
+packages=(
+  # toolchain
+  build-essential g++-12 cmake ninja-build pkg-config git clang llvm clang-format
+  # libraries fixed by the design card, and the ones we chose
+  libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev
+  libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev
+  # runtime peers and tools used by tests and the lab
+  systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl
+  python3 python3-scapy nftables iptables tcpdump procps psmisc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer once, non-interactively.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps.sh: all packages present"
+fi
+
+# FRR is started per network namespace by the lab, never as the machine's service.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  systemctl disable --now frr bird keepalived >/dev/null 2>&1 || true
+fi
+
+if [ "$hugepages" -gt 0 ]; then
+  echo "$hugepages" > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  mkdir -p /dev/hugepages
+  mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
+  echo "install-deps.sh: $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) hugepages of 2 MiB reserved"
+fi
