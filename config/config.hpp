@@ -52,8 +52,8 @@ struct PortConfig {
 
 struct StaticRoute {
   IpPrefix prefix;
-  std::string peer;                  // tunnel towards this peer, or
-  std::optional<IpAddress> next_hop; // a next hop on a LAN port
+  std::string peer;                   // tunnel towards this peer, or
+  std::optional<IpAddress> next_hop;  // a next hop on a LAN port
   bool operator==(const StaticRoute&) const = default;
 };
 

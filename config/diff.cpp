@@ -112,16 +112,20 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
   if (!(a.eal == b.eal)) {
     out.push_back({"eal", "", Kind::kChanged, "DPDK EAL settings", true});
   }
-  diffKeyed(out, "port", a.ports, b.ports, [](const PortConfig& p) { return p.name; }, portDetail);
-  diffKeyed(out, "tenant", a.tenants, b.tenants, [](const TenantConfig& t) { return t.name; },
-            tenantDetail);
-  diffKeyed(out, "peer", a.peers, b.peers, [](const PeerConfig& p) { return p.name; }, peerDetail);
+  diffKeyed(
+      out, "port", a.ports, b.ports, [](const PortConfig& p) { return p.name; }, portDetail);
+  diffKeyed(
+      out, "tenant", a.tenants, b.tenants, [](const TenantConfig& t) { return t.name; },
+      tenantDetail);
+  diffKeyed(
+      out, "peer", a.peers, b.peers, [](const PeerConfig& p) { return p.name; }, peerDetail);
   if (!(a.bgp == b.bgp)) {
     out.push_back({"bgp", "", Kind::kChanged, "", false});
   }
-  diffKeyed(out, "vrrp group", a.vrrp_groups, b.vrrp_groups,
-            [](const VrrpGroupConfig& g) { return std::to_string(g.vrid); },
-            [](const VrrpGroupConfig&, const VrrpGroupConfig&) { return std::string(); });
+  diffKeyed(
+      out, "vrrp group", a.vrrp_groups, b.vrrp_groups,
+      [](const VrrpGroupConfig& g) { return std::to_string(g.vrid); },
+      [](const VrrpGroupConfig&, const VrrpGroupConfig&) { return std::string(); });
   if (!(a.address_plan == b.address_plan)) {
     out.push_back({"address-plan", "", Kind::kChanged, "", false});
   }
@@ -129,8 +133,8 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
     out.push_back({"api", "", Kind::kChanged, "API socket", true});
   }
   if (!(a.logging == b.logging)) {
-    out.push_back({"logging", "", Kind::kChanged, "level " + a.logging.level + " -> " + b.logging.level,
-                   false});
+    out.push_back({"logging", "", Kind::kChanged,
+                   "level " + a.logging.level + " -> " + b.logging.level, false});
   }
   return out;
 }

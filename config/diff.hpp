@@ -12,10 +12,10 @@ namespace mcgw::config {
 
 struct ConfigChange {
   enum class Kind { kAdded, kRemoved, kChanged };
-  std::string section;  // "ports", "tenants", "eal", ...
+  std::string section;  // "port", "tenant", "peer", "eal", ...
   std::string name;     // the entry's key, empty for single sections
   Kind kind = Kind::kChanged;
-  std::string detail;   // e.g. "mtu 1500 -> 9000"
+  std::string detail;  // e.g. "mtu 1500 -> 9000"
   bool needs_restart = false;
 
   std::string toString() const;

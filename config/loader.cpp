@@ -3,9 +3,11 @@
 #include <libyang/libyang.h>
 #include <libyang/plugins_types.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -106,9 +108,7 @@ std::string didYouMean(std::string_view word, const std::vector<std::string>& ca
 
 }  // namespace detail
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 namespace detail {
 // A container whose only child is a list is written in YAML as that list.
@@ -134,7 +134,9 @@ Location locationOf(const YAML::Node& n) {
   return {m.line + 1, m.column + 1, n.IsScalar() ? n.Scalar() : std::string()};
 }
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string quoted(const std::string& s) {
+  return "\"" + s + "\"";
+}
 
 std::string found(const YAML::Node& n) {
   switch (n.Type()) {
@@ -174,9 +176,9 @@ std::string describeRange(const lysc_range* r, const char* fallback) {
   std::vector<std::string> parts;
   for (LY_ARRAY_COUNT_TYPE i = 0; i < LY_ARRAY_COUNT(r->parts); ++i) {
     const auto& p = r->parts[i];
-    parts.push_back(p.min_u64 == p.max_u64 ? std::to_string(p.min_u64)
-                                           : std::to_string(p.min_u64) + ".." +
-                                                 std::to_string(p.max_u64));
+    parts.push_back(p.min_u64 == p.max_u64
+                        ? std::to_string(p.min_u64)
+                        : std::to_string(p.min_u64) + ".." + std::to_string(p.max_u64));
   }
   return join(parts, " or ");
 }
@@ -305,9 +307,9 @@ class TreeBuilder {
     if (root.IsMap()) {
       walkMap(root, nullptr, nullptr, "", present);
     } else if (!root.IsNull()) {
-      sink_.at(locationOf(root), "/",
-               "expected a mapping of top-level keys (node, eal, ports, ...), found " +
-                   found(root));
+      sink_.at(
+          locationOf(root), "/",
+          "expected a mapping of top-level keys (node, eal, ports, ...), found " + found(root));
       return;
     }
     checkMissing(nullptr, nullptr, present, Location{1, 1, ""}, "");
@@ -445,7 +447,8 @@ class TreeBuilder {
       case LYS_LEAF:
         if (!v.IsScalar()) {
           sink_.at(vloc, path,
-                   "expected " + describeType(reinterpret_cast<const lysc_node_leaf*>(snode)->type) +
+                   "expected " +
+                       describeType(reinterpret_cast<const lysc_node_leaf*>(snode)->type) +
                        ", found " + found(v));
           return;
         }
@@ -506,9 +509,9 @@ class TreeBuilder {
                      const std::string& path, std::map<std::string, int>& keys_seen) {
     Location eloc = locationOf(entry);
     if (!entry.IsMap()) {
-      sink_.at(eloc, path,
-               "expected a '" + std::string(snode->name) + "' entry (a mapping), found " +
-                   found(entry));
+      sink_.at(
+          eloc, path,
+          "expected a '" + std::string(snode->name) + "' entry (a mapping), found " + found(entry));
       return;
     }
     // Our lists have exactly one key leaf.
@@ -569,7 +572,8 @@ class TreeBuilder {
     ly_err_clean(ctx_, nullptr);
     if (lyd_new_term(dparent, mod_, snode->name, value.c_str(), 0, &node) != LY_SUCCESS) {
       const auto* type = reinterpret_cast<const lysc_node_leaf*>(snode)->type;
-      sink_.at(loc, path, "expected " + describeType(type) + ", found " + quoted(value) + typeDetail());
+      sink_.at(loc, path,
+               "expected " + describeType(type) + ", found " + quoted(value) + typeDetail());
       return;
     }
     adopt(dparent, node);
@@ -803,8 +807,8 @@ Config buildConfig(lyd_node* tree) {
     if (R::child(p, "asn")) {
       pc.asn = R::num<uint32_t>(p, "asn");
     }
-    pc.encapsulation = R::str(p, "encapsulation") == "geneve" ? Encapsulation::kGeneve
-                                                               : Encapsulation::kVxlan;
+    pc.encapsulation =
+        R::str(p, "encapsulation") == "geneve" ? Encapsulation::kGeneve : Encapsulation::kVxlan;
     std::string mss = R::str(p, "mss-clamp", "auto");
     if (mss == "auto") {
       pc.mss_clamp = {MssClamp::Mode::kAuto, 0};
@@ -881,7 +885,7 @@ Config buildConfig(lyd_node* tree) {
   for (lyd_node* cl : R::children(R::child(plan, "clouds"), "cloud")) {
     for (lyd_node* rg : R::children(R::child(cl, "regions"), "region")) {
       for (lyd_node* v : R::children(R::child(rg, "vpcs"), "vpc")) {
-        VpcConfig vc{R::str(cl, "name"), R::str(rg, "name"), R::str(v, "name"), {},
+        VpcConfig vc{R::str(cl, "name"),  R::str(rg, "name"), R::str(v, "name"), {},
                      R::str(v, "tenant"), R::str(v, "site")};
         for (const auto& s : R::strs(v, "prefixes")) {
           vc.prefixes.push_back(R::prefix(s));
@@ -969,25 +973,24 @@ void reportValidationError(const ly_err_item* e, const lyd_node* tree, const Sou
   if (e->apptag && std::strcmp(e->apptag, "data-not-unique") == 0) {
     // 'Unique data leaf(s) "vni" not satisfied in "/first" and "/second".': point
     // at the leaf of the second entry and say which entry has the value already.
-    std::vector<std::string> quotedParts;
+    std::vector<std::string> parts;
     for (size_t i = msg.find('"'); i != std::string::npos; i = msg.find('"', i + 1)) {
       size_t j = msg.find('"', i + 1);
       if (j == std::string::npos) {
         break;
       }
-      quotedParts.push_back(msg.substr(i + 1, j - i - 1));
+      parts.push_back(msg.substr(i + 1, j - i - 1));
       i = j;
     }
-    if (quotedParts.size() == 3 && quotedParts[0].find(' ') == std::string::npos) {
-      const std::string& leaf = quotedParts[0];
-      path = quotedParts[2] + "/" + leaf;
+    if (parts.size() == 3 && parts[0].find(' ') == std::string::npos) {
+      const std::string& leaf = parts[0];
+      path = parts[2] + "/" + leaf;
       std::string value;
-      if (lyd_node* n = nullptr;
-          lyd_find_path(tree, path.c_str(), 0, &n) == LY_SUCCESS && n) {
+      if (lyd_node* n = nullptr; lyd_find_path(tree, path.c_str(), 0, &n) == LY_SUCCESS && n) {
         value = std::string(" ") + quoted(lyd_get_value(n));
       }
-      msg = "'" + leaf + "'" + value + " is already used by " + quotedParts[1] + "; each entry needs its own '" +
-            leaf + "'";
+      msg = "'" + leaf + "'" + value + " is already used by " + parts[1] +
+            "; each entry needs its own '" + leaf + "'";
     }
   }
   sink.at(map, path, msg);
@@ -1075,7 +1078,13 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
 LoadResult loadConfigFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return unexpected(ConfigErrors{{path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)}});
+    return unexpected(
+        ConfigErrors{{path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)}});
+  }
+  // A directory opens but reads as nothing, which would look like an empty config.
+  if (struct stat st; stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return unexpected(
+        ConfigErrors{{path, 0, 0, "", std::string("cannot read: ") + std::strerror(EISDIR)}});
   }
   std::stringstream buf;
   buf << in.rdbuf();

@@ -43,9 +43,15 @@ std::string PortConfig::deviceName() const {
   return vdev.substr(0, vdev.find(','));
 }
 
-const char* toString(PortRole r) { return r == PortRole::kWan ? "wan" : "lan"; }
-const char* toString(Encapsulation e) { return e == Encapsulation::kGeneve ? "geneve" : "vxlan"; }
-const char* toString(LineMode m) { return m == LineMode::kEcmp ? "ecmp" : "active-backup"; }
+const char* toString(PortRole r) {
+  return r == PortRole::kWan ? "wan" : "lan";
+}
+const char* toString(Encapsulation e) {
+  return e == Encapsulation::kGeneve ? "geneve" : "vxlan";
+}
+const char* toString(LineMode m) {
+  return m == LineMode::kEcmp ? "ecmp" : "active-backup";
+}
 std::string toString(const MssClamp& m) {
   switch (m.mode) {
     case MssClamp::Mode::kAuto:
@@ -61,7 +67,9 @@ std::string toString(const MssClamp& m) {
 namespace detail {
 namespace {
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
+std::string q(const std::string& s) {
+  return "'" + s + "'";
+}
 
 class Checker {
  public:
@@ -87,8 +95,8 @@ class Checker {
     auto p = IpPrefix::parse(loc.raw);
     if (p && p->hasHostBits()) {
       sink_.at(loc, path,
-               "expected a network prefix, found \"" + loc.raw + "\" which has host bits set (did you mean '" +
-                   p->network().toString() + "'?)");
+               "expected a network prefix, found \"" + loc.raw +
+                   "\" which has host bits set (did you mean '" + p->network().toString() + "'?)");
     }
   }
 
@@ -112,8 +120,8 @@ class Checker {
     for (uint16_t w : c_.eal.workers) {
       if (w == c_.eal.main_lcore) {
         error("/mcgw:eal/workers" + keyPredicate(".", std::to_string(w)),
-              "worker lcore " + std::to_string(w) + " is also the main lcore (main-lcore: " +
-                  std::to_string(w) + "); pick another");
+              "worker lcore " + std::to_string(w) +
+                  " is also the main lcore (main-lcore: " + std::to_string(w) + "); pick another");
       }
     }
   }
@@ -138,18 +146,21 @@ class Checker {
           continue;
         }
         if (!parsed->hasHostBits() && parsed->length < parsed->address.bits() - 1) {
-          error(apath, "\"" + item.loc.raw +
-                           "\" is the subnet itself; give the gateway's own address in it, such as " +
-                           IpPrefix{[&] {
-                             IpAddress x = parsed->address;
-                             x.bytes[x.bits() / 8 - 1] |= 1;
-                             return x;
-                           }(), parsed->length}.toString());
+          error(apath,
+                "\"" + item.loc.raw +
+                    "\" is the subnet itself; give the gateway's own address in it, such as " +
+                    IpPrefix{[&] {
+                               IpAddress x = parsed->address;
+                               x.bytes[x.bits() / 8 - 1] |= 1;
+                               return x;
+                             }(),
+                             parsed->length}
+                        .toString());
           continue;
         }
         if (auto [it, fresh] = addresses.emplace(parsed->address, p.name); !fresh) {
-          error(apath, "address " + parsed->address.toString() + " is already on port " +
-                           q(it->second));
+          error(apath,
+                "address " + parsed->address.toString() + " is already on port " + q(it->second));
         }
       }
     }
@@ -191,8 +202,8 @@ class Checker {
                                      " whose role is lan; underlay lines leave through wan ports");
         }
         if (l.local_vtep.family != l.remote_vtep.family) {
-          error(lpath + "/remote-vtep", "local-vtep " + l.local_vtep.toString() + " and remote-vtep " +
-                                            l.remote_vtep.toString() +
+          error(lpath + "/remote-vtep", "local-vtep " + l.local_vtep.toString() +
+                                            " and remote-vtep " + l.remote_vtep.toString() +
                                             " are of different address families");
         }
         if (port) {
@@ -239,9 +250,9 @@ class Checker {
         error(path + "/port", "VRRP runs on lan ports; port " + q(g.port) + " is a wan port");
       }
       if (g.advert_interval_ms % 10 != 0) {
-        error(path + "/advert-interval-ms",
-              "the interval is sent in centiseconds; " + std::to_string(g.advert_interval_ms) +
-                  " ms is not a multiple of 10");
+        error(path + "/advert-interval-ms", "the interval is sent in centiseconds; " +
+                                                std::to_string(g.advert_interval_ms) +
+                                                " ms is not a multiple of 10");
       }
     }
   }
@@ -262,16 +273,18 @@ class Checker {
       for (const auto& o : owners) {
         if (o.prefix.network().overlaps(p.network())) {
           error(path, p.toString() + " of " + what + " overlaps " + o.prefix.toString() + " of " +
-                          o.what + "; the plan must be overlap-free (use a mapped-range for a "
-                                   "legacy overlap)");
+                          o.what +
+                          "; the plan must be overlap-free (use a mapped-range for a "
+                          "legacy overlap)");
           return;
         }
       }
       owners.push_back({p, what, path});
     };
     for (const auto& v : plan.vpcs) {
-      std::string path = "/mcgw:address-plan/clouds/cloud" + keyPredicate("name", v.cloud) + "/regions/region" +
-                         keyPredicate("name", v.region) + "/vpcs/vpc" + keyPredicate("name", v.name);
+      std::string path = "/mcgw:address-plan/clouds/cloud" + keyPredicate("name", v.cloud) +
+                         "/regions/region" + keyPredicate("name", v.region) + "/vpcs/vpc" +
+                         keyPredicate("name", v.name);
       for (const auto& item : map_.items(path + "/prefixes")) {
         if (auto p = IpPrefix::parse(item.loc.raw)) {
           claim(*p, "VPC " + v.cloud + "/" + v.region + "/" + v.name, item.path);
@@ -279,7 +292,8 @@ class Checker {
       }
     }
     for (const auto& m : plan.mapped_ranges) {
-      std::string path = "/mcgw:address-plan/mapped-ranges/mapped-range" + keyPredicate("name", m.name);
+      std::string path =
+          "/mcgw:address-plan/mapped-ranges/mapped-range" + keyPredicate("name", m.name);
       networkPrefix(path + "/real");
       if (m.real.length != m.mapped.length || m.real.address.family != m.mapped.address.family) {
         error(path + "/mapped", "a 1:1 mapping needs ranges of the same family and length; real " +

@@ -43,8 +43,8 @@ Result<json, ClientError> call(const std::string& socket_path, const std::string
   }
   std::string req = json{{"version", kVersion}, {"command", command}, {"args", args}}.dump() + "\n";
   if (::send(s.fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    return unexpected(ClientError{true, "mcgwd closed the connection: " +
-                                            std::string(std::strerror(errno))});
+    return unexpected(
+        ClientError{true, "mcgwd closed the connection: " + std::string(std::strerror(errno))});
   }
   std::string in;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -53,8 +53,8 @@ Result<json, ClientError> call(const std::string& socket_path, const std::string
                     deadline - std::chrono::steady_clock::now())
                     .count();
     if (left <= 0) {
-      return unexpected(ClientError{true, "mcgwd did not answer within " +
-                                              std::to_string(timeout_ms / 1000) + " s"});
+      return unexpected(ClientError{
+          true, "mcgwd did not answer within " + std::to_string(timeout_ms / 1000) + " s"});
     }
     pollfd p{s.fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) {

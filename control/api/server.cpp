@@ -62,8 +62,7 @@ Result<bool, std::string> Server::listen(const std::string& path, const std::str
   }
   ::close(probe);
   ::unlink(path.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(fd, 16) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
     std::string e = std::strerror(errno);
     ::close(fd);
     return unexpected("API socket " + path + ": " + e);
@@ -135,7 +134,7 @@ void Server::accept() {
       ::close(fd);
       continue;
     }
-    clients_[fd] = Client{{}, {}, 0, std::chrono::steady_clock::now()};
+    clients_[fd] = Client{{}, {}, 0, false, std::chrono::steady_clock::now()};
   }
 }
 
@@ -145,13 +144,23 @@ void Server::read(int fd, Client& c) {
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
     return;
   }
+  if (c.draining) {
+    if (n <= 0) {
+      ::close(fd);
+      clients_.erase(fd);
+    }
+    return;
+  }
   if (n > 0) {
     c.in.append(buf, static_cast<size_t>(n));
   }
   size_t nl = c.in.find('\n');
   if (nl == std::string::npos && c.in.size() > kMaxRequestBytes) {
-    respond(c, errorResponse("request larger than " + std::to_string(kMaxRequestBytes) +
-                             " bytes"));
+    respond(c, errorResponse("request larger than " + std::to_string(kMaxRequestBytes) + " bytes"));
+    // Closing with unread input would reset the connection before the client
+    // reads the answer: answer, then discard the rest until the client closes.
+    c.draining = true;
+    c.in.clear();
     return;
   }
   if (nl == std::string::npos && n > 0) {
@@ -201,6 +210,11 @@ void Server::write(int fd, Client& c) {
     if (c.sent < c.out.size()) {
       return;
     }
+  }
+  if (c.draining && n > 0) {
+    ::shutdown(fd, SHUT_WR);
+    c.out.clear();
+    return;
   }
   ::close(fd);
   clients_.erase(fd);

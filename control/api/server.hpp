@@ -22,8 +22,8 @@ class Server {
  public:
   // Called with a parsed request of our version; returns the response body
   // (the server adds "version").
-  using Handler = std::function<nlohmann::json(const std::string& command,
-                                               const nlohmann::json& args)>;
+  using Handler =
+      std::function<nlohmann::json(const std::string& command, const nlohmann::json& args)>;
 
   explicit Server(Handler handler) : handler_(std::move(handler)) {}
   ~Server();
@@ -42,6 +42,7 @@ class Server {
     std::string in;
     std::string out;
     size_t sent = 0;
+    bool draining = false;  // answered; discarding what the client still sends
     std::chrono::steady_clock::time_point since;
   };
   void accept();

@@ -64,13 +64,13 @@ std::string renderStatus(const json& s) {
     uint64_t errors = k.value("rx_errors", uint64_t{0}) + k.value("tx_errors", uint64_t{0}) +
                       k.value("rx_nombuf", uint64_t{0});
     uint32_t speed = p["link"].value("speed_mbps", 0u);
-    std::string speed_s = speed ? std::to_string(speed >= 1000 ? speed / 1000 : speed) +
-                                      (speed >= 1000 ? "G" : "M")
-                                : "-";
+    std::string speed_s =
+        speed ? std::to_string(speed >= 1000 ? speed / 1000 : speed) + (speed >= 1000 ? "G" : "M")
+              : "-";
     std::snprintf(line, sizeof line, "  %-10s %-4s %-5s %7s %5u %-16s %12llu %12llu %10llu %8llu\n",
                   str(p, "name").c_str(), str(p, "role").c_str(),
-                  p["link"].value("up", false) ? "up" : "DOWN", speed_s.c_str(),
-                  p.value("mtu", 0u), str(p, "driver").c_str(),
+                  p["link"].value("up", false) ? "up" : "DOWN", speed_s.c_str(), p.value("mtu", 0u),
+                  str(p, "driver").c_str(),
                   static_cast<unsigned long long>(k.value("rx_packets", uint64_t{0})),
                   static_cast<unsigned long long>(k.value("tx_packets", uint64_t{0})),
                   static_cast<unsigned long long>(k.value("rx_missed", uint64_t{0})),

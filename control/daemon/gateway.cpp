@@ -235,7 +235,9 @@ std::vector<std::string> Gateway::healthReasons() const {
   return reasons;
 }
 
-bool Gateway::healthy() const { return healthReasons().empty(); }
+bool Gateway::healthy() const {
+  return healthReasons().empty();
+}
 
 std::string Gateway::summary() const {
   size_t up = 0;
@@ -251,26 +253,27 @@ json Gateway::status() const {
   json ports = json::array();
   for (const auto& p : ports_) {
     engine::PortStatus s = p->status();
-    ports.push_back({{"name", s.name},
-                     {"role", config::toString(p->config().role)},
-                     {"device", s.device},
-                     {"driver", s.driver},
-                     {"port_id", s.port_id},
-                     {"link", {{"up", s.link_up}, {"speed_mbps", s.speed_mbps},
-                               {"full_duplex", s.full_duplex}}},
-                     {"mtu", s.mtu},
-                     {"configured_mtu", p->config().mtu},
-                     {"mac", s.mac},
-                     {"rx_queues", s.rx_queues},
-                     {"counters",
-                      {{"rx_packets", s.rx_packets},
-                       {"tx_packets", s.tx_packets},
-                       {"rx_bytes", s.rx_bytes},
-                       {"tx_bytes", s.tx_bytes},
-                       {"rx_missed", s.rx_missed},
-                       {"rx_errors", s.rx_errors},
-                       {"tx_errors", s.tx_errors},
-                       {"rx_nombuf", s.rx_nombuf}}}});
+    ports.push_back(
+        {{"name", s.name},
+         {"role", config::toString(p->config().role)},
+         {"device", s.device},
+         {"driver", s.driver},
+         {"port_id", s.port_id},
+         {"link",
+          {{"up", s.link_up}, {"speed_mbps", s.speed_mbps}, {"full_duplex", s.full_duplex}}},
+         {"mtu", s.mtu},
+         {"configured_mtu", p->config().mtu},
+         {"mac", s.mac},
+         {"rx_queues", s.rx_queues},
+         {"counters",
+          {{"rx_packets", s.rx_packets},
+           {"tx_packets", s.tx_packets},
+           {"rx_bytes", s.rx_bytes},
+           {"tx_bytes", s.tx_bytes},
+           {"rx_missed", s.rx_missed},
+           {"rx_errors", s.rx_errors},
+           {"tx_errors", s.tx_errors},
+           {"rx_nombuf", s.rx_nombuf}}}});
   }
   json last = nullptr;
   if (last_reload_.attempted) {
@@ -279,9 +282,9 @@ json Gateway::status() const {
             {"errors", last_reload_.errors},
             {"changes", last_reload_.changes}};
   }
-  auto uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                                 started_)
-                    .count();
+  auto uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+          .count();
   return {{"schema", api::kStatusSchema},
           {"health", {{"state", reasons.empty() ? "healthy" : "degraded"}, {"reasons", reasons}}},
           {"node", {{"name", config_->node.name}, {"site", config_->node.site}}},

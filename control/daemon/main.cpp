@@ -5,12 +5,12 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "config/loader.hpp"
 #include "control/api/server.hpp"
@@ -37,7 +37,9 @@ void setupLogging(const std::string& level) {
   spdlog::flush_on(spdlog::level::info);
 }
 
-void notify(const std::string& state) { sd_notify(0, state.c_str()); }
+void notify(const std::string& state) {
+  sd_notify(0, state.c_str());
+}
 
 int runPreflight(const std::string& path) {
   auto loaded = mcgw::config::loadConfigFile(path);
@@ -64,8 +66,9 @@ json handleRequest(Gateway& gw, const std::string& command, const json& args) {
   }
   if (command == "show-config") {
     auto c = gw.config();
-    return {{"ok", true},
-            {"result", {{"file", c->source}, {"checksum", c->checksum}, {"text", gw.configText()}}}};
+    return {
+        {"ok", true},
+        {"result", {{"file", c->source}, {"checksum", c->checksum}, {"text", gw.configText()}}}};
   }
   if (command == "reload") {
     notify("RELOADING=1\nSTATUS=reloading " + gw.config()->source);

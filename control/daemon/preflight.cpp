@@ -83,7 +83,8 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
                driver == "mlx5_core";
         d.detail = driver.empty() ? "PCI device " + p.pci +
                                         " has no driver (modprobe vfio-pci; dpdk-devbind.py -b "
-                                        "vfio-pci " + p.pci + ")"
+                                        "vfio-pci " +
+                                        p.pci + ")"
                    : d.ok ? "bound to " + driver
                           : "PCI device " + p.pci + " is bound to " + driver +
                                 ", not vfio-pci (dpdk-devbind.py -b vfio-pci " + p.pci + ")";
@@ -114,11 +115,12 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
     if (!fpm) {
       missing += std::string(missing.empty() ? "" : ", ") + "zebra module dplane_fpm_nl";
     }
-    out.push_back({"FRR", missing.empty(),
-                   missing.empty() ? "zebra, bgpd" + std::string(c.bgp.bfd_enabled ? ", bfdd" : "") +
-                                         " and dplane_fpm_nl present"
-                                   : "bgp is configured but FRR is missing " + missing +
-                                         " (apt-get install frr)"});
+    out.push_back(
+        {"FRR", missing.empty(),
+         missing.empty()
+             ? "zebra, bgpd" + std::string(c.bgp.bfd_enabled ? ", bfdd" : "") +
+                   " and dplane_fpm_nl present"
+             : "bgp is configured but FRR is missing " + missing + " (apt-get install frr)"});
   }
   return out;
 }

@@ -62,8 +62,9 @@ std::vector<std::string> ealArguments(const config::Config& c, const std::string
   return args;
 }
 
-Result<std::unique_ptr<Eal>, std::string> Eal::init(const config::Config& config, const std::string& program,
-                                    const std::string& log_level) {
+Result<std::unique_ptr<Eal>, std::string> Eal::init(const config::Config& config,
+                                                    const std::string& program,
+                                                    const std::string& log_level) {
   std::vector<std::string> args = ealArguments(config, program, log_level);
   std::vector<char*> argv;
   for (auto& a : args) {

@@ -21,8 +21,9 @@ std::vector<std::string> ealArguments(const config::Config& config, const std::s
 // EAL cannot be re-initialised, so EAL changes need a restart.
 class Eal {
  public:
-  static Result<std::unique_ptr<Eal>, std::string> init(const config::Config& config, const std::string& program,
-                                        const std::string& log_level);
+  static Result<std::unique_ptr<Eal>, std::string> init(const config::Config& config,
+                                                        const std::string& program,
+                                                        const std::string& log_level);
   rte_mempool* mempool() const { return mempool_; }
   ~Eal();
 

@@ -33,7 +33,7 @@ class Port {
   // Probes the device (vdev args or PCI address), configures queues and MTU,
   // and starts it.  On failure nothing is left behind.
   static Result<std::unique_ptr<Port>, std::string> open(const config::PortConfig& config,
-                                                          rte_mempool* pool);
+                                                         rte_mempool* pool);
   ~Port();  // stops, closes and detaches the device
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;

@@ -1,0 +1,277 @@
+// mcgwd started for real on net_null vdevs (EAL --no-huge): API, mcgwctl,
+// reload by SIGHUP and by the API, and the systemd notify protocol.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "tests/support/process.hpp"
+
+namespace mcgw::test {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<int> instance{0};
+
+std::string nullConfig(const std::string& socket, const std::string& prefix,
+                       const std::string& extra = "") {
+  return "node:\n  name: gw-test\n  site: lab\n"
+         "eal:\n  hugepages: false\n  memory-mb: 128\n  mbufs: 2047\n  file-prefix: " +
+         prefix +
+         "\n"
+         "ports:\n"
+         "  - name: lan0\n    role: lan\n    vdev: net_null0\n"
+         "  - name: wan0\n    role: wan\n    vdev: net_null1\n" +
+         extra + "api:\n  socket: " + socket + "\n";
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    socket_ = dir_.file("mcgw.sock");
+    config_ = dir_.file("mcgw.yaml");
+    prefix_ = "mcgwt" + std::to_string(::getpid()) + "x" + std::to_string(instance++);
+  }
+
+  // Starts mcgwd on the current config file and waits for READY=1.
+  void start(std::map<std::string, std::string> env = {}) {
+    notify_ = std::make_unique<NotifyListener>(dir_.file("notify.sock"));
+    env["NOTIFY_SOCKET"] = notify_->path();
+    daemon_ = std::make_unique<Process>(
+        std::vector<std::string>{kMcgwd, "--config", config_, "--log-level", "debug"}, env,
+        dir_.file("mcgwd.log"));
+    ASSERT_GE(notify_->waitFor("READY=1", 60s), 0) << "mcgwd never became ready:\n" << log();
+  }
+
+  std::string log() const { return readFile(dir_.file("mcgwd.log")); }
+  CommandResult ctl(const std::string& args) {
+    return run(kMcgwctl + " --socket " + socket_ + " " + args);
+  }
+  json status() {
+    CommandResult r = ctl("status --json");
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+  // SIGHUP, then wait for the READY=1 that ends the reload.
+  void hangup() {
+    size_t seen = notify_->messages().size();
+    daemon_->signal(SIGHUP);
+    int reloading = notify_->waitFor("RELOADING=1", 30s, seen);
+    ASSERT_GE(reloading, 0) << log();
+    ASSERT_GE(notify_->waitFor("READY=1", 30s, static_cast<size_t>(reloading)), 0) << log();
+  }
+
+  TempDir dir_;
+  std::string socket_, config_, prefix_;
+  std::unique_ptr<NotifyListener> notify_;
+  std::unique_ptr<Process> daemon_;
+};
+
+TEST_F(DaemonTest, AnswersStatusJson) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  CommandResult r = ctl("status --json");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  json s = json::parse(r.out);
+  EXPECT_EQ(s["schema"], "mcgw.status/1");
+  EXPECT_EQ(s["health"]["state"], "healthy");
+  EXPECT_EQ(s["node"]["name"], "gw-test");
+  EXPECT_EQ(s["daemon"]["pid"], daemon_->pid());
+  EXPECT_EQ(s["config"]["file"], config_);
+  EXPECT_EQ(s["config"]["checksum"].get<std::string>().size(), 64u);
+  ASSERT_EQ(s["ports"].size(), 2u);
+  EXPECT_EQ(s["ports"][0]["name"], "lan0");
+  EXPECT_EQ(s["ports"][0]["role"], "lan");
+  EXPECT_EQ(s["ports"][0]["driver"], "net_null");
+  EXPECT_EQ(s["ports"][0]["link"]["up"], true);
+  EXPECT_EQ(s["ports"][1]["name"], "wan0");
+  EXPECT_TRUE(s["ports"][1]["counters"].contains("rx_packets"));
+
+  // The human view: health first, nothing on stderr.
+  r = ctl("status");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("mcgw gw-test (site lab): HEALTHY", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("wan0"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+
+  r = ctl("show config");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("vdev: net_null1"), std::string::npos) << r.out;
+}
+
+TEST_F(DaemonTest, NotifyProtocol) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start({{"WATCHDOG_USEC", "200000"}});
+  int ready = notify_->waitFor("READY=1", 1s);
+  int first_status = notify_->waitFor("STATUS=", 1s);
+  ASSERT_GE(first_status, 0);
+  EXPECT_LT(first_status, ready) << "STATUS= lines come before READY=1 while starting";
+  EXPECT_TRUE(
+      NotifyListener::hasLine(notify_->messages()[static_cast<size_t>(ready)],
+                              "STATUS=healthy: 2 ports (2 up), config " +
+                                  status()["config"]["checksum"].get<std::string>().substr(0, 12)));
+  // The watchdog is kicked every WATCHDOG_USEC / 2.
+  int w1 = notify_->waitFor("WATCHDOG=1", 5s);
+  ASSERT_GE(w1, 0) << log();
+  EXPECT_GE(notify_->waitFor("WATCHDOG=1", 5s, static_cast<size_t>(w1) + 1), 0);
+
+  hangup();  // RELOADING=1 ... READY=1
+
+  size_t seen = notify_->messages().size();
+  daemon_->signal(SIGTERM);
+  EXPECT_EQ(daemon_->wait(30s), 0) << log();
+  EXPECT_GE(notify_->waitFor("STOPPING=1", 1s, seen), 0);
+}
+
+TEST_F(DaemonTest, SighupWithBrokenFileKeepsOldConfig) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  std::string before = status()["config"]["checksum"];
+
+  writeFile(config_, nullConfig(socket_, prefix_, "tenants:\n  - name: blue\n    vni: 0\n"));
+  hangup();
+  json s = status();
+  EXPECT_EQ(s["config"]["checksum"], before) << "a broken file must change nothing";
+  EXPECT_EQ(s["health"]["state"], "degraded");
+  EXPECT_EQ(s["config"]["last_reload"]["ok"], false);
+  ASSERT_EQ(s["config"]["last_reload"]["errors"].size(), 1u);
+  std::string err = s["config"]["last_reload"]["errors"][0];
+  EXPECT_NE(err.find(config_ + ":18:10:"), std::string::npos) << err;
+  EXPECT_NE(err.find("vni"), std::string::npos) << err;
+  EXPECT_EQ(ctl("status").code, 1) << "degraded exits 1";
+  EXPECT_NE(log().find("reload of " + config_ + " refused"), std::string::npos);
+
+  // A good file is applied, and only the difference.
+  writeFile(config_, nullConfig(socket_, prefix_,
+                                "  - name: lan1\n    role: lan\n    vdev: net_null2\n"
+                                "tenants:\n  - name: blue\n    vni: 100\n"));
+  hangup();
+  s = status();
+  EXPECT_NE(s["config"]["checksum"], before);
+  EXPECT_EQ(s["health"]["state"], "healthy");
+  EXPECT_EQ(s["config"]["last_reload"]["ok"], true);
+  ASSERT_EQ(s["ports"].size(), 3u);
+  EXPECT_EQ(s["ports"][2]["name"], "lan1");
+  json changes = s["config"]["last_reload"]["changes"];
+  EXPECT_EQ(changes.size(), 2u) << changes.dump();
+  EXPECT_NE(changes.dump().find("port lan1: added"), std::string::npos);
+  EXPECT_NE(changes.dump().find("tenant blue: added"), std::string::npos);
+}
+
+TEST_F(DaemonTest, ApiReloadReturnsErrorsAndRefusesRestartChanges) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  std::string before = status()["config"]["checksum"];
+
+  writeFile(config_, nullConfig(socket_, prefix_, "peers:\n  - name: b\n    linez: []\n"));
+  CommandResult r = ctl("reload");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("reload refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":18:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'lines'"), std::string::npos) << r.err;
+
+  // EAL settings cannot change under a running DPDK: refused, not half-applied.
+  std::string text = nullConfig(socket_, prefix_);
+  text.replace(text.find("memory-mb: 128"), 14, "memory-mb: 256");
+  writeFile(config_, text);
+  r = ctl("reload");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("needs a restart"), std::string::npos) << r.err;
+  EXPECT_EQ(status()["config"]["checksum"], before);
+
+  writeFile(config_, nullConfig(socket_, prefix_) + "logging:\n  level: warning\n");
+  r = ctl("reload");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("logging: changed (level info -> warning)"), std::string::npos) << r.out;
+}
+
+TEST_F(DaemonTest, MalformedRequestsGetErrorsAndDaemonSurvives) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  auto raw = [&](const std::string& line) {
+    return run("printf '%s\\n' '" + line + "' | timeout 10 socat - UNIX-CONNECT:" + socket_);
+  };
+  struct Case {
+    std::string request;
+    std::string expect;
+  } cases[] = {
+      {"not json", "not a JSON object"},
+      {"[1,2]", "not a JSON object"},
+      {R"({"version":2,"command":"status"})", "unsupported API version"},
+      {R"({"command":"status"})", "unsupported API version"},
+      {R"({"version":1})", "no \"command\""},
+      {R"({"version":1,"command":"format-disk"})", "unknown command"},
+  };
+  for (const auto& c : cases) {
+    CommandResult r = raw(c.request);
+    SCOPED_TRACE(c.request);
+    json j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+    EXPECT_EQ(j["ok"], false);
+    EXPECT_EQ(j["version"], 1);
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(c.expect), std::string::npos) << j;
+  }
+  // An endless line is cut off, not buffered for ever.
+  CommandResult big =
+      run("head -c 200000 /dev/zero | tr '\\0' 'x' | timeout 10 socat - UNIX-CONNECT:" + socket_);
+  EXPECT_NE(big.out.find("request larger than"), std::string::npos) << big.out;
+  EXPECT_TRUE(daemon_->running());
+  EXPECT_EQ(ctl("status --json").code, 0);
+}
+
+TEST_F(DaemonTest, InvalidConfigAtStartExits78WithEveryError) {
+  writeFile(config_, nullConfig(socket_, prefix_, "tenants:\n  - name: a\n    vni: x\n") +
+                         "logging:\n  levle: info\n");
+  Process p({kMcgwd, "--config", config_}, {}, dir_.file("mcgwd.log"));
+  EXPECT_EQ(p.wait(30s), 78);
+  std::string out = log();
+  EXPECT_NE(out.find(config_ + ":18:10:"), std::string::npos) << out;
+  EXPECT_NE(out.find("did you mean 'level'"), std::string::npos) << out;
+}
+
+TEST(Mcgwctl, UnreachableDaemonExits2) {
+  CommandResult r = run(kMcgwctl + " --socket /nonexistent/mcgw.sock status");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("mcgwd is not reachable at /nonexistent/mcgw.sock"), std::string::npos);
+  EXPECT_EQ(run(kMcgwctl + " --socket /nonexistent/mcgw.sock reload").code, 2);
+}
+
+TEST(Mcgwctl, CheckConfig) {
+  CommandResult ok =
+      run(kMcgwctl + " check-config " MCGW_SOURCE_DIR "/config/examples/overlay-vxlan-geneve.yaml");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("valid (node gw-a1, 3 ports, 2 tenants, 2 peers"), std::string::npos);
+
+  TempDir dir;
+  writeFile(dir.file("bad.yaml"),
+            "node:\n  name: x\n  site: y\nports:\n  - name: p\n    role: lan\n"
+            "    vdev: net_null0\n    mtu: 100\n");
+  CommandResult bad = run(kMcgwctl + " check-config " + dir.file("bad.yaml"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find(dir.file("bad.yaml") + ":8:10: /mcgw:ports/port[name='p']/mtu: expected "
+                                                "an integer in 1280..9216, found \"100\""),
+            std::string::npos)
+      << bad.err;
+}
+
+TEST(Systemd, UnitVerifies) {
+  CommandResult r = run("systemd-analyze verify " MCGW_BINARY_DIR "/systemd/test/mcgw.service");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "") << "systemd-analyze printed warnings";
+  std::string unit = readFile(MCGW_BINARY_DIR "/systemd/mcgw.service");
+  for (const char* line :
+       {"Type=notify", "WatchdogSec=", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID",
+        "--preflight", "CapabilityBoundingSet=", "RestartPreventExitStatus=78"}) {
+    EXPECT_NE(unit.find(line), std::string::npos) << line;
+  }
+}
+
+}  // namespace
+}  // namespace mcgw::test

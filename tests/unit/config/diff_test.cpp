@@ -1,0 +1,189 @@
+// diffConfigs: what a reload would change, and which changes need a restart.
+#include "config/diff.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/loader.hpp"
+
+namespace mcgw::config {
+namespace {
+
+constexpr std::string_view kBase = R"yaml(node:
+  name: gw-a1
+  site: idc-a
+eal:
+  hugepages: false
+  memory-mb: 128
+ports:
+  - name: lan0
+    role: lan
+    vdev: net_null0
+  - name: wan0
+    role: wan
+    vdev: net_null1
+    addresses: [203.0.113.1/29]
+tenants:
+  - name: blue
+    vni: 1001
+peers:
+  - name: site-b
+    lines:
+      - name: line1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 203.0.113.2
+)yaml";
+
+// kBase with `from` (which must occur once) replaced by `to`.
+std::string edited(std::string_view from, std::string_view to) {
+  std::string text(kBase);
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from;
+  if (at != std::string::npos) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+ConfigPtr load(std::string_view text) {
+  LoadResult r = loadConfigText(text, "diff.yaml");
+  if (!r.ok()) {
+    std::string all;
+    for (const auto& e : r.error()) {
+      all += e.toString() + "\n";
+    }
+    ADD_FAILURE() << "config does not load:\n" << all << text;
+    return nullptr;
+  }
+  return *r;
+}
+
+std::string describe(const std::vector<ConfigChange>& changes) {
+  std::string out;
+  for (const auto& c : changes) {
+    out += "  " + c.toString() + "\n";
+  }
+  return out;
+}
+
+using Kind = ConfigChange::Kind;
+
+TEST(DiffTest, IdenticalConfigsHaveNoChanges) {
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load(kBase);
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(diffConfigs(*a, *b).empty()) << describe(diffConfigs(*a, *b));
+  EXPECT_TRUE(diffConfigs(*a, *a).empty());
+}
+
+TEST(DiffTest, CommentsAndKeyOrderAreNoChange) {
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load("# reordered\n" + edited("node:\n  name: gw-a1\n  site: idc-a\n",
+                                              "node:\n  site: idc-a   # same\n  name: gw-a1\n"));
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->checksum, b->checksum);
+  EXPECT_TRUE(diffConfigs(*a, *b).empty()) << describe(diffConfigs(*a, *b));
+}
+
+TEST(DiffTest, PortMtuChange) {
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load(edited("    vdev: net_null0\n", "    vdev: net_null0\n    mtu: 9000\n"));
+  ASSERT_TRUE(a && b);
+  std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+  ASSERT_EQ(changes.size(), 1u) << describe(changes);
+  const ConfigChange& c = changes[0];
+  EXPECT_EQ(c.section, "port");
+  EXPECT_EQ(c.name, "lan0");
+  EXPECT_EQ(c.kind, Kind::kChanged);
+  EXPECT_NE(c.detail.find("mtu 1500 -> 9000"), std::string::npos) << c.detail;
+  EXPECT_FALSE(c.needs_restart);
+  EXPECT_EQ(c.toString(), "port lan0: changed (mtu 1500 -> 9000)");
+
+  // And back.
+  std::vector<ConfigChange> back = diffConfigs(*b, *a);
+  ASSERT_EQ(back.size(), 1u) << describe(back);
+  EXPECT_NE(back[0].detail.find("mtu 9000 -> 1500"), std::string::npos) << back[0].detail;
+}
+
+TEST(DiffTest, AddedAndRemovedTenant) {
+  ConfigPtr one = load(kBase);
+  ConfigPtr two = load(edited("    vni: 1001\n", "    vni: 1001\n  - name: red\n    vni: 1002\n"));
+  ASSERT_TRUE(one && two);
+
+  std::vector<ConfigChange> added = diffConfigs(*one, *two);
+  ASSERT_EQ(added.size(), 1u) << describe(added);
+  EXPECT_EQ(added[0].section, "tenant");
+  EXPECT_EQ(added[0].name, "red");
+  EXPECT_EQ(added[0].kind, Kind::kAdded);
+  EXPECT_FALSE(added[0].needs_restart);
+  EXPECT_EQ(added[0].toString(), "tenant red: added");
+
+  std::vector<ConfigChange> removed = diffConfigs(*two, *one);
+  ASSERT_EQ(removed.size(), 1u) << describe(removed);
+  EXPECT_EQ(removed[0].section, "tenant");
+  EXPECT_EQ(removed[0].name, "red");
+  EXPECT_EQ(removed[0].kind, Kind::kRemoved);
+  EXPECT_FALSE(removed[0].needs_restart);
+}
+
+TEST(DiffTest, TenantVniChangeNamesTheField) {
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load(edited("vni: 1001", "vni: 2001"));
+  ASSERT_TRUE(a && b);
+  std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+  ASSERT_EQ(changes.size(), 1u) << describe(changes);
+  EXPECT_EQ(changes[0].name, "blue");
+  EXPECT_EQ(changes[0].kind, Kind::kChanged);
+  EXPECT_NE(changes[0].detail.find("vni 1001 -> 2001"), std::string::npos) << changes[0].detail;
+}
+
+TEST(DiffTest, EalChangeNeedsRestart) {
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load(edited("memory-mb: 128", "memory-mb: 256"));
+  ASSERT_TRUE(a && b);
+  std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+  ASSERT_EQ(changes.size(), 1u) << describe(changes);
+  EXPECT_EQ(changes[0].section, "eal");
+  EXPECT_EQ(changes[0].kind, Kind::kChanged);
+  EXPECT_TRUE(changes[0].needs_restart);
+  EXPECT_NE(changes[0].toString().find("[needs restart]"), std::string::npos);
+}
+
+TEST(DiffTest, LoggingLevelChangeDoesNotNeedRestart) {
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load(std::string(kBase) + "logging:\n  level: debug\n");
+  ASSERT_TRUE(a && b);
+  std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+  ASSERT_EQ(changes.size(), 1u) << describe(changes);
+  EXPECT_EQ(changes[0].section, "logging");
+  EXPECT_FALSE(changes[0].needs_restart);
+  EXPECT_EQ(changes[0].detail, "level info -> debug");
+}
+
+TEST(DiffTest, SeveralChangesAreAllReported) {
+  ConfigPtr a = load(kBase);
+  std::string text = edited("memory-mb: 128", "memory-mb: 256");
+  text.replace(text.find("remote-vtep: 203.0.113.2"), 24, "remote-vtep: 203.0.113.3");
+  text += "logging:\n  level: warning\n";
+  ConfigPtr b = load(text);
+  ASSERT_TRUE(a && b);
+  std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+  ASSERT_EQ(changes.size(), 3u) << describe(changes);
+  int restarts = 0;
+  bool peer_changed = false;
+  for (const auto& c : changes) {
+    restarts += c.needs_restart ? 1 : 0;
+    peer_changed = peer_changed || (c.section == "peer" && c.name == "site-b" &&
+                                    c.detail.find("lines") != std::string::npos);
+  }
+  EXPECT_EQ(restarts, 1) << describe(changes);
+  EXPECT_TRUE(peer_changed) << describe(changes);
+}
+
+}  // namespace
+}  // namespace mcgw::config

@@ -1,0 +1,287 @@
+// Loading valid configs: every shipped example loads, values arrive typed,
+// and what the file leaves out comes from the YANG model's defaults.
+#include "config/loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace mcgw::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSourceDir = MCGW_SOURCE_DIR;
+
+std::string describe(const ConfigErrors& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    out += "  " + e.toString() + "\n";
+  }
+  return out;
+}
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+ConfigPtr loadExample(const std::string& name) {
+  fs::path path = kSourceDir / "config" / "examples" / name;
+  LoadResult result = loadConfigFile(path.string());
+  if (!result.ok()) {
+    ADD_FAILURE() << path << " does not load:\n" << describe(result.error());
+    return nullptr;
+  }
+  return *result;
+}
+
+IpAddress ip(const char* text) {
+  auto a = IpAddress::parse(text);
+  EXPECT_TRUE(a.has_value()) << text;
+  return a.value_or(IpAddress{});
+}
+
+IpPrefix prefix(const char* text) {
+  auto p = IpPrefix::parse(text);
+  EXPECT_TRUE(p.has_value()) << text;
+  return p.value_or(IpPrefix{});
+}
+
+TEST(LoaderTest, EveryShippedConfigLoads) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(kSourceDir / "config" / "examples")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+      files.push_back(entry.path());
+    }
+  }
+  if (fs::path shipped = kSourceDir / "systemd" / "mcgw.yaml"; fs::exists(shipped)) {
+    files.push_back(shipped);
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 7u);
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.string());
+    LoadResult result = loadConfigFile(file.string());
+    ASSERT_TRUE(result.ok()) << describe(result.error());
+    const Config& c = **result;
+    EXPECT_EQ(c.source, file.string());
+    EXPECT_FALSE(c.node.name.empty());
+    EXPECT_FALSE(c.ports.empty());
+  }
+}
+
+TEST(LoaderTest, OverlayExampleHasTypedValues) {
+  ConfigPtr c = loadExample("overlay-vxlan-geneve.yaml");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->node.name, "gw-a1");
+  EXPECT_EQ(c->node.site, "idc-a");
+
+  ASSERT_EQ(c->ports.size(), 3u);
+  EXPECT_EQ(c->ports[0].role, PortRole::kLan);
+  EXPECT_EQ(c->ports[1].role, PortRole::kWan);
+  EXPECT_EQ(c->ports[1].vdev, "net_af_xdp1,iface=ens5");
+  EXPECT_EQ(c->ports[1].deviceName(), "net_af_xdp1");
+  ASSERT_EQ(c->ports[1].addresses.size(), 2u);
+  EXPECT_EQ(c->ports[1].addresses[0], prefix("203.0.113.1/29"));  // host bits kept
+  EXPECT_EQ(c->ports[1].addresses[1].address.family, Family::V6);
+
+  ASSERT_EQ(c->tenants.size(), 2u);
+  const TenantConfig* training = c->findTenant("training");
+  const TenantConfig* inference = c->findTenant("inference");
+  ASSERT_TRUE(training && inference);
+  EXPECT_EQ(training->vni, 1001u);
+  EXPECT_EQ(inference->vni, 1002u);
+  EXPECT_EQ(c->findTenant("nobody"), nullptr);
+  ASSERT_EQ(training->routes.size(), 2u);
+  EXPECT_EQ(training->routes[0].prefix, prefix("10.2.0.0/16"));
+  EXPECT_EQ(training->routes[0].peer, "aws-use1");
+  EXPECT_FALSE(training->routes[0].next_hop.has_value());
+  ASSERT_EQ(inference->routes.size(), 2u);
+  const StaticRoute& via_lan = inference->routes[1];
+  EXPECT_EQ(via_lan.prefix, prefix("10.99.0.0/16"));
+  EXPECT_TRUE(via_lan.peer.empty());
+  ASSERT_TRUE(via_lan.next_hop.has_value());
+  EXPECT_EQ(*via_lan.next_hop, ip("10.1.0.254"));
+
+  const PeerConfig* aws = c->findPeer("aws-use1");
+  ASSERT_TRUE(aws);
+  EXPECT_EQ(aws->asn, 65002u);
+  EXPECT_EQ(aws->encapsulation, Encapsulation::kVxlan);
+  EXPECT_EQ(aws->line_mode, LineMode::kActiveBackup);
+  EXPECT_EQ(aws->mss_clamp.mode, MssClamp::Mode::kFixed);
+  EXPECT_EQ(aws->mss_clamp.value, 1360);
+  EXPECT_EQ(toString(aws->mss_clamp), "1360");
+  EXPECT_EQ(aws->tenants, std::vector<std::string>{"training"});
+  ASSERT_EQ(aws->lines.size(), 2u);
+  EXPECT_EQ(aws->lines[0].name, "dx-1");  // ordered-by user: file order
+  EXPECT_EQ(aws->lines[1].name, "vpn-1");
+  EXPECT_EQ(aws->lines[1].port, "wan1");
+  EXPECT_EQ(aws->lines[1].mtu, 1446);
+  EXPECT_EQ(aws->lines[1].local_vtep, ip("198.51.100.1"));
+  EXPECT_EQ(aws->lines[1].remote_vtep, ip("198.51.100.100"));
+  EXPECT_EQ(aws->lines[1].outer_ttl, 64);  // default
+
+  const PeerConfig* ali = c->findPeer("aliyun-sh");
+  ASSERT_TRUE(ali);
+  EXPECT_EQ(ali->encapsulation, Encapsulation::kGeneve);
+  EXPECT_STREQ(toString(ali->encapsulation), "geneve");
+  EXPECT_EQ(ali->line_mode, LineMode::kEcmp);
+  EXPECT_STREQ(toString(ali->line_mode), "ecmp");
+  EXPECT_EQ(ali->mss_clamp.mode, MssClamp::Mode::kAuto);  // default
+  EXPECT_TRUE(ali->tenants.empty());                      // all tenants
+  ASSERT_EQ(ali->lines.size(), 2u);
+  EXPECT_EQ(ali->lines[0].local_vtep.family, Family::V6);
+  EXPECT_EQ(ali->lines[0].remote_vtep.family, Family::V6);
+  EXPECT_EQ(ali->lines[0].remote_vtep, ip("2001:db8:0:1::100"));
+  EXPECT_EQ(ali->lines[0].outer_ttl, 32);
+}
+
+TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
+  ConfigPtr c = loadExample("minimal-null.yaml");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->node.name, "gw-null");
+  EXPECT_TRUE(c->node.description.empty());
+
+  EXPECT_EQ(c->eal.main_lcore, 0);
+  EXPECT_TRUE(c->eal.workers.empty());
+  EXPECT_FALSE(c->eal.hugepages);
+  EXPECT_EQ(c->eal.memory_mb, 128u);
+  EXPECT_EQ(c->eal.mbufs, 2047u);
+  EXPECT_EQ(c->eal.file_prefix, "mcgw");
+
+  ASSERT_EQ(c->ports.size(), 2u);
+  for (const auto& p : c->ports) {
+    SCOPED_TRACE(p.name);
+    EXPECT_EQ(p.mtu, 1500);
+    EXPECT_EQ(p.rx_queues, 1);
+    EXPECT_EQ(p.rx_descriptors, 1024);
+    EXPECT_EQ(p.tx_descriptors, 1024);
+    EXPECT_TRUE(p.pci.empty());
+    EXPECT_TRUE(p.addresses.empty());
+  }
+  EXPECT_EQ(c->ports[0].vdev, "net_null0");
+  EXPECT_EQ(c->ports[1].role, PortRole::kWan);
+
+  EXPECT_TRUE(c->tenants.empty());
+  EXPECT_TRUE(c->peers.empty());
+  EXPECT_FALSE(c->bgp.enabled);
+  EXPECT_TRUE(c->vrrp_groups.empty());
+  EXPECT_EQ(c->address_plan.store, AddressPlanConfig::Store::kFile);
+  EXPECT_EQ(c->address_plan.store_path, "/var/lib/mcgw/plan.json");
+  EXPECT_EQ(c->api.socket, "/run/mcgw/mcgw.sock");
+  EXPECT_TRUE(c->api.group.empty());
+  EXPECT_EQ(c->logging.level, "info");
+}
+
+TEST(LoaderTest, BgpExampleGetsTimersAndNeighbors) {
+  ConfigPtr c = loadExample("bgp-bfd.yaml");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->bgp.enabled);
+  EXPECT_EQ(c->bgp.asn, 65001u);
+  EXPECT_EQ(c->bgp.router_id, ip("10.255.0.1"));
+  EXPECT_EQ(c->bgp.keepalive_s, 3);
+  EXPECT_EQ(c->bgp.hold_s, 9);
+  EXPECT_EQ(c->bgp.bfd_interval_ms, 100);
+  ASSERT_EQ(c->bgp.neighbors.size(), 1u);
+  EXPECT_EQ(c->bgp.neighbors[0].address, ip("10.1.0.254"));
+  EXPECT_EQ(c->bgp.neighbors[0].port, "lan0");
+  EXPECT_EQ(c->bgp.fpm_port, 2620);
+}
+
+TEST(LoaderTest, ChecksumIsSha256OfTheText) {
+  std::string text = readFile(kSourceDir / "config" / "examples" / "minimal-null.yaml");
+  ASSERT_FALSE(text.empty());
+  LoadResult a = loadConfigText(text, "a.yaml");
+  ASSERT_TRUE(a.ok()) << describe(a.error());
+  const std::string& sum = (*a)->checksum;
+  ASSERT_EQ(sum.size(), 64u);
+  EXPECT_TRUE(std::all_of(sum.begin(), sum.end(), [](char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+  })) << sum;
+
+  // The same bytes give the same checksum, whatever the file is called.
+  LoadResult same = loadConfigText(text, "b.yaml");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ((*same)->checksum, sum);
+  EXPECT_EQ((*same)->source, "b.yaml");
+
+  // Any change, even a comment, changes it.
+  LoadResult changed = loadConfigText(text + "# a comment\n", "a.yaml");
+  ASSERT_TRUE(changed.ok()) << describe(changed.error());
+  EXPECT_NE((*changed)->checksum, sum);
+  EXPECT_EQ((*changed)->checksum.size(), 64u);
+
+  // The file's bytes give the same checksum as the text.
+  LoadResult file =
+      loadConfigFile((kSourceDir / "config" / "examples" / "minimal-null.yaml").string());
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ((*file)->checksum, sum);
+
+  // And it is the SHA-256 digest (the value is from sha256sum).
+  LoadResult tiny = loadConfigText(
+      "node: {name: a, site: b}\nports: [{name: p, role: lan, vdev: net_null0}]\n", "t.yaml");
+  ASSERT_TRUE(tiny.ok()) << describe(tiny.error());
+  EXPECT_EQ((*tiny)->checksum, "a0f2e77c6f6472e061815a9251eb8d911b3164183e81bf60b207e8f98d820d6b");
+}
+
+TEST(LoaderTest, MissingFileNamesThePath) {
+  const std::string path = "/nonexistent/mcgw-test/no-such.yaml";
+  LoadResult result = loadConfigFile(path);
+  ASSERT_FALSE(result.ok());
+  ASSERT_EQ(result.error().size(), 1u);
+  const ConfigError& e = result.error()[0];
+  EXPECT_EQ(e.file, path);
+  EXPECT_NE(e.toString().find(path), std::string::npos) << e.toString();
+  EXPECT_NE(e.message.find("cannot read"), std::string::npos) << e.message;
+}
+
+TEST(LoaderTest, DirectoryIsNotAnEmptyConfig) {
+  const std::string path = (kSourceDir / "config" / "examples").string();
+  LoadResult result = loadConfigFile(path);
+  ASSERT_FALSE(result.ok());
+  ASSERT_EQ(result.error().size(), 1u) << describe(result.error());
+  EXPECT_EQ(result.error()[0].file, path);
+  EXPECT_NE(result.error()[0].message.find("cannot read"), std::string::npos)
+      << result.error()[0].toString();
+}
+
+TEST(LoaderTest, ErrorsPrintAsFileLineColumnPathMessage) {
+  ConfigError e{"gw.yaml", 13, 10, "/mcgw:ports/port[name='lan0']/mtu", "expected an integer"};
+  EXPECT_EQ(e.toString(), "gw.yaml:13:10: /mcgw:ports/port[name='lan0']/mtu: expected an integer");
+  ConfigError no_location{"gw.yaml", 0, 0, "", "cannot read: No such file or directory"};
+  EXPECT_EQ(no_location.toString(), "gw.yaml: cannot read: No such file or directory");
+}
+
+TEST(LoaderTest, ErrorsComeSortedByLine) {
+  std::string text =
+      "logging:\n  level: loud\nnode:\n  name: 9\n  site: s\nports:\n"
+      "  - name: p\n    role: lan\n    vdev: net_null0\n    mtu: 1\n";
+  LoadResult result = loadConfigText(text, "x.yaml");
+  ASSERT_FALSE(result.ok());
+  const ConfigErrors& errors = result.error();
+  ASSERT_EQ(errors.size(), 3u) << describe(errors);
+  EXPECT_EQ(errors[0].line, 2);
+  EXPECT_EQ(errors[1].line, 4);
+  EXPECT_EQ(errors[2].line, 10);
+}
+
+TEST(LoaderTest, ConfigFromTextMatchesConfigFromFile) {
+  fs::path path = kSourceDir / "config" / "examples" / "overlay-vxlan-geneve.yaml";
+  LoadResult from_file = loadConfigFile(path.string());
+  LoadResult from_text = loadConfigText(readFile(path), path.string());
+  ASSERT_TRUE(from_file.ok() && from_text.ok());
+  EXPECT_EQ((*from_file)->peers, (*from_text)->peers);
+  EXPECT_EQ((*from_file)->tenants, (*from_text)->tenants);
+  EXPECT_EQ((*from_file)->checksum, (*from_text)->checksum);
+}
+
+}  // namespace
+}  // namespace mcgw::config
