@@ -5,11 +5,41 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstring>
 
 namespace mcgw::engine {
 
 namespace {
+
+// The kernel interface behind an af_packet / af_xdp vdev ("...,iface=veth0"), if any.
+std::string kernelInterface(const std::string& vdev) {
+  auto at = vdev.find(",iface=");
+  if (at == std::string::npos) {
+    return "";
+  }
+  at += 7;
+  return vdev.substr(at, vdev.find(',', at) - at);
+}
+
+// Whether the kernel interface has carrier.  These PMDs report their link up
+// once started whatever the wire does, so status asks the kernel instead.
+bool kernelLinkUp(const std::string& iface) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return false;
+  }
+  ifreq req{};
+  std::strncpy(req.ifr_name, iface.c_str(), IFNAMSIZ - 1);
+  bool up = ::ioctl(fd, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags & IFF_UP) &&
+            (req.ifr_flags & IFF_RUNNING);
+  ::close(fd);
+  return up;
+}
 
 std::string err(const std::string& port, const std::string& what, int rc) {
   return "port " + port + ": " + what + ": " + rte_strerror(rc < 0 ? -rc : rc);
@@ -98,6 +128,9 @@ PortStatus Port::status() const {
     s.link_up = link.link_status == RTE_ETH_LINK_UP;
     s.speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
     s.full_duplex = link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
+  }
+  if (std::string iface = kernelInterface(config_.vdev); !iface.empty()) {
+    s.link_up = s.link_up && kernelLinkUp(iface);
   }
   rte_eth_dev_get_mtu(port_id_, &s.mtu);
   rte_ether_addr mac{};
