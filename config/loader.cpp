@@ -358,8 +358,8 @@ class TreeBuilder {
     std::map<std::string, Location> seen;
     std::map<const lysc_node*, std::pair<const lysc_node*, std::string>> case_used;
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& k = it->first;
-      const YAML::Node& v = it->second;
+      const YAML::Node k = it->first;  // copies: the iterator yields temporaries
+      const YAML::Node v = it->second;
       Location kloc = locationOf(k);
       if (!k.IsScalar()) {
         sink_.at(kloc, path.empty() ? "/" : path, "expected a key name, found " + found(k));
@@ -907,13 +907,17 @@ Config buildConfig(lyd_node* tree) {
 
 // The innermost '[' or '{' still open at offset end of text, or {} if none.
 Location unclosedBracket(std::string_view text, int end) {
+  end = std::min(end, static_cast<int>(text.size()));  // yaml-cpp's mark may lie past the end
+  // Whether a quote or bracket after c starts a flow value (strchr would also
+  // match the terminating NUL).
+  auto starts_value = [](char c) { return c != '\0' && std::strchr("\n:,[{-", c) != nullptr; };
   std::vector<Location> open;
   int line = 1;
   int column = 0;
   char quote = 0;
   char prev = '\n';  // the last character that is not a blank
   bool blank_before = true;
-  for (int i = 0; i < end && i < static_cast<int>(text.size()); ++i) {
+  for (int i = 0; i < end; ++i) {
     char c = text[i];
     ++column;
     if (c == '\n') {
@@ -934,9 +938,9 @@ Location unclosedBracket(std::string_view text, int end) {
       while (i + 1 < end && text[i + 1] != '\n') {
         ++i;
       }
-    } else if ((c == '\'' || c == '"') && std::strchr("\n:,[{-", prev)) {
+    } else if ((c == '\'' || c == '"') && starts_value(prev)) {
       quote = c;
-    } else if ((c == '[' || c == '{') && std::strchr("\n:,[{-", prev)) {
+    } else if ((c == '[' || c == '{') && starts_value(prev)) {
       open.push_back({line, column, std::string(1, c)});
     } else if ((c == ']' || c == '}') && !open.empty()) {
       open.pop_back();

@@ -21,7 +21,7 @@ fi
 
 packages=(
   # toolchain
-  build-essential g++-12 cmake ninja-build pkg-config git clang llvm clang-format
+  build-essential g++-12 cmake ninja-build pkg-config git clang llvm clang-format libclang-rt-14-dev
   # libraries fixed by the design card, and the ones we chose
   libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev

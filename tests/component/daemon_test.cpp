@@ -275,3 +275,36 @@ TEST(Systemd, UnitVerifies) {
 
 }  // namespace
 }  // namespace mcgw::test
+
+namespace mcgw::test {
+namespace {
+
+TEST(Install, PutsFilesInTheirStandardPlaces) {
+  TempDir dest;
+  const std::string root = dest.path().string();
+  const std::string prefix = MCGW_INSTALL_PREFIX, etc = MCGW_INSTALL_CONFIG_DIR;
+  auto install = [&] { return run("DESTDIR=" + root + " cmake --install " MCGW_BINARY_DIR); };
+  CommandResult r = install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const std::string& f :
+       {prefix + "/sbin/mcgwd", prefix + "/bin/mcgwctl",
+        prefix + "/lib/systemd/system/mcgw.service", prefix + "/lib/tmpfiles.d/mcgw.conf",
+        prefix + "/share/yang/modules/mcgw/mcgw.yang", etc + "/mcgw.yaml",
+        prefix + "/share/doc/mcgw/configuration.md",
+        prefix + "/share/doc/mcgw/examples/demo.yaml"}) {
+    EXPECT_TRUE(fs::exists(root + f)) << f;
+  }
+  std::string unit = readFile(root + prefix + "/lib/systemd/system/mcgw.service");
+  EXPECT_NE(unit.find("ExecStart=" + prefix + "/sbin/mcgwd --config " + etc + "/mcgw.yaml"),
+            std::string::npos)
+      << unit;
+  // The installed example config is valid, and a second install keeps an
+  // operator's edited file.
+  EXPECT_EQ(run(kMcgwctl + " check-config " + root + etc + "/mcgw.yaml").code, 0);
+  writeFile(root + etc + "/mcgw.yaml", "# edited by the operator\n");
+  ASSERT_EQ(install().code, 0);
+  EXPECT_EQ(readFile(root + etc + "/mcgw.yaml"), "# edited by the operator\n");
+}
+
+}  // namespace
+}  // namespace mcgw::test
