@@ -1,7 +1,6 @@
 #include "config/loader.hpp"
 
 #include <libyang/libyang.h>
-#include <libyang/plugins_types.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
@@ -256,24 +255,6 @@ std::string describeType(const lysc_type* t) {
       return "a " + steps[steps.size() - 2] + " " + steps.back();
     }
     case LY_TYPE_STRING:
-      // ietf-inet-types are compiled without our "expected" extension (a
-      // type statement that only adds an extension shares the base type), so
-      // recognise them by their libyang plugin.
-      if (t->plugin && t->plugin->id) {
-        std::string_view id = t->plugin->id;
-        if (id.find("ipv4-address") != std::string_view::npos) {
-          return "an IPv4 address such as 192.0.2.1";
-        }
-        if (id.find("ipv6-address") != std::string_view::npos) {
-          return "an IPv6 address such as 2001:db8::1";
-        }
-        if (id.find("ipv4-prefix") != std::string_view::npos) {
-          return "an IPv4 prefix such as 10.1.0.0/16";
-        }
-        if (id.find("ipv6-prefix") != std::string_view::npos) {
-          return "an IPv6 prefix such as 2001:db8::/48";
-        }
-      }
       return "a string";
     default:
       return "a value of the type the model gives";
@@ -1031,6 +1012,21 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
       if (Location open = unclosedBracket(text, e.mark.pos); open.line > 0) {
         msg += " (the '" + open.raw + "' here is never closed)";
         loc = open;
+      }
+    }
+    if (loc.line > 0 && loc.raw.empty()) {
+      // A tab in the indentation is the classic cause, and yaml-cpp never says so.
+      size_t start = 0;
+      for (int l = 1; l < loc.line && start != std::string_view::npos; ++l) {
+        start = text.find('\n', start);
+        start = start == std::string_view::npos ? start : start + 1;
+      }
+      if (start != std::string_view::npos) {
+        std::string_view line = text.substr(start, text.find('\n', start) - start);
+        std::string_view indent = line.substr(0, line.find_first_not_of(" \t"));
+        if (indent.find('\t') != std::string_view::npos) {
+          msg += " (this line is indented with a tab; YAML allows only spaces)";
+        }
       }
     }
     sink.at(loc, "", msg);
