@@ -1075,7 +1075,7 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   return ConfigPtr(std::move(config));
 }
 
-LoadResult loadConfigFile(const std::string& path) {
+Result<std::string, ConfigErrors> readConfigFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return unexpected(
@@ -1088,7 +1088,15 @@ LoadResult loadConfigFile(const std::string& path) {
   }
   std::stringstream buf;
   buf << in.rdbuf();
-  return loadConfigText(buf.str(), path);
+  return buf.str();
+}
+
+LoadResult loadConfigFile(const std::string& path) {
+  auto text = readConfigFile(path);
+  if (!text) {
+    return unexpected(text.error());
+  }
+  return loadConfigText(*text, path);
 }
 
 }  // namespace mcgw::config

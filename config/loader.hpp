@@ -30,6 +30,9 @@ using LoadResult = Result<ConfigPtr, ConfigErrors>;
 // Reads and checks a config file.  Errors are sorted by line.
 LoadResult loadConfigFile(const std::string& path);
 
+// Reads a config file whole (a directory or an unreadable file is an error).
+Result<std::string, ConfigErrors> readConfigFile(const std::string& path);
+
 // Checks config text; file_name is only used in messages and Config::source.
 LoadResult loadConfigText(std::string_view text, const std::string& file_name);
 

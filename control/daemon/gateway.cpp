@@ -17,14 +17,16 @@ namespace mcgw::daemon {
 
 using nlohmann::json;
 
-Result<std::string, std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return unexpected(path + ": cannot read: " + std::strerror(errno));
+Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path) {
+  auto text = config::readConfigFile(path);
+  if (!text) {
+    return unexpected(text.error());
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  auto loaded = config::loadConfigText(*text, path);
+  if (!loaded) {
+    return unexpected(loaded.error());
+  }
+  return LoadedConfig{*loaded, std::move(*text)};
 }
 
 namespace {
@@ -55,19 +57,12 @@ bool needsReopen(const config::PortConfig& a, const config::PortConfig& b) {
 }  // namespace
 
 Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
-    const std::string& path, const std::string& program, const std::string& log_level) {
-  auto text = readFile(path);
-  if (!text) {
-    return unexpected(std::vector<std::string>{text.error()});
-  }
-  auto loaded = config::loadConfigText(*text, path);
-  if (!loaded) {
-    return unexpected(errorLines(loaded.error()));
-  }
+    const std::string& path, LoadedConfig loaded, const std::string& program,
+    const std::string& log_level) {
   std::unique_ptr<Gateway> gw(new Gateway());
   gw->path_ = path;
-  gw->config_ = *loaded;
-  gw->config_text_ = std::move(*text);
+  gw->config_ = std::move(loaded.config);
+  gw->config_text_ = std::move(loaded.text);
   gw->started_at_ = gw->loaded_at_ = std::chrono::system_clock::now();
   gw->started_ = std::chrono::steady_clock::now();
 
@@ -117,17 +112,12 @@ ReloadOutcome Gateway::reload() {
     return o;
   };
 
-  auto text = readFile(path_);
-  if (!text) {
-    out.errors = {text.error()};
-    return finish(out);
-  }
-  auto loaded = config::loadConfigText(*text, path_);
+  auto loaded = loadConfig(path_);
   if (!loaded) {
     out.errors = errorLines(loaded.error());
     return finish(out);
   }
-  config::ConfigPtr next = *loaded;
+  config::ConfigPtr next = loaded->config;
   auto changes = config::diffConfigs(*config_, *next);
   for (const auto& c : changes) {
     if (c.needs_restart) {
@@ -212,7 +202,7 @@ ReloadOutcome Gateway::reload() {
   ports_ = std::move(ordered);
 
   config_ = next;
-  config_text_ = std::move(*text);
+  config_text_ = std::move(loaded->text);
   loaded_at_ = std::chrono::system_clock::now();
   out.ok = out.errors.empty();
   if (changes.empty()) {

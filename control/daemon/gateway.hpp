@@ -24,12 +24,22 @@ struct ReloadOutcome {
   std::vector<std::string> changes;  // what was applied
 };
 
+// A checked config and the exact text it was loaded from.
+struct LoadedConfig {
+  config::ConfigPtr config;
+  std::string text;
+};
+
+// Reads and checks a config file; errors carry file:line:column.
+Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path);
+
 class Gateway {
  public:
-  // Loads the file, initialises the EAL and opens every port.  On failure the
-  // errors say why (config errors first, one per line).
+  // Initialises the EAL from a loaded config (see loadConfig) and opens every
+  // port.  On failure the errors say why.
   static Result<std::unique_ptr<Gateway>, std::vector<std::string>> start(
-      const std::string& config_path, const std::string& program, const std::string& log_level);
+      const std::string& config_path, LoadedConfig loaded, const std::string& program,
+      const std::string& log_level);
   ~Gateway();
 
   // Re-reads the config file.  Invalid, or needing a restart: nothing
@@ -64,8 +74,5 @@ class Gateway {
     std::vector<std::string> changes;
   } last_reload_;
 };
-
-// Reads a file whole; nullopt if it cannot be read.
-Result<std::string, std::string> readFile(const std::string& path);
 
 }  // namespace mcgw::daemon

@@ -119,25 +119,23 @@ int main(int argc, char** argv) {
 
   spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
   notify("STATUS=loading " + config_path);
+  auto loaded = mcgw::daemon::loadConfig(config_path);
+  if (!loaded) {
+    spdlog::critical("config {} is invalid ({} error(s)):", config_path, loaded.error().size());
+    for (const auto& e : loaded.error()) {
+      spdlog::critical("  {}", e.toString());
+    }
+    notify("STATUS=invalid config " + config_path);
+    return kExitConfig;
+  }
   // The config's own level applies unless --log-level was given.
-  {
-    auto pre = mcgw::config::loadConfigFile(config_path);
-    if (!pre) {
-      spdlog::critical("config {} is invalid ({} error(s)):", config_path, pre.error().size());
-      for (const auto& e : pre.error()) {
-        spdlog::critical("  {}", e.toString());
-      }
-      notify("STATUS=invalid config " + config_path);
-      return kExitConfig;
-    }
-    if (log_level.empty()) {
-      log_level = (*pre)->logging.level;
-      spdlog::set_level(spdlog::level::from_str(log_level));
-    }
+  if (log_level.empty()) {
+    log_level = loaded->config->logging.level;
+    spdlog::set_level(spdlog::level::from_str(log_level));
   }
 
   notify("STATUS=starting DPDK and ports");
-  auto started = Gateway::start(config_path, argv[0], log_level);
+  auto started = Gateway::start(config_path, std::move(*loaded), argv[0], log_level);
   if (!started) {
     for (const auto& e : started.error()) {
       spdlog::critical("{}", e);

@@ -2,6 +2,7 @@
 // reload by SIGHUP and by the API, and the systemd notify protocol.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,12 @@ TEST_F(DaemonTest, AnswersStatusJson) {
   EXPECT_EQ(r.out.rfind("mcgw gw-test (site lab): HEALTHY", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("wan0"), std::string::npos);
   EXPECT_EQ(r.err, "");
+
+  // The API socket is for root and the socket's group only.
+  struct stat st {};
+  ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
 
   r = ctl("show config");
   EXPECT_EQ(r.code, 0);
