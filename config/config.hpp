@@ -45,8 +45,11 @@ struct PortConfig {
   uint16_t tx_descriptors = 0;
   std::vector<InterfaceAddress> addresses;
 
-  // The DPDK device name: the PCI address, or the vdev name before the first ','.
+  // The DPDK device name: the PCI address as DPDK spells it (0000:00:08.0,
+  // lower case), or the vdev name before the first ','.
   std::string deviceName() const;
+  // The kernel interface of an af_packet / af_xdp vdev ("...,iface=eth1"), or "".
+  std::string kernelInterface() const;
   bool operator==(const PortConfig&) const = default;
 };
 

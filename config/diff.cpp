@@ -1,6 +1,7 @@
 #include "config/diff.hpp"
 
 #include <map>
+#include <set>
 
 namespace mcgw::config {
 
@@ -114,6 +115,21 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
   }
   diffKeyed(
       out, "port", a.ports, b.ports, [](const PortConfig& p) { return p.name; }, portDetail);
+  // The EAL allow-lists PCI devices when it starts: a PCI device the running
+  // config did not have cannot be attached by a reload.
+  std::set<std::string> pci_before;
+  for (const auto& p : a.ports) {
+    if (!p.pci.empty()) {
+      pci_before.insert(p.deviceName());
+    }
+  }
+  for (auto& c : out) {
+    const PortConfig* p = c.section == "port" ? b.findPort(c.name) : nullptr;
+    if (p && !p->pci.empty() && !pci_before.count(p->deviceName())) {
+      c.detail += std::string(c.detail.empty() ? "" : ", ") + "new PCI device " + p->deviceName();
+      c.needs_restart = true;
+    }
+  }
   diffKeyed(
       out, "tenant", a.tenants, b.tenants, [](const TenantConfig& t) { return t.name; },
       tenantDetail);

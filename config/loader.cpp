@@ -107,8 +107,6 @@ std::string didYouMean(std::string_view word, const std::vector<std::string>& ca
 
 }  // namespace detail
 
-namespace {}  // namespace
-
 namespace detail {
 // A container whose only child is a list is written in YAML as that list.
 const lysc_node* listWrapped(const lysc_node* container) {
@@ -275,7 +273,6 @@ class TreeBuilder {
   TreeBuilder(const Schema& schema, ErrorSink& sink, SourceMap& map)
       : ctx_(schema.context()), mod_(schema.module()), sink_(sink), map_(map) {}
 
-  lyd_node* tree() { return tree_; }
   ~TreeBuilder() { lyd_free_all(tree_); }
   lyd_node* release() {
     lyd_node* t = tree_;
@@ -293,7 +290,7 @@ class TreeBuilder {
           "expected a mapping of top-level keys (node, eal, ports, ...), found " + found(root));
       return;
     }
-    checkMissing(nullptr, nullptr, present, Location{1, 1, ""}, "");
+    checkMissing(nullptr, present, Location{1, 1, ""}, "");
   }
 
   // Leafref values are checked here, all at once, rather than by libyang's
@@ -422,7 +419,7 @@ class TreeBuilder {
         if (v.IsMap()) {
           walkMap(v, snode, node, path, present);
         }
-        checkMissing(snode, node, present, vloc, path);
+        checkMissing(snode, present, vloc, path);
         return;
       }
       case LYS_LEAF:
@@ -523,7 +520,7 @@ class TreeBuilder {
     lyd_node* node = nullptr;
     if (lyd_new_list(dparent, mod_, snode->name, 0, &node, key.c_str()) != LY_SUCCESS) {
       sink_.at(kloc, epath + "/" + key_name,
-               "expected " + describeType(key_type) + ", found " + quoted(key) + typeDetail());
+               "expected " + describeType(key_type) + ", found " + quoted(key));
       return;
     }
     // Later stages spell the entry with the key's canonical value (libyang
@@ -544,7 +541,7 @@ class TreeBuilder {
     noteLeafref(key_schema, lyd_child(node), epath + "/" + key_name);
     std::set<const lysc_node*> present{key_schema};
     walkMap(entry, snode, node, epath, present, {key_name});
-    checkMissing(snode, node, present, eloc, epath);
+    checkMissing(snode, present, eloc, epath);
   }
 
   void newTerm(const lysc_node* snode, lyd_node* dparent, const std::string& value,
@@ -553,21 +550,11 @@ class TreeBuilder {
     ly_err_clean(ctx_, nullptr);
     if (lyd_new_term(dparent, mod_, snode->name, value.c_str(), 0, &node) != LY_SUCCESS) {
       const auto* type = reinterpret_cast<const lysc_node_leaf*>(snode)->type;
-      sink_.at(loc, path,
-               "expected " + describeType(type) + ", found " + quoted(value) + typeDetail());
+      sink_.at(loc, path, "expected " + describeType(type) + ", found " + quoted(value));
       return;
     }
     adopt(dparent, node);
     noteLeafref(snode, node, path);
-  }
-
-  // libyang's own reason, when it adds something (a custom error-message).
-  std::string typeDetail() {
-    const ly_err_item* e = ly_err_last(ctx_);
-    if (e && e->msg && e->apptag == nullptr && std::strncmp(e->msg, "must ", 5) == 0) {
-      return std::string(" (") + e->msg + ")";
-    }
-    return "";
   }
 
   void noteLeafref(const lysc_node* snode, lyd_node* node, const std::string& path) {
@@ -589,10 +576,8 @@ class TreeBuilder {
 
   // Mandatory leaves and choices, minimum list sizes, and the same inside
   // non-presence containers that the file left out.
-  void checkMissing(const lysc_node* sparent, lyd_node* dparent,
-                    const std::set<const lysc_node*>& present, const Location& loc,
-                    const std::string& path) {
-    (void)dparent;
+  void checkMissing(const lysc_node* sparent, const std::set<const lysc_node*>& present,
+                    const Location& loc, const std::string& path) {
     const lysc_node* n = nullptr;
     const lysc_module* cmod = sparent ? nullptr : mod_->compiled;
     while ((n = lys_getnext(n, sparent, cmod, LYS_GETNEXT_WITHCHOICE))) {
@@ -622,7 +607,7 @@ class TreeBuilder {
         if (const lysc_node* list = listWrapped(n)) {
           checkCount(list, 0, loc, cpath);
         } else {
-          checkMissing(n, nullptr, {}, loc, cpath);
+          checkMissing(n, {}, loc, cpath);
         }
       }
     }
@@ -934,6 +919,37 @@ Location unclosedBracket(std::string_view text, int end) {
   return open.empty() ? Location{} : open.back();
 }
 
+// The line where a second YAML document starts ("---" or "..." at the start
+// of a line after content), or 0.  A scan rather than YAML::LoadAll, which in
+// yaml-cpp 0.7 loops for ever on some malformed input (found by fuzzing).
+int secondDocumentLine(std::string_view text) {
+  bool content = false;
+  bool ended = false;  // "..." closed the first document
+  int line = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    std::string_view l = text.substr(start, end == std::string_view::npos ? end : end - start);
+    start = end == std::string_view::npos ? text.size() : end + 1;
+    ++line;
+    bool marker_start = l.starts_with("---") && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    bool marker_end = l.starts_with("...") && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    if ((marker_start && content) ||
+        (ended && !marker_end && l.find_first_not_of(" \t") != l.npos &&
+         l[l.find_first_not_of(" \t")] != '#')) {
+      return line;
+    }
+    if (marker_end) {
+      ended = content;
+      continue;
+    }
+    size_t first = l.find_first_not_of(" \t\r");
+    if (!marker_start && first != std::string_view::npos && l[first] != '#' && l[first] != '%') {
+      content = true;
+    }
+  }
+  return 0;
+}
+
 // libyang 2.1 words an error's path as 'Data location "/a/b".' (or 'Schema
 // location "...", data location "/a/b".'); the data path is the last quoted part.
 std::string libyangDataPath(const char* text) {
@@ -985,11 +1001,11 @@ std::string sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
+  static constexpr const char* kHex = "0123456789abcdef";
   std::string out;
   for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
   }
   return out;
 }
@@ -999,6 +1015,12 @@ std::string sha256Hex(std::string_view data) {
 LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   ErrorSink sink(file_name);
   YAML::Node root;
+  // YAML::Load reads the first document only and would silently drop the rest.
+  if (int line = secondDocumentLine(text); line > 0) {
+    sink.at(Location{line, 1, ""}, "",
+            "a second YAML document starts here; the config is one document");
+    return unexpected(sink.take());
+  }
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {

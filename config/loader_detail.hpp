@@ -38,9 +38,9 @@ class SourceMap {
     items_[list_path].push_back({item_path, loc});
   }
   const std::vector<Item>& items(const std::string& list_path) const {
-    static const std::vector<Item> none;
+    static const std::vector<Item> kNone;
     auto it = items_.find(list_path);
-    return it == items_.end() ? none : it->second;
+    return it == items_.end() ? kNone : it->second;
   }
 
  private:

@@ -9,61 +9,6 @@
 
 namespace mcgw::config {
 
-const PortConfig* Config::findPort(const std::string& name) const {
-  for (const auto& p : ports) {
-    if (p.name == name) {
-      return &p;
-    }
-  }
-  return nullptr;
-}
-
-const TenantConfig* Config::findTenant(const std::string& name) const {
-  for (const auto& t : tenants) {
-    if (t.name == name) {
-      return &t;
-    }
-  }
-  return nullptr;
-}
-
-const PeerConfig* Config::findPeer(const std::string& name) const {
-  for (const auto& p : peers) {
-    if (p.name == name) {
-      return &p;
-    }
-  }
-  return nullptr;
-}
-
-std::string PortConfig::deviceName() const {
-  if (!pci.empty()) {
-    return pci;
-  }
-  return vdev.substr(0, vdev.find(','));
-}
-
-const char* toString(PortRole r) {
-  return r == PortRole::kWan ? "wan" : "lan";
-}
-const char* toString(Encapsulation e) {
-  return e == Encapsulation::kGeneve ? "geneve" : "vxlan";
-}
-const char* toString(LineMode m) {
-  return m == LineMode::kEcmp ? "ecmp" : "active-backup";
-}
-std::string toString(const MssClamp& m) {
-  switch (m.mode) {
-    case MssClamp::Mode::kAuto:
-      return "auto";
-    case MssClamp::Mode::kOff:
-      return "off";
-    case MssClamp::Mode::kFixed:
-      break;
-  }
-  return std::to_string(m.value);
-}
-
 namespace detail {
 namespace {
 
@@ -100,17 +45,6 @@ class Checker {
     }
   }
 
-  // The device as DPDK identifies it: 00:08.0 and 0000:00:08.0 are one device.
-  static std::string deviceKey(const PortConfig& p) {
-    if (p.pci.empty()) {
-      return p.deviceName();
-    }
-    std::string pci = p.pci.size() == 7 ? "0000:" + p.pci : p.pci;
-    std::transform(pci.begin(), pci.end(), pci.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return pci;
-  }
-
   static std::string portPath(const std::string& name) {
     return "/mcgw:ports/port" + keyPredicate("name", name);
   }
@@ -132,7 +66,7 @@ class Checker {
     for (const auto& p : c_.ports) {
       std::string path = portPath(p.name);
       std::string dev = p.deviceName();
-      if (auto [it, fresh] = devices.emplace(deviceKey(p), p.name); !fresh) {
+      if (auto [it, fresh] = devices.emplace(p.deviceName(), p.name); !fresh) {
         error(path + (p.pci.empty() ? "/vdev" : "/pci"),
               "device " + q(dev) + " is already used by port " + q(it->second) +
                   "; each port needs its own device");

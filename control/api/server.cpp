@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -51,17 +52,27 @@ Result<bool, std::string> Server::listen(const std::string& path, const std::str
   if (fd < 0) {
     return unexpected(std::string("API socket: ") + std::strerror(errno));
   }
-  // A socket file left by a crashed daemon is replaced; a live daemon is not.
+  // A socket file left by a crashed daemon is replaced; a live daemon's is
+  // not, and nothing that is not a socket is ever removed.
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    ::close(probe);
-    ::close(fd);
-    return unexpected("API socket " + path + " is in use by another running mcgwd");
+  if (struct stat st; ::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      ::close(fd);
+      return unexpected("API socket " + path + " exists and is not a socket; not replacing it");
+    }
+    int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live =
+        probe >= 0 && ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    if (probe >= 0) {
+      ::close(probe);
+    }
+    if (live) {
+      ::close(fd);
+      return unexpected("API socket " + path + " is in use by another running mcgwd");
+    }
+    ::unlink(path.c_str());
   }
-  ::close(probe);
-  ::unlink(path.c_str());
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
     std::string e = std::strerror(errno);
     ::close(fd);
@@ -82,7 +93,7 @@ Result<bool, std::string> Server::listen(const std::string& path, const std::str
 }
 
 void Server::pollFds(std::vector<pollfd>& fds) const {
-  if (listen_fd_ >= 0) {
+  if (listen_fd_ >= 0 && std::chrono::steady_clock::now() >= accept_paused_until_) {
     fds.push_back({listen_fd_, POLLIN, 0});
   }
   for (const auto& [fd, c] : clients_) {
@@ -103,13 +114,19 @@ void Server::handle(const std::vector<pollfd>& fds) {
     if (it == clients_.end()) {
       continue;
     }
+    Client& c = it->second;
     if (p.revents & (POLLERR | POLLNVAL)) {
       ::close(p.fd);
       clients_.erase(it);
-    } else if (p.revents & POLLOUT) {
-      write(p.fd, it->second);
+    } else if (!c.out.empty()) {
+      if (p.revents & POLLOUT) {
+        write(p.fd, c);
+      } else if (p.revents & POLLHUP) {
+        ::close(p.fd);  // gone before reading the answer
+        clients_.erase(it);
+      }
     } else if (p.revents & (POLLIN | POLLHUP)) {
-      read(p.fd, it->second);
+      read(p.fd, c);
     }
   }
   // Clients that never finish their request do not hold a slot for ever.
@@ -128,11 +145,20 @@ void Server::accept() {
   while (true) {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: stop accepting for a moment rather than spin.
+        accept_paused_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
       return;
     }
     if (clients_.size() >= kMaxClients) {
-      ::close(fd);
-      continue;
+      // Full: the client that has waited longest makes room, so that idle
+      // connections cannot lock the operator out.
+      auto oldest = std::min_element(
+          clients_.begin(), clients_.end(),
+          [](const auto& a, const auto& b) { return a.second.since < b.second.since; });
+      ::close(oldest->first);
+      clients_.erase(oldest);
     }
     clients_[fd] = Client{{}, {}, 0, false, std::chrono::steady_clock::now()};
   }
@@ -172,6 +198,7 @@ void Server::read(int fd, Client& c) {
     return;
   }
   std::string line = c.in.substr(0, nl);
+  c.in.clear();  // one request per connection
   json req = json::parse(line, nullptr, false);
   if (req.is_discarded() || !req.is_object()) {
     respond(c, errorResponse("request is not a JSON object"));

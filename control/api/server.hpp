@@ -53,6 +53,7 @@ class Server {
   Handler handler_;
   std::string path_;
   int listen_fd_ = -1;
+  std::chrono::steady_clock::time_point accept_paused_until_{};
   std::map<int, Client> clients_;
 };
 

@@ -3,7 +3,7 @@
 //
 // Exit codes: status: 0 healthy, 1 degraded, 2 daemon unreachable;
 // check-config: 0 valid, 1 invalid; other commands: 0 done, 1 refused,
-// 2 daemon unreachable.
+// 2 daemon unreachable; a bad command line: 64.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -20,8 +20,22 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kFailed = 1;
 constexpr int kUnreachable = 2;
+constexpr int kUsage = 64;  // EX_USAGE: bad command line
 
-// Calls mcgwd; on a transport failure prints why and returns nullopt.
+void printError(const json& response) {
+  json e = response.value("error", json::object());
+  std::fprintf(stderr, "mcgwctl: %s\n",
+               e.is_object() ? e.value("message", "request failed").c_str() : "request failed");
+  if (e.is_object() && e.contains("details") && e["details"].is_array()) {
+    for (const auto& d : e["details"]) {
+      std::fprintf(stderr, "  %s\n",
+                   d.is_string() ? d.get<std::string>().c_str() : d.dump().c_str());
+    }
+  }
+}
+
+// Calls mcgwd.  On a transport failure or a refusal, prints why to stderr,
+// sets rc and returns nullopt; otherwise returns the whole response.
 std::optional<json> request(const std::string& socket, const std::string& command, int& rc) {
   auto r = mcgw::api::call(socket, command);
   if (!r) {
@@ -29,17 +43,17 @@ std::optional<json> request(const std::string& socket, const std::string& comman
     rc = r.error().unreachable ? kUnreachable : kFailed;
     return std::nullopt;
   }
-  return *r;
-}
-
-void printError(const json& response) {
-  const json& e = response["error"];
-  std::fprintf(stderr, "mcgwctl: %s\n", e.value("message", "request failed").c_str());
-  if (e.contains("details")) {
-    for (const auto& d : e["details"]) {
-      std::fprintf(stderr, "  %s\n", d.get<std::string>().c_str());
-    }
+  if (!r->value("ok", false)) {
+    printError(*r);
+    rc = kFailed;
+    return std::nullopt;
   }
+  if (!r->contains("result") || !(*r)["result"].is_object()) {
+    std::fprintf(stderr, "mcgwctl: mcgwd's response has no result\n");
+    rc = kFailed;
+    return std::nullopt;
+  }
+  return *r;
 }
 
 int checkConfig(const std::string& file) {
@@ -64,6 +78,7 @@ int checkConfig(const std::string& file) {
 int main(int argc, char** argv) {
   CLI::App app{"mcgwctl: operate the mcgw gateway daemon (mcgwd)"};
   app.require_subcommand(1);
+  app.fallthrough();  // --socket may follow the subcommand
   std::string socket = mcgw::api::kDefaultSocket;
   if (const char* env = std::getenv("MCGW_SOCKET")) {
     socket = env;
@@ -89,63 +104,59 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check-config", "Validate a config file offline (exit 0/1)");
   check->add_option("FILE", file, "Config file")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kOk : kUsage;  // --help exits 0
+  }
 
   if (*check) {
     return checkConfig(file);
   }
 
   int rc = kOk;
-  if (*status) {
-    auto r = request(socket, "status", rc);
-    if (!r) {
-      return rc;
-    }
-    if (!r->value("ok", false)) {
-      printError(*r);
-      return kFailed;
-    }
-    const json& s = (*r)["result"];
-    std::cout << (as_json ? s.dump(2) + "\n" : mcgw::cli::renderStatus(s));
-    return s["health"].value("state", "") == "healthy" ? kOk : kFailed;
-  }
-  if (*show_config) {
-    auto r = request(socket, "show-config", rc);
-    if (!r) {
-      return rc;
-    }
-    if (!r->value("ok", false)) {
-      printError(*r);
-      return kFailed;
-    }
-    const json& c = (*r)["result"];
-    if (as_json) {
-      std::cout << c.dump(2) << "\n";
-    } else {
-      std::cout << "# " << c.value("file", "") << " (sha256 " << c.value("checksum", "") << ")\n"
-                << c.value("text", "");
-    }
-    return kOk;
-  }
-  if (*reload) {
-    auto r = request(socket, "reload", rc);
-    if (!r) {
-      return rc;
-    }
-    if (as_json) {
-      std::cout << r->dump(2) << "\n";
-    }
-    if (!r->value("ok", false)) {
-      printError(*r);
-      return kFailed;
-    }
-    if (!as_json) {
-      std::cout << "reloaded:\n";
-      for (const auto& ch : (*r)["result"]["changes"]) {
-        std::cout << "  " << ch.get<std::string>() << "\n";
+  try {
+    if (*status) {
+      auto r = request(socket, "status", rc);
+      if (!r) {
+        return rc;
       }
+      const json& s = (*r)["result"];
+      std::cout << (as_json ? s.dump(2) + "\n" : mcgw::cli::renderStatus(s));
+      return s.value("/health/state"_json_pointer, "") == "healthy" ? kOk : kFailed;
     }
-    return kOk;
+    if (*show_config) {
+      auto r = request(socket, "show-config", rc);
+      if (!r) {
+        return rc;
+      }
+      const json& c = (*r)["result"];
+      if (as_json) {
+        std::cout << c.dump(2) << "\n";
+      } else {
+        std::cout << "# " << c.value("file", "") << " (sha256 " << c.value("checksum", "") << ")\n"
+                  << c.value("text", "");
+      }
+      return kOk;
+    }
+    if (*reload) {
+      auto r = request(socket, "reload", rc);
+      if (!r) {
+        return rc;
+      }
+      if (as_json) {
+        std::cout << r->dump(2) << "\n";
+      } else {
+        std::cout << "reloaded:\n";
+        for (const auto& ch : (*r)["result"].value("changes", json::array())) {
+          std::cout << "  " << (ch.is_string() ? ch.get<std::string>() : ch.dump()) << "\n";
+        }
+      }
+      return kOk;
+    }
+  } catch (const json::exception& e) {
+    std::fprintf(stderr, "mcgwctl: mcgwd sent a response this mcgwctl cannot read: %s\n", e.what());
+    return kFailed;
   }
   return kOk;
 }

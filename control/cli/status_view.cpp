@@ -27,9 +27,9 @@ std::string str(const json& j, const char* key) {
 
 }  // namespace
 
-std::string renderStatus(const json& s) {
+std::string renderStatus(json s) {
   std::ostringstream o;
-  const json& health = s["health"];
+  json& health = s["health"];
   bool healthy = health.value("state", "") == "healthy";
   o << "mcgw " << str(s["node"], "name") << " (site " << str(s["node"], "site")
     << "): " << (healthy ? "HEALTHY" : "DEGRADED") << "\n";
@@ -37,19 +37,19 @@ std::string renderStatus(const json& s) {
     o << "  ! " << r.get<std::string>() << "\n";
   }
 
-  const json& c = s["config"];
+  json& c = s["config"];
   o << "\nConfig   " << str(c, "file") << "\n"
     << "         sha256 " << str(c, "checksum") << "\n"
     << "         loaded " << str(c, "loaded_at") << "\n";
   if (c.contains("last_reload") && c["last_reload"].is_object()) {
-    const json& r = c["last_reload"];
+    json& r = c["last_reload"];
     o << "         last reload " << str(r, "at") << ": "
       << (r.value("ok", false) ? "applied" : "REFUSED") << "\n";
     for (const auto& e : r["errors"]) {
       o << "           " << e.get<std::string>() << "\n";
     }
   }
-  const json& d = s["daemon"];
+  json& d = s["daemon"];
   o << "Daemon   mcgwd " << str(d, "version") << ", pid " << d.value("pid", 0) << ", up "
     << duration(d.value("uptime_s", int64_t{0})) << " (since " << str(d, "started_at") << ")\n";
 
@@ -59,8 +59,8 @@ std::string renderStatus(const json& s) {
                 "ROLE", "LINK", "SPEED", "MTU", "DRIVER", "RX PKTS", "TX PKTS", "RX MISSED",
                 "ERRORS");
   o << line;
-  for (const auto& p : s["ports"]) {
-    const json& k = p["counters"];
+  for (auto& p : s["ports"]) {
+    json& k = p["counters"];
     uint64_t errors = k.value("rx_errors", uint64_t{0}) + k.value("tx_errors", uint64_t{0}) +
                       k.value("rx_nombuf", uint64_t{0});
     uint32_t speed = p["link"].value("speed_mbps", 0u);

@@ -7,6 +7,7 @@
 
 namespace mcgw::cli {
 
-std::string renderStatus(const nlohmann::json& status);
+// Takes a mcgw.status/1 document (a copy: missing sections read as empty).
+std::string renderStatus(nlohmann::json status);
 
 }  // namespace mcgw::cli

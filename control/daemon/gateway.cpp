@@ -8,7 +8,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "control/api/protocol.hpp"
@@ -58,9 +61,12 @@ bool needsReopen(const config::PortConfig& a, const config::PortConfig& b) {
 
 Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     const std::string& path, LoadedConfig loaded, const std::string& program,
-    const std::string& log_level) {
+    const std::string& log_level_override) {
+  const std::string log_level =
+      log_level_override.empty() ? loaded.config->logging.level : log_level_override;
   std::unique_ptr<Gateway> gw(new Gateway());
   gw->path_ = path;
+  gw->log_level_override_ = log_level_override;
   gw->config_ = std::move(loaded.config);
   gw->config_text_ = std::move(loaded.text);
   gw->started_at_ = gw->loaded_at_ = std::chrono::system_clock::now();
@@ -112,6 +118,7 @@ ReloadOutcome Gateway::reload() {
     return o;
   };
 
+  // Validate.
   auto loaded = loadConfig(path_);
   if (!loaded) {
     out.errors = errorLines(loaded.error());
@@ -121,101 +128,159 @@ ReloadOutcome Gateway::reload() {
   auto changes = config::diffConfigs(*config_, *next);
   for (const auto& c : changes) {
     if (c.needs_restart) {
-      out.errors.push_back(c.section + " changed (" + c.detail +
-                           "): this needs a restart (systemctl restart mcgw); nothing was applied");
+      out.errors.push_back(c.toString() + ": this needs a restart (systemctl restart mcgw)");
     }
   }
   if (!out.errors.empty()) {
     return finish(out);
   }
 
-  // Prepare: open the ports that are new, or whose device must be reopened
-  // and is a different device.  Any failure undoes everything opened so far.
-  std::map<std::string, std::unique_ptr<engine::Port>> opened;
+  // Plan the port changes: which running ports close, which configs open,
+  // which ports only change their MTU.
+  std::vector<std::string> to_close;
+  std::vector<const config::PortConfig*> to_open;
+  std::vector<std::pair<engine::Port*, const config::PortConfig*>> in_place;
   for (const auto& c : changes) {
     if (c.section != "port") {
       continue;
     }
     const config::PortConfig* want = next->findPort(c.name);
-    const config::PortConfig* have = config_->findPort(c.name);
-    bool open_new = c.kind == config::ConfigChange::Kind::kAdded ||
-                    (c.kind == config::ConfigChange::Kind::kChanged && needsReopen(*have, *want) &&
-                     have->deviceName() != want->deviceName());
-    if (!open_new) {
-      continue;
+    if (c.kind != config::ConfigChange::Kind::kAdded) {
+      engine::Port* running = findPort(c.name);
+      if (c.kind == config::ConfigChange::Kind::kChanged && running &&
+          !needsReopen(running->config(), *want)) {
+        in_place.emplace_back(running, want);
+        continue;
+      }
+      to_close.push_back(c.name);
     }
-    auto port = engine::Port::open(*want, eal_->mempool());
-    if (!port) {
-      out.errors.push_back(port.error() + "; nothing was applied");
-      return finish(out);  // `opened` closes what it holds
+    if (want) {
+      to_open.push_back(want);
     }
-    opened[c.name] = std::move(*port);
+  }
+  std::set<std::string> held;  // devices of running ports
+  for (const auto& p : ports_) {
+    held.insert(p->config().deviceName());
   }
 
-  // Commit.
+  // Apply as a transaction: every step records how to undo itself, and a
+  // failure undoes the steps taken, newest first, so the old config stays in
+  // force.  Devices no running port holds are opened before anything is
+  // closed; devices of ports that close (renamed, swapped, new queue layout)
+  // are reopened after.
+  std::vector<std::function<void()>> undo;
+  std::map<std::string, std::unique_ptr<engine::Port>> opened;
+  auto rollback = [&](const std::string& why) {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+      (*it)();
+    }
+    sortPorts(*config_);
+    out.errors.push_back(why + "; nothing was applied");
+    return finish(out);
+  };
+  auto open = [&](const config::PortConfig& pc) -> std::optional<std::string> {
+    auto port = engine::Port::open(pc, eal_->mempool());
+    if (!port) {
+      return port.error();
+    }
+    opened[pc.name] = std::move(*port);
+    undo.push_back([&opened, name = pc.name] { opened.erase(name); });
+    return std::nullopt;
+  };
+  for (const auto* pc : to_open) {
+    if (!held.count(pc->deviceName())) {
+      if (auto e = open(*pc)) {
+        return rollback(*e);
+      }
+    }
+  }
+  for (const auto& name : to_close) {
+    auto it = std::find_if(ports_.begin(), ports_.end(),
+                           [&](const auto& p) { return p->config().name == name; });
+    if (it == ports_.end()) {
+      continue;
+    }
+    config::PortConfig old = (*it)->config();
+    ports_.erase(it);  // stops and closes the device
+    undo.push_back([this, old] {
+      auto port = engine::Port::open(old, eal_->mempool());
+      if (port) {
+        ports_.push_back(std::move(*port));
+      } else {
+        spdlog::error("reload rollback: {}", port.error());
+      }
+    });
+  }
+  for (const auto* pc : to_open) {
+    if (held.count(pc->deviceName())) {
+      if (auto e = open(*pc)) {
+        return rollback(*e);
+      }
+    }
+  }
+  for (auto& [port, want] : in_place) {
+    config::PortConfig old = port->config();
+    if (want->mtu != old.mtu) {
+      auto r = port->setMtu(want->mtu);
+      if (!r) {
+        return rollback(r.error());
+      }
+      if (!*r) {
+        spdlog::warn("port {}: the device keeps its own MTU", want->name);
+      }
+    }
+    port->adoptConfig(*want);
+    undo.push_back([port = port, old] {
+      port->setMtu(old.mtu);
+      port->adoptConfig(old);
+    });
+  }
+
+  // Commit: nothing below can fail.
+  for (auto& [name, port] : opened) {
+    ports_.push_back(std::move(port));
+  }
+  sortPorts(*next);
+  if (log_level_override_.empty()) {
+    spdlog::set_level(spdlog::level::from_str(next->logging.level));
+  }
   for (const auto& c : changes) {
     out.changes.push_back(c.toString());
     spdlog::info("reload: {}", c.toString());
-    if (c.section == "port") {
-      const config::PortConfig* want = next->findPort(c.name);
-      if (c.kind == config::ConfigChange::Kind::kRemoved) {
-        std::erase_if(ports_, [&](const auto& p) { return p->config().name == c.name; });
-      } else if (opened.count(c.name)) {
-        std::erase_if(ports_, [&](const auto& p) { return p->config().name == c.name; });
-        ports_.push_back(std::move(opened[c.name]));
-      } else if (engine::Port* port = findPort(c.name)) {
-        if (needsReopen(port->config(), *want)) {
-          // Same device, new queue layout: it has to be closed first.
-          std::erase_if(ports_, [&](const auto& p) { return p->config().name == c.name; });
-          auto reopened = engine::Port::open(*want, eal_->mempool());
-          if (!reopened) {
-            spdlog::error("reload: {}", reopened.error());
-            out.errors.push_back(reopened.error());
-            continue;
-          }
-          ports_.push_back(std::move(*reopened));
-        } else {
-          if (want->mtu != port->config().mtu) {
-            auto r = port->setMtu(want->mtu);
-            if (!r) {
-              out.errors.push_back(r.error());
-            } else if (!*r) {
-              spdlog::warn("port {}: the device keeps its own MTU", c.name);
-            }
-          }
-          port->adoptConfig(*want);
-        }
-      }
-    } else if (c.section == "logging") {
-      spdlog::set_level(spdlog::level::from_str(next->logging.level));
-    }
   }
-  // Keep the ports in config order.
-  std::vector<std::unique_ptr<engine::Port>> ordered;
-  for (const auto& pc : next->ports) {
-    for (auto& p : ports_) {
-      if (p && p->config().name == pc.name) {
-        ordered.push_back(std::move(p));
-      }
-    }
-  }
-  ports_ = std::move(ordered);
-
-  config_ = next;
-  config_text_ = std::move(loaded->text);
-  loaded_at_ = std::chrono::system_clock::now();
-  out.ok = out.errors.empty();
   if (changes.empty()) {
     out.changes.push_back("no changes");
   }
+  config_ = next;
+  config_text_ = std::move(loaded->text);
+  loaded_at_ = std::chrono::system_clock::now();
+  out.ok = true;
   return finish(out);
 }
 
-std::vector<std::string> Gateway::healthReasons() const {
+// Ports in the order the config lists them (rollback may have appended).
+void Gateway::sortPorts(const config::Config& order) {
+  std::vector<std::unique_ptr<engine::Port>> sorted;
+  for (const auto& pc : order.ports) {
+    for (auto& p : ports_) {
+      if (p && p->config().name == pc.name) {
+        sorted.push_back(std::move(p));
+      }
+    }
+  }
+  ports_ = std::move(sorted);
+}
+
+std::vector<std::string> Gateway::healthReasons(
+    const std::vector<engine::PortStatus>& ports) const {
   std::vector<std::string> reasons;
-  for (const auto& p : ports_) {
-    if (!p->status().link_up) {
-      reasons.push_back("port " + p->config().name + " link is down");
+  for (const auto& pc : config_->ports) {
+    auto it =
+        std::find_if(ports.begin(), ports.end(), [&](const auto& s) { return s.name == pc.name; });
+    if (it == ports.end()) {
+      reasons.push_back("port " + pc.name + " is configured but not open (see the log)");
+    } else if (!it->link_up) {
+      reasons.push_back("port " + pc.name + " link is down");
     }
   }
   if (last_reload_.attempted && !last_reload_.ok) {
@@ -225,24 +290,33 @@ std::vector<std::string> Gateway::healthReasons() const {
   return reasons;
 }
 
+std::vector<engine::PortStatus> Gateway::portStatus() const {
+  std::vector<engine::PortStatus> out;
+  for (const auto& p : ports_) {
+    out.push_back(p->status());
+  }
+  return out;
+}
+
 bool Gateway::healthy() const {
-  return healthReasons().empty();
+  return healthReasons(portStatus()).empty();
 }
 
 std::string Gateway::summary() const {
-  size_t up = 0;
-  for (const auto& p : ports_) {
-    up += p->status().link_up ? 1 : 0;
-  }
-  return std::string(healthy() ? "healthy" : "degraded") + ": " + std::to_string(ports_.size()) +
-         " ports (" + std::to_string(up) + " up), config " + config_->checksum.substr(0, 12);
+  auto ports = portStatus();
+  size_t up = std::count_if(ports.begin(), ports.end(), [](const auto& s) { return s.link_up; });
+  return std::string(healthReasons(ports).empty() ? "healthy" : "degraded") + ": " +
+         std::to_string(ports.size()) + " ports (" + std::to_string(up) + " up), config " +
+         config_->checksum.substr(0, 12);
 }
 
 json Gateway::status() const {
-  auto reasons = healthReasons();
+  auto statuses = portStatus();
+  auto reasons = healthReasons(statuses);
   json ports = json::array();
-  for (const auto& p : ports_) {
-    engine::PortStatus s = p->status();
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    const auto& p = ports_[i];
+    const engine::PortStatus& s = statuses[i];
     ports.push_back(
         {{"name", s.name},
          {"role", config::toString(p->config().role)},

@@ -36,14 +36,18 @@ Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path);
 class Gateway {
  public:
   // Initialises the EAL from a loaded config (see loadConfig) and opens every
-  // port.  On failure the errors say why.
+  // port.  Once per process (the EAL cannot start twice).  log_level_override
+  // is --log-level: when set, it wins over logging.level, on reloads too.
+  // On failure the errors say why.
   static Result<std::unique_ptr<Gateway>, std::vector<std::string>> start(
       const std::string& config_path, LoadedConfig loaded, const std::string& program,
-      const std::string& log_level);
+      const std::string& log_level_override);
   ~Gateway();
 
-  // Re-reads the config file.  Invalid, or needing a restart: nothing
-  // changes and the errors come back.  Valid: only the difference is applied.
+  // Re-reads the config file.  Invalid, needing a restart, or failing while
+  // applied (a device that cannot be opened): nothing changes (what was done
+  // is undone) and the errors come back.  Valid: only the difference is
+  // applied.
   ReloadOutcome reload();
 
   config::ConfigPtr config() const { return config_; }
@@ -56,9 +60,12 @@ class Gateway {
  private:
   Gateway() = default;
   engine::Port* findPort(const std::string& name) const;
-  std::vector<std::string> healthReasons() const;
+  std::vector<engine::PortStatus> portStatus() const;
+  void sortPorts(const config::Config& order);
+  std::vector<std::string> healthReasons(const std::vector<engine::PortStatus>& ports) const;
 
   std::string path_;
+  std::string log_level_override_;
   config::ConfigPtr config_;
   std::string config_text_;
   std::unique_ptr<engine::Eal> eal_;

@@ -22,9 +22,11 @@ using nlohmann::json;
 
 namespace {
 
-// Exit codes: 0 clean stop, 1 runtime failure, 78 (EX_CONFIG) bad config, which
-// the unit does not restart on (RestartPreventExitStatus=78).
+// Exit codes: 0 clean stop, 1 runtime failure, 64 (EX_USAGE) bad command line,
+// 78 (EX_CONFIG) bad config, which the unit does not restart on
+// (RestartPreventExitStatus=78).
 constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
 constexpr int kExitConfig = 78;
 
 void setupLogging(const std::string& level) {
@@ -59,8 +61,15 @@ int runPreflight(const std::string& path) {
   return ok ? 0 : kExitFailure;
 }
 
-json handleRequest(Gateway& gw, const std::string& command, const json& args) {
-  (void)args;
+// A reload, as systemd wants it announced (Type=notify).
+mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
+  notify("RELOADING=1\nSTATUS=reloading " + gw.config()->source);
+  auto outcome = gw.reload();
+  notify("READY=1\nSTATUS=" + gw.summary());
+  return outcome;
+}
+
+json handleRequest(Gateway& gw, const std::string& command) {
   if (command == "status") {
     return {{"ok", true}, {"result", gw.status()}};
   }
@@ -71,9 +80,7 @@ json handleRequest(Gateway& gw, const std::string& command, const json& args) {
         {"result", {{"file", c->source}, {"checksum", c->checksum}, {"text", gw.configText()}}}};
   }
   if (command == "reload") {
-    notify("RELOADING=1\nSTATUS=reloading " + gw.config()->source);
-    auto outcome = gw.reload();
-    notify("READY=1\nSTATUS=" + gw.summary());
+    auto outcome = reload(gw);
     if (!outcome.ok) {
       return mcgw::api::errorResponse("reload refused; the running config is unchanged",
                                       outcome.errors);
@@ -97,7 +104,11 @@ int main(int argc, char** argv) {
   app.add_flag("--preflight", preflight,
                "Check prerequisites (hugepages, drivers, interfaces, FRR) and exit");
   app.set_version_flag("--version", std::string("mcgwd ") + MCGW_VERSION);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;  // --help and --version exit 0
+  }
 
   if (preflight) {
     return runPreflight(config_path);
@@ -116,6 +127,10 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
   int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sfd < 0) {
+    spdlog::critical("signalfd: {}", std::strerror(errno));
+    return kExitFailure;
+  }
 
   spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
   notify("STATUS=loading " + config_path);
@@ -130,8 +145,7 @@ int main(int argc, char** argv) {
   }
   // The config's own level applies unless --log-level was given.
   if (log_level.empty()) {
-    log_level = loaded->config->logging.level;
-    spdlog::set_level(spdlog::level::from_str(log_level));
+    spdlog::set_level(spdlog::level::from_str(loaded->config->logging.level));
   }
 
   notify("STATUS=starting DPDK and ports");
@@ -146,7 +160,7 @@ int main(int argc, char** argv) {
   Gateway& gw = **started;
 
   mcgw::api::Server server(
-      [&gw](const std::string& cmd, const json& args) { return handleRequest(gw, cmd, args); });
+      [&gw](const std::string& cmd, const json&) { return handleRequest(gw, cmd); });
   if (auto r = server.listen(gw.config()->api.socket, gw.config()->api.group); !r) {
     spdlog::critical("{}", r.error());
     notify("STATUS=" + r.error());
@@ -167,6 +181,7 @@ int main(int argc, char** argv) {
   std::string last_summary = gw.summary();
 
   bool running = true;
+  int exit_code = 0;
   while (running) {
     std::vector<pollfd> fds{{sfd, POLLIN, 0}};
     server.pollFds(fds);
@@ -179,6 +194,7 @@ int main(int argc, char** argv) {
     }
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       spdlog::critical("poll: {}", std::strerror(errno));
+      exit_code = kExitFailure;
       break;
     }
     if (fds[0].revents & POLLIN) {
@@ -186,9 +202,7 @@ int main(int argc, char** argv) {
       while (::read(sfd, &si, sizeof si) == sizeof si) {
         if (si.ssi_signo == SIGHUP) {
           spdlog::info("SIGHUP: reloading {}", config_path);
-          notify("RELOADING=1\nSTATUS=reloading " + config_path);
-          gw.reload();
-          notify("READY=1\nSTATUS=" + gw.summary());
+          reload(gw);
         } else {
           spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
           running = false;
@@ -210,5 +224,5 @@ int main(int argc, char** argv) {
   notify("STOPPING=1\nSTATUS=stopping");
   started->reset();
   spdlog::info("stopped");
-  return 0;
+  return exit_code;
 }

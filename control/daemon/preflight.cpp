@@ -36,16 +36,6 @@ uint64_t freeHugeMb(const fs::path& sys) {
   return total;
 }
 
-std::string vdevArg(const std::string& vdev, const std::string& key) {
-  std::string needle = "," + key + "=";
-  auto at = vdev.find(needle);
-  if (at == std::string::npos) {
-    return "";
-  }
-  auto start = at + needle.size();
-  return vdev.substr(start, vdev.find(',', start) - start);
-}
-
 }  // namespace
 
 std::vector<Check> preflight(const config::Config& c, const PreflightRoots& roots) {
@@ -72,7 +62,7 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
 
   for (const auto& p : c.ports) {
     if (!p.pci.empty()) {
-      fs::path dev = sys / "bus/pci/devices" / (p.pci.size() == 7 ? "0000:" + p.pci : p.pci);
+      fs::path dev = sys / "bus/pci/devices" / p.deviceName();
       Check d{"port " + p.name + " driver", false, ""};
       std::error_code ec;
       if (!fs::exists(dev, ec)) {
@@ -90,7 +80,7 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
                                 ", not vfio-pci (dpdk-devbind.py -b vfio-pci " + p.pci + ")";
       }
       out.push_back(d);
-    } else if (std::string iface = vdevArg(p.vdev, "iface"); !iface.empty()) {
+    } else if (std::string iface = p.kernelInterface(); !iface.empty()) {
       std::error_code ec;
       bool ok = fs::exists(sys / "class/net" / iface, ec);
       out.push_back({"port " + p.name + " interface", ok,

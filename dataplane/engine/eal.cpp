@@ -39,7 +39,7 @@ std::vector<std::string> ealArguments(const config::Config& c, const std::string
   bool any_pci = false;
   for (const auto& p : c.ports) {
     if (!p.pci.empty()) {
-      args.insert(args.end(), {"-a", p.pci});
+      args.insert(args.end(), {"-a", p.deviceName()});
       any_pci = true;
     }
   }

@@ -10,21 +10,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace mcgw::engine {
 
 namespace {
-
-// The kernel interface behind an af_packet / af_xdp vdev ("...,iface=veth0"), if any.
-std::string kernelInterface(const std::string& vdev) {
-  auto at = vdev.find(",iface=");
-  if (at == std::string::npos) {
-    return "";
-  }
-  at += 7;
-  return vdev.substr(at, vdev.find(',', at) - at);
-}
 
 // Whether the kernel interface has carrier.  These PMDs report their link up
 // once started whatever the wire does, so status asks the kernel instead.
@@ -47,22 +38,48 @@ std::string err(const std::string& port, const std::string& what, int rc) {
 
 }  // namespace
 
+// mcgw's DPDK owner identity: a port owned by it belongs to one Port object,
+// so no second Port (a renamed or duplicated entry) can take it over.
+uint64_t ownerId() {
+  static const uint64_t id = [] {
+    uint64_t v = RTE_ETH_DEV_NO_OWNER;
+    rte_eth_dev_owner_new(&v);
+    return v;
+  }();
+  return id;
+}
+
 Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& c,
                                                       rte_mempool* pool) {
   const std::string dev = c.deviceName();
   uint16_t id = 0;
   bool probed = false;
-  if (rte_eth_dev_get_port_by_name(dev.c_str(), &id) != 0) {
-    // Not yet attached: a vdev, or a PCI device added by a reload.
-    const std::string args = c.pci.empty() ? c.vdev : c.pci;
+  if (rte_eth_dev_get_port_by_name(dev.c_str(), &id) == 0) {
+    // Attached already: an allow-listed PCI device, or one a Port holds.
+    rte_eth_dev_owner owner{};
+    if (rte_eth_dev_owner_get(id, &owner) == 0 && owner.id != RTE_ETH_DEV_NO_OWNER) {
+      return unexpected("port " + c.name + ": device '" + dev + "' is in use by " + owner.name);
+    }
+  } else {
+    // A vdev, or a PCI device added by a reload.
+    const std::string args = c.pci.empty() ? c.vdev : dev;
     int rc = rte_dev_probe(args.c_str());
     if (rc < 0) {
       return unexpected(err(c.name, "cannot attach device '" + args + "'", rc));
     }
-    probed = true;
     if (rte_eth_dev_get_port_by_name(dev.c_str(), &id) != 0) {
+      rte_eal_hotplug_remove(c.pci.empty() ? "vdev" : "pci", dev.c_str());
       return unexpected("port " + c.name + ": device '" + dev + "' attached but has no ethdev");
     }
+    probed = true;
+  }
+  rte_eth_dev_owner owner{ownerId(), ""};
+  std::snprintf(owner.name, sizeof owner.name, "port %s", c.name.c_str());
+  if (int rc = rte_eth_dev_owner_set(id, &owner); rc != 0) {
+    if (probed) {
+      rte_eal_hotplug_remove(c.pci.empty() ? "vdev" : "pci", dev.c_str());
+    }
+    return unexpected(err(c.name, "cannot take ownership of '" + dev + "'", rc));
   }
   // From here the Port owns the device: its destructor undoes a failure.
   std::unique_ptr<Port> port(new Port(c, id, probed));
@@ -107,6 +124,7 @@ Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& 
 
 Port::~Port() {
   rte_eth_dev_stop(port_id_);
+  rte_eth_dev_owner_unset(port_id_, ownerId());
   rte_eth_dev_close(port_id_);
   if (probed_) {
     rte_eal_hotplug_remove(config_.pci.empty() ? "vdev" : "pci", config_.deviceName().c_str());
@@ -116,7 +134,7 @@ Port::~Port() {
 PortStatus Port::status() const {
   PortStatus s;
   s.name = config_.name;
-  s.device = config_.pci.empty() ? config_.vdev : config_.pci;
+  s.device = config_.pci.empty() ? config_.vdev : config_.deviceName();
   s.port_id = port_id_;
   rte_eth_dev_info info{};
   if (rte_eth_dev_info_get(port_id_, &info) == 0 && info.driver_name) {
@@ -129,7 +147,7 @@ PortStatus Port::status() const {
     s.speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
     s.full_duplex = link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
   }
-  if (std::string iface = kernelInterface(config_.vdev); !iface.empty()) {
+  if (std::string iface = config_.kernelInterface(); !iface.empty()) {
     s.link_up = s.link_up && kernelLinkUp(iface);
   }
   rte_eth_dev_get_mtu(port_id_, &s.mtu);

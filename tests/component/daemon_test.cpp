@@ -197,6 +197,114 @@ TEST_F(DaemonTest, ApiReloadReturnsErrorsAndRefusesRestartChanges) {
   EXPECT_NE(r.out.find("logging: changed (level info -> warning)"), std::string::npos) << r.out;
 }
 
+// Port changes by reload: renames, swaps, removals, a new queue layout, and
+// failures that must leave the running ports exactly as they were.
+std::string twoPorts(const std::string& socket, const std::string& prefix, const std::string& a,
+                     const std::string& a_dev, const std::string& b, const std::string& b_dev,
+                     const std::string& extra = "") {
+  return "node:\n  name: gw-test\n  site: lab\n"
+         "eal:\n  hugepages: false\n  memory-mb: 128\n  mbufs: 2047\n  file-prefix: " +
+         prefix + "\nports:\n  - name: " + a + "\n    role: lan\n    vdev: \"" + a_dev +
+         "\"\n  - name: " + b + "\n    role: wan\n    vdev: \"" + b_dev + "\"\n" + extra +
+         "api:\n  socket: " + socket + "\n";
+}
+
+std::string portsOf(const json& status) {
+  std::string out;
+  for (const auto& p : status["ports"]) {
+    out += (out.empty() ? "" : " ") + p["name"].get<std::string>() + "=" +
+           p["device"].get<std::string>() + (p["link"]["up"].get<bool>() ? "" : "(down)");
+  }
+  return out;
+}
+
+TEST_F(DaemonTest, ReloadRenamesSwapsAndRemovesPorts) {
+  writeFile(config_, twoPorts(socket_, prefix_, "lan0", "net_null0", "wan0", "net_null1"));
+  start();
+  // Rename: the device moves from lan0 to lan1.
+  writeFile(config_, twoPorts(socket_, prefix_, "lan1", "net_null0", "wan0", "net_null1"));
+  CommandResult r = ctl("reload");
+  ASSERT_EQ(r.code, 0) << r.err << log();
+  json s = status();
+  EXPECT_EQ(portsOf(s), "lan1=net_null0 wan0=net_null1");
+  EXPECT_EQ(s["health"]["state"], "healthy");
+
+  // Swap the devices of the two ports.
+  writeFile(config_, twoPorts(socket_, prefix_, "lan1", "net_null1", "wan0", "net_null0"));
+  r = ctl("reload");
+  ASSERT_EQ(r.code, 0) << r.err << log();
+  EXPECT_EQ(portsOf(status()), "lan1=net_null1 wan0=net_null0");
+
+  // A new queue layout reopens the same device.
+  std::string text = twoPorts(socket_, prefix_, "lan1", "net_null1", "wan0", "net_null0");
+  text.replace(text.find("    role: wan\n"), 14, "    role: wan\n    rx-queues: 2\n");
+  writeFile(config_, text);
+  r = ctl("reload");
+  ASSERT_EQ(r.code, 0) << r.err << log();
+  s = status();
+  EXPECT_EQ(portsOf(s), "lan1=net_null1 wan0=net_null0");
+  EXPECT_EQ(s["ports"][1]["rx_queues"], 2);
+
+  // Remove a port: one left.
+  writeFile(config_, nullConfig(socket_, prefix_).substr(0, 0) +
+                         "node:\n  name: gw-test\n  site: lab\neal:\n  hugepages: false\n"
+                         "  memory-mb: 128\n  mbufs: 2047\n  file-prefix: " +
+                         prefix_ +
+                         "\nports:\n  - name: lan1\n    role: lan\n    vdev: "
+                         "net_null1\napi:\n  socket: " +
+                         socket_ + "\n");
+  r = ctl("reload");
+  ASSERT_EQ(r.code, 0) << r.err << log();
+  EXPECT_EQ(portsOf(status()), "lan1=net_null1");
+  EXPECT_TRUE(daemon_->running());
+}
+
+TEST_F(DaemonTest, ReloadThatFailsWhileApplyingRestoresThePorts) {
+  writeFile(config_, twoPorts(socket_, prefix_, "lan0", "net_null0", "wan0", "net_null1"));
+  start();
+  std::string before = status()["config"]["checksum"];
+
+  // A new device that cannot be opened: refused before anything is closed.
+  writeFile(
+      config_,
+      twoPorts(socket_, prefix_, "lan0", "net_null0", "wan0", "net_null1",
+               "  - name: lan9\n    role: lan\n    vdev: \"net_af_packet9,iface=no-such-if\"\n"));
+  CommandResult r = ctl("reload");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("port lan9: cannot attach device"), std::string::npos) << r.err;
+  json s = status();
+  EXPECT_EQ(portsOf(s), "lan0=net_null0 wan0=net_null1");
+  EXPECT_EQ(s["config"]["checksum"], before);
+
+  // The same device reopened with arguments it rejects: lan0 is closed, the
+  // reopen fails, and lan0 must come back as it was.
+  writeFile(config_,
+            twoPorts(socket_, prefix_, "lan0", "net_null0,size=oops", "wan0", "net_null1"));
+  r = ctl("reload");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.err.find("nothing was applied"), std::string::npos) << r.err;
+  s = status();
+  EXPECT_EQ(portsOf(s), "lan0=net_null0 wan0=net_null1") << log();
+  EXPECT_EQ(s["config"]["checksum"], before);
+  EXPECT_EQ(s["health"]["reasons"].size(), 1u) << s["health"].dump();  // only the refused reload
+
+  // A renamed port may not take over a device another port keeps.
+  writeFile(config_, twoPorts(socket_, prefix_, "lan0", "net_null0", "wan0", "net_null0"));
+  r = ctl("reload");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("already used by port 'lan0'"), std::string::npos) << r.err;
+  EXPECT_EQ(portsOf(status()), "lan0=net_null0 wan0=net_null1");
+}
+
+TEST_F(DaemonTest, RefusesToReplaceAFileThatIsNotASocket) {
+  writeFile(socket_, "precious\n");
+  writeFile(config_, nullConfig(socket_, prefix_));
+  Process p({kMcgwd, "--config", config_}, {}, dir_.file("mcgwd.log"));
+  EXPECT_EQ(p.wait(30s), 1);
+  EXPECT_EQ(readFile(socket_), "precious\n");
+  EXPECT_NE(log().find("exists and is not a socket"), std::string::npos) << log();
+}
+
 TEST_F(DaemonTest, MalformedRequestsGetErrorsAndDaemonSurvives) {
   writeFile(config_, nullConfig(socket_, prefix_));
   start();

@@ -44,5 +44,5 @@ echo "ok: $drivers"
 kill "$pid"
 wait "$pid" || fail "mcgwd exit code $?"
 pid=
-grep -q "stopped" "$dir/mcgwd.log" || fail "no orderly stop"
+grep -q "\] stopped$" "$dir/mcgwd.log" || fail "no orderly stop"
 echo "1 passed, 0 failed"

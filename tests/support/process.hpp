@@ -10,12 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -123,7 +125,9 @@ class Process {
   int code_ = -1;
 };
 
-// Listens where NOTIFY_SOCKET points, as systemd does.
+// Listens where NOTIFY_SOCKET points, as systemd does.  A thread keeps the
+// socket drained, as systemd does: a full queue would block the daemon's
+// sd_notify().
 class NotifyListener {
  public:
   explicit NotifyListener(std::string path) : path_(std::move(path)) {
@@ -132,30 +136,47 @@ class NotifyListener {
     a.sun_family = AF_UNIX;
     std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path_.c_str());
     ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    timeval tv{0, 100000};
+    timeval tv{0, 50000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    reader_ = std::thread([this] {
+      char buf[4096];
+      while (!stop_) {
+        ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+        if (n > 0) {
+          std::lock_guard lock(mu_);
+          messages_.emplace_back(buf, static_cast<size_t>(n));
+        }
+      }
+    });
   }
-  ~NotifyListener() { ::close(fd_); }
+  ~NotifyListener() {
+    stop_ = true;
+    reader_.join();
+    ::close(fd_);
+  }
   const std::string& path() const { return path_; }
 
-  // Waits until a message containing `line` arrives (or was seen after
-  // `from`); returns its index in messages(), or -1 on timeout.
+  // Waits until a message at index >= from contains `line` (a "KEY=" line
+  // matches any value); returns its index, or -1 on timeout.
   int waitFor(const std::string& line, std::chrono::milliseconds timeout, size_t from = 0) {
     auto until = std::chrono::steady_clock::now() + timeout;
     while (true) {
-      for (size_t i = from; i < messages_.size(); ++i) {
-        if (hasLine(messages_[i], line)) {
-          return static_cast<int>(i);
+      {
+        std::lock_guard lock(mu_);
+        for (size_t i = from; i < messages_.size(); ++i) {
+          if (hasLine(messages_[i], line)) {
+            return static_cast<int>(i);
+          }
         }
       }
       if (std::chrono::steady_clock::now() >= until) {
         return -1;
       }
-      drain();
+      std::this_thread::sleep_for(10ms);
     }
   }
-  const std::vector<std::string>& messages() {
-    drain();
+  std::vector<std::string> messages() {
+    std::lock_guard lock(mu_);
     return messages_;
   }
   static bool hasLine(const std::string& msg, const std::string& line) {
@@ -169,18 +190,12 @@ class NotifyListener {
   }
 
  private:
-  // Waits up to 100 ms for the first datagram, then takes what is queued.
-  void drain() {
-    char buf[4096];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    while (n > 0) {
-      messages_.emplace_back(buf, static_cast<size_t>(n));
-      n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-    }
-  }
   std::string path_;
   int fd_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
   std::vector<std::string> messages_;
+  std::thread reader_;
 };
 
 struct CommandResult {

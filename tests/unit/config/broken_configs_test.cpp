@@ -195,8 +195,8 @@ std::vector<BrokenCase> brokenCases() {
            {{"      - prefix: 10.2.0.0/16\n",
              "      - prefix: 10.2.0.0/16\n        peer: site-b\n      - prefix: 10.2.0.3/16\n"}}),
        25, 17, "duplicate route \"10.2.0.3/16\"", "routes/route"},
-      {"BadNamePattern", edited({{"name: gw-a1", "name: 1gw"}}), 2, 9, "must start with a letter",
-       "/mcgw:node/name"},
+      {"BadNamePattern", edited({{"name: gw-a1", "name: 1gw"}}), 2, 9,
+       "starting with a letter, found \"1gw\"", "/mcgw:node/name"},
       // --- missing keys
       {"MissingNodeName", edited({{"  name: gw-a1\n", ""}}), 2, 3, "missing mandatory key 'name'",
        "/mcgw:node"},

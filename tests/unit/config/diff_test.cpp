@@ -154,6 +154,22 @@ TEST(DiffTest, EalChangeNeedsRestart) {
   EXPECT_NE(changes[0].toString().find("[needs restart]"), std::string::npos);
 }
 
+TEST(DiffTest, NewPciDeviceNeedsRestartKnownOneDoesNot) {
+  // The EAL allow-lists PCI devices at start.
+  ConfigPtr a = load(kBase);
+  ConfigPtr b = load(edited("    vdev: net_null0\n", "    pci: '00:08.0'\n"));
+  auto changes = diffConfigs(*a, *b);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_TRUE(changes[0].needs_restart);
+  EXPECT_NE(changes[0].detail.find("new PCI device 0000:00:08.0"), std::string::npos)
+      << changes[0].detail;
+  // Same device, other spelling, new MTU: no restart.
+  ConfigPtr c = load(edited("    vdev: net_null0\n", "    pci: '0000:00:08.0'\n    mtu: 9000\n"));
+  changes = diffConfigs(*b, *c);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_FALSE(changes[0].needs_restart) << changes[0].toString();
+}
+
 TEST(DiffTest, LoggingLevelChangeDoesNotNeedRestart) {
   ConfigPtr a = load(kBase);
   ConfigPtr b = load(std::string(kBase) + "logging:\n  level: debug\n");

@@ -285,3 +285,32 @@ TEST(LoaderTest, ConfigFromTextMatchesConfigFromFile) {
 
 }  // namespace
 }  // namespace mcgw::config
+
+namespace mcgw::config {
+namespace {
+
+TEST(LoaderTest, RefusesASecondYamlDocument) {
+  auto r = loadConfigText(
+      "node: {name: a, site: b}\nports: [{name: p, role: lan, vdev: net_null0}]\n---\n"
+      "node: {name: c, site: d}\n",
+      "multi.yaml");
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.error().size(), 1u);
+  EXPECT_EQ(r.error()[0].line, 3);
+  EXPECT_NE(r.error()[0].message.find("a second YAML document"), std::string::npos);
+
+  // "..." ends a document; content after it is a second one.
+  r = loadConfigText("node: {name: a, site: b}\n...\n# comment\nports: []\n", "end.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error()[0].line, 4);
+
+  // A leading "---", comments and directives are one document.
+  auto ok = loadConfigText(
+      "%YAML 1.2\n# gateway\n---\nnode: {name: a, site: b}\n"
+      "ports: [{name: p, role: lan, vdev: net_null0}]\n...\n# trailing comment\n",
+      "one.yaml");
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error()[0].toString());
+}
+
+}  // namespace
+}  // namespace mcgw::config

@@ -97,7 +97,10 @@ TEST_F(PreflightTest, PassesWhenEverythingIsThere) {
     writeFile(roots_.frr + "/" + d, "");
   }
   writeFile(roots_.frr_modules + "/dplane_fpm_nl.so", "");
-  for (const auto& c : preflight(*load(kHuge), roots_)) {
+  auto checks = preflight(*load(kHuge), roots_);
+  // hugepages, one per port (driver or interface), FRR.
+  ASSERT_EQ(checks.size(), 5u);
+  for (const auto& c : checks) {
     EXPECT_TRUE(c.ok) << c.what << ": " << c.detail;
   }
 }

@@ -1,0 +1,77 @@
+// Helpers of the typed Config.
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace mcgw::config {
+
+const PortConfig* Config::findPort(const std::string& name) const {
+  for (const auto& p : ports) {
+    if (p.name == name) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+const TenantConfig* Config::findTenant(const std::string& name) const {
+  for (const auto& t : tenants) {
+    if (t.name == name) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+const PeerConfig* Config::findPeer(const std::string& name) const {
+  for (const auto& p : peers) {
+    if (p.name == name) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+std::string PortConfig::deviceName() const {
+  if (!pci.empty()) {
+    // DPDK names PCI devices domain:bus:device.function in lower case.
+    std::string name = pci.size() == 7 ? "0000:" + pci : pci;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    return name;
+  }
+  return vdev.substr(0, vdev.find(','));
+}
+
+std::string PortConfig::kernelInterface() const {
+  auto at = vdev.find(",iface=");
+  if (at == std::string::npos) {
+    return "";
+  }
+  at += 7;
+  return vdev.substr(at, vdev.find(',', at) - at);
+}
+
+const char* toString(PortRole r) {
+  return r == PortRole::kWan ? "wan" : "lan";
+}
+const char* toString(Encapsulation e) {
+  return e == Encapsulation::kGeneve ? "geneve" : "vxlan";
+}
+const char* toString(LineMode m) {
+  return m == LineMode::kEcmp ? "ecmp" : "active-backup";
+}
+std::string toString(const MssClamp& m) {
+  switch (m.mode) {
+    case MssClamp::Mode::kAuto:
+      return "auto";
+    case MssClamp::Mode::kOff:
+      return "off";
+    case MssClamp::Mode::kFixed:
+      break;
+  }
+  return std::to_string(m.value);
+}
+
+}  // namespace mcgw::config
