@@ -1,6 +1,7 @@
 // Checks the YANG model cannot express.  Each names the node it is about, so
 // the error points at the line the operator has to change.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <set>
@@ -60,16 +61,45 @@ class Checker {
     }
   }
 
+  // DPDK 22.11's Ethernet vdev drivers a gateway can use; a typo here would
+  // otherwise surface only when mcgwd starts.
+  void vdevDriver(const PortConfig& p, const std::string& path) {
+    static constexpr std::array<const char*, 10> kDrivers = {
+        "net_af_xdp", "net_af_packet", "net_null",  "net_ring",        "net_pcap",
+        "net_tap",    "net_memif",     "net_vhost", "net_virtio_user", "net_bonding"};
+    std::string name = p.deviceName();
+    std::string driver = name.substr(0, name.find_last_not_of("0123456789") + 1);
+    std::vector<std::string> known(kDrivers.begin(), kDrivers.end());
+    if (std::find(known.begin(), known.end(), driver) == known.end()) {
+      error(
+          path, "unknown DPDK virtual device driver " + q(driver) + didYouMean(driver, known) +
+                    "; known: " + [&] {
+                      std::string all;
+                      for (const auto& k : known) {
+                        all += (all.empty() ? "" : ", ") + k;
+                      }
+                      return all;
+                    }());
+    }
+    if ((driver == "net_af_xdp" || driver == "net_af_packet") && p.kernelInterface().empty()) {
+      error(path,
+            driver + " needs the kernel interface it attaches to: " + name + ",iface=<interface>");
+    }
+  }
+
   void ports() {
     std::map<std::string, std::string> devices;  // device name → port
     std::map<IpAddress, std::string> addresses;
     for (const auto& p : c_.ports) {
       std::string path = portPath(p.name);
       std::string dev = p.deviceName();
-      if (auto [it, fresh] = devices.emplace(p.deviceName(), p.name); !fresh) {
+      if (auto [it, fresh] = devices.emplace(dev, p.name); !fresh) {
         error(path + (p.pci.empty() ? "/vdev" : "/pci"),
               "device " + q(dev) + " is already used by port " + q(it->second) +
                   "; each port needs its own device");
+      }
+      if (!p.vdev.empty()) {
+        vdevDriver(p, path + "/vdev");
       }
       for (const auto& item : map_.items(path + "/addresses")) {
         const std::string& apath = item.path;

@@ -43,6 +43,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; answer once, non-interactively.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  # Packages such as frr, bird2 and keepalived start their daemons on install;
+  # the lab starts them per network namespace instead, so keep them stopped
+  # (policy-rc.d exit 101: "action forbidden").
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy"
+    chmod +x "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 else

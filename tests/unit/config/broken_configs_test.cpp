@@ -214,6 +214,11 @@ std::vector<BrokenCase> brokenCases() {
        "'pci' and 'vdev' exclude each other", "port[name='lan0']/pci"},
       {"NeitherPciNorVdev", edited({{"    vdev: net_null0\n", ""}}), 10, 5,
        "missing one of: pci, vdev", "/mcgw:ports/port[name='lan0']"},
+      {"UnknownVdevDriver", edited({{"vdev: net_null0", "vdev: net_nul0"}}), 12, 11,
+       "unknown DPDK virtual device driver 'net_nul' (did you mean 'net_null'?)",
+       "port[name='lan0']/vdev"},
+      {"AfXdpWithoutInterface", edited({{"vdev: net_null0", "vdev: net_af_xdp0"}}), 12, 11,
+       "net_af_xdp needs the kernel interface it attaches to", "port[name='lan0']/vdev"},
       // --- duplicates
       {"DuplicatePortName", edited({{"- name: wan0", "- name: lan0"}}), 15, 11,
        "duplicate port \"lan0\" (first defined at line 10)", "/mcgw:ports/port[name='lan0']"},
