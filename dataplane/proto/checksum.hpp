@@ -1,0 +1,41 @@
+// The Internet checksum (RFC 1071), pseudo-headers, and the incremental
+// update of RFC 1624 for a field rewritten in place.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/proto/bytes.hpp"
+
+namespace mcgw::proto {
+
+// One's-complement sum of b as 16-bit big-endian words (an odd last byte is
+// padded with zero), added to `initial`; not folded.
+uint32_t checksumAdd(Bytes b, uint32_t initial = 0);
+
+// Folds a 32-bit sum to 16 bits.
+constexpr uint16_t checksumFold(uint32_t sum) {
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+
+// The checksum to store: the complement of the folded sum.
+inline uint16_t internetChecksum(Bytes b, uint32_t initial = 0) {
+  return static_cast<uint16_t>(~checksumFold(checksumAdd(b, initial)));
+}
+
+// Sum of the IPv4 / IPv6 pseudo-header for an upper-layer checksum.
+uint32_t pseudoHeaderV4(const uint8_t src[4], const uint8_t dst[4], uint8_t protocol,
+                        uint16_t length);
+uint32_t pseudoHeaderV6(const uint8_t src[16], const uint8_t dst[16], uint8_t next_header,
+                        uint32_t length);
+
+// RFC 1624 eqn. 3: the new checksum when a 16-bit word changes from
+// old_value to new_value: HC' = ~(~HC + ~m + m').
+constexpr uint16_t checksumUpdate16(uint16_t checksum, uint16_t old_value, uint16_t new_value) {
+  uint32_t sum = static_cast<uint16_t>(~checksum) +
+                 static_cast<uint32_t>(static_cast<uint16_t>(~old_value)) + new_value;
+  return static_cast<uint16_t>(~checksumFold(sum));
+}
+
+}  // namespace mcgw::proto
