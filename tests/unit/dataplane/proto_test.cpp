@@ -1,6 +1,8 @@
 // Byte-table tests of the pure codecs: {name, bytes, expected}.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -444,6 +446,157 @@ TEST(ParseError, NamesComeFromOneList) {
   EXPECT_EQ(toString(ParseError::kOk), "ok");
   EXPECT_EQ(toString(ParseError::kBadOption), "bad option");
   EXPECT_EQ(toString(ParseError::kTooManyExtensionHeaders), "too many extension headers");
+}
+
+}  // namespace
+}  // namespace mcgw::proto
+
+#include "dataplane/proto/ecn.hpp"
+
+namespace mcgw::proto {
+namespace {
+
+TEST(Ecn, Rfc6040DecapsulationTable) {
+  constexpr int kDrop = -1;
+  const uint8_t order[] = {kEcnNotEct, kEcnEct0, kEcnEct1, kEcnCe};
+  // Rows: inner; columns: outer, in the order Not-ECT, ECT(0), ECT(1), CE.
+  const int table[4][4] = {
+      {kEcnNotEct, kEcnNotEct, kEcnNotEct, kDrop},
+      {kEcnEct0, kEcnEct0, kEcnEct1, kEcnCe},
+      {kEcnEct1, kEcnEct1, kEcnEct1, kEcnCe},
+      {kEcnCe, kEcnCe, kEcnCe, kEcnCe},
+  };
+  for (int i = 0; i < 4; ++i) {
+    for (int o = 0; o < 4; ++o) {
+      SCOPED_TRACE("inner " + std::to_string(order[i]) + " outer " + std::to_string(order[o]));
+      auto r = ecnOnDecap(order[i], order[o]);
+      EXPECT_EQ(r ? *r : kDrop, table[i][o]);
+    }
+  }
+}
+
+TEST(Ecn, EncapsulationCopies) {
+  for (uint8_t e : {kEcnNotEct, kEcnEct0, kEcnEct1, kEcnCe}) {
+    EXPECT_EQ(ecnOnEncap(static_cast<uint8_t>(0xb8 | e)), e);
+  }
+}
+
+}  // namespace
+}  // namespace mcgw::proto
+
+#include "dataplane/proto/tunnel.hpp"
+
+namespace mcgw::proto {
+namespace {
+
+// An inner Ethernet + IPv4 + UDP frame with the given TOS.
+std::vector<std::byte> innerFrame(uint8_t tos) {
+  char t[4];
+  std::snprintf(t, sizeof t, "%02x", tos);
+  return hex(std::string("02 00 00 00 01 01 02 00 00 00 02 02 08 00 | 45 ") + t +
+             " 00 20 00 01 00 00 40 11 00 00 0a 01 00 0a 0a 02 00 0a | 30 39 00 35 00 0c 00 00 "
+             "de ad be ef");
+}
+
+TunnelHeaderTemplate v4Template() {
+  TunnelHeaderTemplate t;
+  const uint8_t smac[6] = {0x02, 0, 0, 0, 0xa0, 0x01}, dmac[6] = {0x02, 0, 0, 0, 0xb0, 0x01};
+  std::memcpy(t.src_mac, smac, 6);
+  std::memcpy(t.dst_mac, dmac, 6);
+  const uint8_t l[4] = {198, 51, 100, 1}, r[4] = {198, 51, 100, 2};
+  std::memcpy(t.local, l, 4);
+  std::memcpy(t.remote, r, 4);
+  t.ttl = 64;
+  return t;
+}
+
+TEST(Tunnel, VxlanOverIpv4IsByteExact) {
+  auto inner = innerFrame(0xbb);  // DSCP 46, ECN CE
+  std::vector<std::byte> out(tunnelOverhead(false, Encapsulation::kVxlan));
+  uint32_t hash = 0x1234;
+  ASSERT_EQ(encodeTunnelHeaders(MutableBytes(out), v4Template(), 1001, span(inner), hash), 50u);
+  uint16_t sport = tunnelSourcePort(hash);
+  char sp[8];
+  std::snprintf(sp, sizeof sp, "%02x %02x", sport >> 8, sport & 0xff);
+  // 14 + 20 + 8 + 8 bytes of headers; inner frame 46 bytes: IP total 82, UDP 62.
+  auto expected = hex(std::string("02 00 00 00 b0 01 02 00 00 00 a0 01 08 00 |"
+                                  "45 bb 00 52 00 00 40 00 40 11 00 00 c6 33 64 01 c6 33 64 02 |") +
+                      sp + " 12 b5 00 3e 00 00 | 08 00 00 00 00 03 e9 00");
+  // The IPv4 checksum is checked separately below; compare the rest.
+  out[24] = out[25] = std::byte{0};
+  EXPECT_EQ(out, expected);
+  EXPECT_GE(sport, 49152);
+}
+
+TEST(Tunnel, Ipv4HeaderChecksumAndFields) {
+  auto inner = innerFrame(0x2a);  // DSCP 10, ECN ECT(0)
+  std::vector<std::byte> pkt(50);
+  ASSERT_EQ(encodeTunnelHeaders(MutableBytes(pkt), v4Template(), 7, span(inner), 99), 50u);
+  pkt.insert(pkt.end(), inner.begin(), inner.end());
+  EthernetFrame f = parseEthernet(span(pkt));
+  ASSERT_EQ(f.ether_type, kEtherTypeIpv4);
+  auto ip = parseIpv4(f.eth.payload);
+  ASSERT_TRUE(ip.ok()) << toString(ip.error);
+  EXPECT_EQ(internetChecksum(Bytes(f.eth.payload.data(), 20)), 0) << "header checksum";
+  EXPECT_TRUE(ip.header->dontFragment());
+  EXPECT_EQ(ip.header->dscp(), 10);
+  EXPECT_EQ(ip.header->ecn(), kEcnEct0);
+  auto udp = parseUdp(ip.payload);
+  ASSERT_TRUE(udp.ok());
+  auto vx = parseVxlan(udp.payload);
+  ASSERT_TRUE(vx.ok());
+  EXPECT_EQ(vx.header->vni(), 7u);
+  EXPECT_EQ(vx.payload.size(), inner.size());
+}
+
+TEST(Tunnel, GeneveOverIpv6CarriesAValidUdpChecksum) {
+  TunnelHeaderTemplate t = v4Template();
+  t.ipv6 = true;
+  t.encapsulation = Encapsulation::kGeneve;
+  t.ttl = 32;
+  auto l = hex("20 01 0d b8 00 00 00 01 00 00 00 00 00 00 00 01");
+  auto r = hex("20 01 0d b8 00 00 00 01 00 00 00 00 00 00 00 02");
+  std::memcpy(t.local, l.data(), 16);
+  std::memcpy(t.remote, r.data(), 16);
+  auto inner = innerFrame(0x01);  // ECT(1)
+  std::vector<std::byte> pkt(tunnelOverhead(true, Encapsulation::kGeneve));
+  ASSERT_EQ(encodeTunnelHeaders(MutableBytes(pkt), t, 0xabcdef, span(inner), 5), 70u);
+  pkt.insert(pkt.end(), inner.begin(), inner.end());
+  EthernetFrame f = parseEthernet(span(pkt));
+  ASSERT_EQ(f.ether_type, kEtherTypeIpv6);
+  Ipv6Packet ip = parseIpv6(f.eth.payload);
+  ASSERT_TRUE(ip.ip.ok());
+  EXPECT_EQ(ip.ip.header->hop_limit, 32);
+  EXPECT_EQ(ip.ip.header->ecn(), kEcnEct1);
+  ASSERT_EQ(ip.upper_protocol, kIpProtoUdp);
+  uint32_t pseudo = pseudoHeaderV6(ip.ip.header->src, ip.ip.header->dst, kIpProtoUdp,
+                                   static_cast<uint32_t>(ip.upper.size()));
+  auto udp = parseUdp(ip.upper);
+  ASSERT_TRUE(udp.ok());
+  EXPECT_NE(udp.header->checksum.get(), 0);
+  EXPECT_EQ(internetChecksum(ip.upper, pseudo), 0) << "UDP checksum over IPv6";
+  EXPECT_EQ(udp.header->dst_port.get(), kGenevePort);
+  auto g = parseGeneve(udp.payload);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.header->vni(), 0xabcdefu);
+  EXPECT_EQ(g.header->protocol.get(), kGeneveProtoEthernet);
+  EXPECT_EQ(g.payload.size(), inner.size());
+}
+
+TEST(Tunnel, RefusesASmallBuffer) {
+  auto inner = innerFrame(0);
+  std::vector<std::byte> small(49);
+  EXPECT_EQ(encodeTunnelHeaders(MutableBytes(small), v4Template(), 1, span(inner), 0), 0u);
+}
+
+TEST(Tunnel, SourcePortSpreadsAndStaysInRange) {
+  std::set<uint16_t> ports;
+  for (uint32_t h = 0; h < 1000; ++h) {
+    uint16_t p = tunnelSourcePort(h * 2654435761u);
+    EXPECT_GE(p, 49152);
+    ports.insert(p);
+  }
+  EXPECT_GT(ports.size(), 900u);
 }
 
 }  // namespace
