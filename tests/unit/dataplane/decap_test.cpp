@@ -1,0 +1,242 @@
+// decapsulate(): byte tables built with the encoder, then broken on purpose.
+#include "dataplane/engine/decap.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/ecn.hpp"
+#include "dataplane/proto/tunnel.hpp"
+
+namespace mcgw::engine {
+namespace {
+
+using namespace mcgw::proto;
+using Kind = DecapResult::Kind;
+
+const uint8_t kPeerV4[4] = {198, 51, 100, 2};
+const uint8_t kUsV4[4] = {198, 51, 100, 1};
+const uint8_t kPeerV6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+
+// Peer 7 at 198.51.100.2 or 2001:db8::2 carries VNI 1001 as tenant 3; Geneve
+// option class 0x0102 type 0x81 is understood.
+struct Lookup {
+  bool peer(bool ipv6, const uint8_t* src, uint32_t* id) const {
+    bool ok = ipv6 ? std::memcmp(src, kPeerV6, 16) == 0 : std::memcmp(src, kPeerV4, 4) == 0;
+    *id = 7;
+    return ok;
+  }
+  bool tenant(uint32_t peer, uint32_t vni, uint32_t* id) const {
+    *id = 3;
+    return peer == 7 && vni == 1001;
+  }
+  bool knownGeneveOption(uint16_t cls, uint8_t type) const { return cls == 0x0102 && type == 0x81; }
+};
+
+std::vector<std::byte> innerFrame(uint8_t tos, bool ipv6 = false) {
+  std::vector<uint8_t> f = {0x02, 0, 0, 0, 1, 1, 0x02, 0, 0, 0, 2, 2};
+  if (!ipv6) {
+    f.insert(f.end(),
+             {0x08, 0x00, 0x45, tos, 0x00, 0x1c, 0x00, 0x01, 0x00, 0x00, 0x40, 0x11, 0,    0, 10,
+              1,    0,    10,   10,  2,    0,    10,   0x30, 0x39, 0x27, 0x0f, 0x00, 0x08, 0, 0});
+  } else {
+    f.insert(f.end(), {0x86, 0xdd, static_cast<uint8_t>(0x60 | tos >> 4),
+                       static_cast<uint8_t>((tos & 0x0f) << 4), 0, 0, 0x00, 0x08, 0x11, 0x40});
+    for (int i = 0; i < 32; ++i) {
+      f.push_back(static_cast<uint8_t>(i));
+    }
+    f.insert(f.end(), {0x30, 0x39, 0x27, 0x0f, 0x00, 0x08, 0, 0});
+  }
+  std::vector<std::byte> v(f.size());
+  std::memcpy(v.data(), f.data(), f.size());
+  if (!ipv6) {
+    uint16_t c = internetChecksum(Bytes(v.data() + 14, 20));
+    v[24] = std::byte(c >> 8);
+    v[25] = std::byte(c & 0xff);
+  }
+  return v;
+}
+
+// A packet from the peer to us.
+std::vector<std::byte> fromPeer(Encapsulation e, bool ipv6, uint32_t vni,
+                                const std::vector<std::byte>& inner) {
+  TunnelHeaderTemplate t;
+  t.encapsulation = e;
+  t.ipv6 = ipv6;
+  if (ipv6) {
+    std::memcpy(t.local, kPeerV6, 16);
+  } else {
+    std::memcpy(t.local, kPeerV4, 4);
+    std::memcpy(t.remote, kUsV4, 4);
+  }
+  std::vector<std::byte> pkt(tunnelOverhead(ipv6, e));
+  EXPECT_GT(encodeTunnelHeaders(MutableBytes(pkt), t, vni, Bytes(inner), 1), 0u);
+  pkt.insert(pkt.end(), inner.begin(), inner.end());
+  return pkt;
+}
+
+// Inserts a Geneve option (class, type, 4 bytes of data) into an IPv4 packet
+// made by fromPeer(kGeneve, false, ...), fixing the lengths.
+std::vector<std::byte> withGeneveOption(std::vector<std::byte> pkt, uint16_t cls, uint8_t type) {
+  const size_t geneve = 14 + 20 + 8;
+  const uint8_t opt[8] = {
+      static_cast<uint8_t>(cls >> 8), static_cast<uint8_t>(cls), type, 1, 0xde, 0xad, 0xbe, 0xef};
+  std::vector<std::byte> o(8);
+  std::memcpy(o.data(), opt, 8);
+  pkt.insert(pkt.begin() + geneve + 8, o.begin(), o.end());
+  auto* p = reinterpret_cast<uint8_t*>(pkt.data());
+  p[geneve] = static_cast<uint8_t>(p[geneve] + 2);  // optlen += 2 words
+  uint16_t ip_len = static_cast<uint16_t>((p[16] << 8 | p[17]) + 8);
+  p[16] = static_cast<uint8_t>(ip_len >> 8);
+  p[17] = static_cast<uint8_t>(ip_len);
+  uint16_t udp_len = static_cast<uint16_t>((p[38] << 8 | p[39]) + 8);
+  p[38] = static_cast<uint8_t>(udp_len >> 8);
+  p[39] = static_cast<uint8_t>(udp_len);
+  return pkt;
+}
+
+DecapResult decap(std::vector<std::byte>& pkt) {
+  return decapsulate(MutableBytes(pkt), Lookup{});
+}
+
+TEST(Decap, VxlanOverIpv4) {
+  auto inner = innerFrame(0x00);
+  auto pkt = fromPeer(Encapsulation::kVxlan, false, 1001, inner);
+  DecapResult r = decap(pkt);
+  ASSERT_EQ(r.kind, Kind::kInner) << toString(r.reason);
+  EXPECT_EQ(r.vni, 1001u);
+  EXPECT_EQ(r.peer, 7u);
+  EXPECT_EQ(r.tenant, 3u);
+  EXPECT_EQ(r.inner_offset, 50u);
+  ASSERT_EQ(r.inner.size(), inner.size());
+  EXPECT_EQ(std::memcmp(r.inner.data(), inner.data(), inner.size()), 0);
+}
+
+TEST(Decap, GeneveOverIpv6WithKnownCriticalOptionAndIpv6Inner) {
+  auto inner = innerFrame(0x02, true);
+  auto pkt = fromPeer(Encapsulation::kGeneve, true, 1001, inner);
+  DecapResult r = decap(pkt);
+  ASSERT_EQ(r.kind, Kind::kInner) << toString(r.reason);
+  EXPECT_EQ(r.inner_offset, 70u);
+
+  auto v4 =
+      withGeneveOption(fromPeer(Encapsulation::kGeneve, false, 1001, innerFrame(0)), 0x0102, 0x81);
+  r = decap(v4);
+  ASSERT_EQ(r.kind, Kind::kInner) << toString(r.reason);
+  EXPECT_EQ(r.inner_offset, 58u);
+}
+
+struct DropCase {
+  const char* name;
+  std::vector<std::byte> pkt;
+  Kind kind;
+  DropReason reason;
+};
+
+TEST(Decap, DropsAndPassesTable) {
+  auto inner = innerFrame(0);
+  auto vxlan = fromPeer(Encapsulation::kVxlan, false, 1001, inner);
+  auto unknown_vtep = vxlan;
+  unknown_vtep[29] = std::byte{99};  // outer source 198.51.100.99
+  auto no_i_flag = vxlan;
+  no_i_flag[42] = std::byte{0};
+  auto fragment = vxlan;
+  fragment[20] = std::byte{0x20};  // MF, offset 0: the first fragment
+  auto later_fragment = vxlan;
+  later_fragment[21] = std::byte{0xb9};  // offset 185: no UDP header to judge by
+  auto dns = vxlan;
+  dns[36] = std::byte{0};
+  dns[37] = std::byte{53};
+  auto arp = vxlan;
+  arp[12] = std::byte{0x08};
+  arp[13] = std::byte{0x06};
+  auto truncated = std::vector<std::byte>(vxlan.begin(), vxlan.begin() + 10);
+  auto short_inner = std::vector<std::byte>(vxlan.begin(), vxlan.begin() + 56);
+  short_inner[17] = std::byte{56 - 14};  // IP total length
+  short_inner[39] = std::byte{56 - 34};  // UDP length
+  // A first fragment (M=1, offset 0) of a VXLAN packet over IPv6.
+  auto v6_fragment = fromPeer(Encapsulation::kVxlan, true, 1001, inner);
+  const uint8_t frag[8] = {17, 0, 0x00, 0x01, 0, 0, 0, 42};
+  std::vector<std::byte> fh(8);
+  std::memcpy(fh.data(), frag, 8);
+  v6_fragment.insert(v6_fragment.begin() + 54, fh.begin(), fh.end());
+  v6_fragment[20] = std::byte{44};  // next header: Fragment
+  uint16_t plen = static_cast<uint16_t>(
+      (static_cast<uint8_t>(v6_fragment[18]) << 8 | static_cast<uint8_t>(v6_fragment[19])) + 8);
+  v6_fragment[18] = std::byte(plen >> 8);
+  v6_fragment[19] = std::byte(plen & 0xff);
+
+  DropCase cases[] = {
+      {"unknown VTEP", unknown_vtep, Kind::kDrop, DropReason::kUNKNOWN_VTEP},
+      {"unknown VNI", fromPeer(Encapsulation::kVxlan, false, 1002, inner), Kind::kDrop,
+       DropReason::kUNKNOWN_VNI},
+      {"VXLAN without the I flag", no_i_flag, Kind::kDrop, DropReason::kMALFORMED},
+      {"outer IPv4 first fragment", fragment, Kind::kDrop, DropReason::kOUTER_FRAGMENT},
+      {"outer IPv4 later fragment goes to other stages", later_fragment, Kind::kNotTunnel,
+       DropReason::kMALFORMED},
+      {"outer IPv6 first fragment", v6_fragment, Kind::kDrop, DropReason::kOUTER_FRAGMENT},
+      {"unknown critical Geneve option",
+       withGeneveOption(fromPeer(Encapsulation::kGeneve, false, 1001, inner), 0xffff, 0x80),
+       Kind::kDrop, DropReason::kCRITICAL_OPTION},
+      {"unknown non-critical Geneve option passes",
+       withGeneveOption(fromPeer(Encapsulation::kGeneve, false, 1001, inner), 0xffff, 0x01),
+       Kind::kInner, DropReason::kMALFORMED},
+      {"inner frame shorter than Ethernet", short_inner, Kind::kDrop, DropReason::kMALFORMED},
+      {"truncated Ethernet", truncated, Kind::kDrop, DropReason::kMALFORMED},
+      {"UDP to another port", dns, Kind::kNotTunnel, DropReason::kMALFORMED},
+      {"ARP", arp, Kind::kNotTunnel, DropReason::kMALFORMED},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    DecapResult r = decap(c.pkt);
+    EXPECT_EQ(r.kind, c.kind);
+    if (c.kind == Kind::kDrop) {
+      EXPECT_EQ(r.reason, c.reason) << toString(r.reason);
+    }
+  }
+}
+
+TEST(Decap, Rfc6040OnEveryCellForBothInnerFamilies) {
+  const uint8_t codes[] = {kEcnNotEct, kEcnEct0, kEcnEct1, kEcnCe};
+  for (bool v6_inner : {false, true}) {
+    for (uint8_t in : codes) {
+      for (uint8_t out : codes) {
+        SCOPED_TRACE(std::string(v6_inner ? "v6" : "v4") + " inner " + std::to_string(in) +
+                     " outer " + std::to_string(out));
+        auto pkt = fromPeer(Encapsulation::kVxlan, false, 1001, innerFrame(0xb8 | in, v6_inner));
+        pkt[15] = std::byte((static_cast<uint8_t>(pkt[15]) & 0xfc) | out);  // outer ECN
+        DecapResult r = decap(pkt);
+        auto want = ecnOnDecap(in, out);
+        if (!want) {
+          EXPECT_EQ(r.kind, Kind::kDrop);
+          EXPECT_EQ(r.reason, DropReason::kECN);
+          continue;
+        }
+        ASSERT_EQ(r.kind, Kind::kInner) << toString(r.reason);
+        const auto* ip = reinterpret_cast<const uint8_t*>(r.inner.data()) + 14;
+        if (!v6_inner) {
+          EXPECT_EQ(ip[1], 0xb8 | *want) << "DSCP kept, ECN per RFC 6040";
+          EXPECT_EQ(internetChecksum(Bytes(r.inner.data() + 14, 20)), 0) << "inner checksum";
+        } else {
+          uint8_t tc = static_cast<uint8_t>((ip[0] & 0x0f) << 4 | ip[1] >> 4);
+          EXPECT_EQ(tc, 0xb8 | *want);
+        }
+      }
+    }
+  }
+}
+
+TEST(DropReasons, NamesComeFromOneList) {
+  EXPECT_EQ(toString(DropReason::kUNKNOWN_VNI), "unknown-vni");
+  EXPECT_EQ(toString(DropReason::kECN), "ecn");
+  EXPECT_EQ(kDropReasons.size(), kDropReasonCount);
+  for (const auto& info : kDropReasons) {
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_FALSE(info.description.empty());
+  }
+}
+
+}  // namespace
+}  // namespace mcgw::engine
