@@ -1,0 +1,93 @@
+#include "dataplane/engine/fib.hpp"
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+
+#include <atomic>
+#include <vector>
+
+namespace mcgw::engine {
+
+namespace {
+
+// rte_lpm names are memzone names: unique in the process, at most 31 chars.
+std::string tableName(const char* kind, const std::string& name) {
+  static std::atomic<uint32_t> serial{0};
+  return std::string(kind) + std::to_string(serial++) + "_" + name.substr(0, 16);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TenantFib>, std::string> TenantFib::build(const std::string& name,
+                                                                 const std::vector<Route>& routes,
+                                                                 const Limits& limits) {
+  std::unique_ptr<TenantFib> fib(new TenantFib());
+  rte_lpm_config c4{limits.max_rules_v4, limits.tbl8s_v4, 0};
+  fib->v4_ = rte_lpm_create(tableName("l4", name).c_str(), static_cast<int>(rte_socket_id()), &c4);
+  rte_lpm6_config c6{limits.max_rules_v6, limits.tbl8s_v6, 0};
+  fib->v6_ = rte_lpm6_create(tableName("l6", name).c_str(), static_cast<int>(rte_socket_id()), &c6);
+  if (!fib->v4_ || !fib->v6_) {
+    return unexpected("FIB " + name +
+                      ": cannot create the route tables: " + rte_strerror(rte_errno));
+  }
+  for (const auto& r : routes) {
+    if (r.next_hop > kMaxNextHop) {
+      return unexpected("FIB " + name + ": next hop " + std::to_string(r.next_hop) + " of " +
+                        r.prefix.toString() + " exceeds 24 bits");
+    }
+    config::IpPrefix p = r.prefix.network();
+    // rte_lpm takes depths from 1: a default route is its two halves, which
+    // any longer route still overrides.
+    std::vector<config::IpPrefix> parts{p};
+    if (p.length == 0) {
+      config::IpPrefix upper = p;
+      upper.address.bytes[0] = 0x80;
+      parts = {{p.address, 1}, {upper.address, 1}};
+    }
+    int rc = 0;
+    for (const auto& part : parts) {
+      if (part.address.family == config::Family::V4) {
+        const auto& b = part.address.bytes;
+        uint32_t host = static_cast<uint32_t>(b[0]) << 24 | b[1] << 16 | b[2] << 8 | b[3];
+        rc = rte_lpm_add(fib->v4_, host, part.length, r.next_hop);
+      } else {
+        rc = rte_lpm6_add(fib->v6_, part.address.bytes.data(), part.length, r.next_hop);
+      }
+      if (rc < 0) {
+        break;
+      }
+    }
+    if (rc < 0) {
+      return unexpected("FIB " + name + ": cannot add " + p.toString() + ": " + rte_strerror(-rc) +
+                        " (table limits reached?)");
+    }
+    ++fib->routes_;
+  }
+  return fib;
+}
+
+TenantFib::~TenantFib() {
+  rte_lpm_free(v4_);
+  rte_lpm6_free(v6_);
+}
+
+std::optional<uint32_t> TenantFib::lookup4(const uint8_t dst[4]) const {
+  uint32_t host = static_cast<uint32_t>(dst[0]) << 24 | dst[1] << 16 | dst[2] << 8 | dst[3];
+  uint32_t nh = 0;
+  if (rte_lpm_lookup(v4_, host, &nh) != 0) {
+    return std::nullopt;
+  }
+  return nh;
+}
+
+std::optional<uint32_t> TenantFib::lookup6(const uint8_t dst[16]) const {
+  uint32_t nh = 0;
+  if (rte_lpm6_lookup(v6_, dst, &nh) != 0) {
+    return std::nullopt;
+  }
+  return nh;
+}
+
+}  // namespace mcgw::engine

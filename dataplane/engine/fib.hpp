@@ -1,0 +1,65 @@
+// One tenant's forwarding table: IPv4 on rte_lpm, IPv6 on rte_lpm6.
+//
+// A TenantFib is built whole by the control plane and never changed after:
+// a route change builds a new one, which is published to the workers (RCU)
+// while they keep reading the old.  Lookups are lock-free and allocate
+// nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/net.hpp"
+#include "config/result.hpp"
+
+struct rte_lpm;
+struct rte_lpm6;
+
+namespace mcgw::engine {
+
+class TenantFib {
+ public:
+  // A route's next hop is the caller's index (a tunnel, a LAN neighbour).
+  static constexpr uint32_t kMaxNextHop = (1u << 24) - 1;  // rte_lpm stores 24 bits
+
+  struct Route {
+    config::IpPrefix prefix;  // host bits are ignored
+    uint32_t next_hop = 0;    // <= kMaxNextHop
+  };
+
+  struct Limits {
+    uint32_t max_rules_v4 = 1 << 16;
+    uint32_t tbl8s_v4 = 1 << 12;
+    uint32_t max_rules_v6 = 1 << 14;
+    uint32_t tbl8s_v6 = 1 << 14;
+  };
+
+  // Needs the EAL.  Fails (nothing allocated) on an over-large next hop, a
+  // table that cannot be created, or more routes than the limits allow.
+  static Result<std::unique_ptr<TenantFib>, std::string> build(const std::string& name,
+                                                               const std::vector<Route>& routes,
+                                                               const Limits& limits);
+  static Result<std::unique_ptr<TenantFib>, std::string> build(const std::string& name,
+                                                               const std::vector<Route>& routes) {
+    return build(name, routes, Limits{});
+  }
+  ~TenantFib();
+  TenantFib(const TenantFib&) = delete;
+  TenantFib& operator=(const TenantFib&) = delete;
+
+  // Longest-prefix match; the destination in network byte order as in the packet.
+  std::optional<uint32_t> lookup4(const uint8_t dst[4]) const;
+  std::optional<uint32_t> lookup6(const uint8_t dst[16]) const;
+  size_t routes() const { return routes_; }
+
+ private:
+  TenantFib() = default;
+  rte_lpm* v4_ = nullptr;
+  rte_lpm6* v6_ = nullptr;
+  size_t routes_ = 0;
+};
+
+}  // namespace mcgw::engine
