@@ -24,7 +24,8 @@ inline bool applyEcnOnDecap(proto::MutableBytes inner, uint8_t outer_ecn) {
     return true;  // not IP inside: nothing to combine
   }
   auto* ip_bytes = reinterpret_cast<uint8_t*>(inner.data()) + f.eth.header_length;
-  if (f.ether_type == kEtherTypeIpv4 && f.eth.payload.size() >= sizeof(Ipv4Header)) {
+  if (f.ether_type == kEtherTypeIpv4 && f.eth.payload.size() >= sizeof(Ipv4Header) &&
+      reinterpret_cast<const Ipv4Header*>(ip_bytes)->version() == 4) {
     auto* ip = reinterpret_cast<Ipv4Header*>(ip_bytes);
     auto ecn = ecnOnDecap(ip->ecn(), outer_ecn);
     if (!ecn) {
@@ -36,7 +37,8 @@ inline bool applyEcnOnDecap(proto::MutableBytes inner, uint8_t outer_ecn) {
       uint16_t new_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->tos);
       ip->checksum.set(checksumUpdate16(ip->checksum.get(), old_word, new_word));
     }
-  } else if (f.ether_type == kEtherTypeIpv6 && f.eth.payload.size() >= sizeof(Ipv6Header)) {
+  } else if (f.ether_type == kEtherTypeIpv6 && f.eth.payload.size() >= sizeof(Ipv6Header) &&
+             reinterpret_cast<const Ipv6Header*>(ip_bytes)->version() == 6) {
     auto* ip = reinterpret_cast<Ipv6Header*>(ip_bytes);
     auto ecn = ecnOnDecap(ip->ecn(), outer_ecn);
     if (!ecn) {
@@ -64,7 +66,7 @@ DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup) {
     return drop(DropReason::kMALFORMED);
   }
   bool ipv6 = false;
-  bool fragment = false;  // a first fragment
+  bool fragment = false;  // a fragment (atomic fragments are whole packets)
   const uint8_t* src = nullptr;
   uint8_t outer_ecn = 0;
   Bytes l4;
@@ -104,6 +106,8 @@ DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup) {
   if (fragment) {
     return drop(DropReason::kOUTER_FRAGMENT);
   }
+  // Checksums (outer IPv4 header, UDP) are the receive offload's job: the
+  // burst stage drops what the NIC flags bad before calling decapsulate().
   auto udp = parseUdp(l4);
   if (!udp.ok()) {
     return drop(DropReason::kMALFORMED);
@@ -124,8 +128,14 @@ DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup) {
     if (!g.ok() || g.header->protocol.get() != kGeneveProtoEthernet) {
       return drop(DropReason::kMALFORMED);
     }
-    if (hasUnknownCriticalOption(
-            g, [&](uint16_t c, uint8_t t) { return lookup.knownGeneveOption(c, t); })) {
+    if (g.header->flags & kGeneveFlagOam) {
+      return drop(DropReason::kOAM);  // RFC 8926 §3.4: never forwarded
+    }
+    // The C flag says whether any option is critical (RFC 8926 §3.4): only
+    // then must the options be walked.
+    if (g.header->critical() && hasUnknownCriticalOption(g, [&](uint16_t c, uint8_t t) {
+          return lookup.knownGeneveOption(c, t);
+        })) {
       return drop(DropReason::kCRITICAL_OPTION);
     }
     r.vni = g.header->vni();

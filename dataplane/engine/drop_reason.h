@@ -7,18 +7,19 @@
 #ifndef MCGW_DATAPLANE_ENGINE_DROP_REASON_H
 #define MCGW_DATAPLANE_ENGINE_DROP_REASON_H
 
-#define MCGW_DROP_REASONS(X)                                                          \
-  X(MALFORMED, "malformed", "a header could not be parsed")                           \
-  X(OUTER_FRAGMENT, "outer-fragment", "a fragmented tunnel packet (RFC 7348 4.3)")     \
+#define MCGW_DROP_REASONS(X)                                                            \
+  X(MALFORMED, "malformed", "a header could not be parsed")                             \
+  X(OUTER_FRAGMENT, "outer-fragment", "a fragmented tunnel packet (RFC 7348 4.3)")      \
   X(UNKNOWN_VTEP, "unknown-vtep", "tunnel packet from an address that is no peer VTEP") \
-  X(UNKNOWN_VNI, "unknown-vni", "tunnel packet with a VNI the peer does not carry")    \
+  X(UNKNOWN_VNI, "unknown-vni", "tunnel packet with a VNI the peer does not carry")     \
   X(CRITICAL_OPTION, "critical-option", "Geneve option marked critical not understood") \
-  X(ECN, "ecn", "CE outside a Not-ECT packet (RFC 6040)")                             \
-  X(NO_ROUTE, "no-route", "no route in the tenant's table")                           \
-  X(NO_TUNNEL, "no-tunnel", "route to a peer without a healthy line")                 \
-  X(TTL_EXPIRED, "ttl-expired", "TTL or hop limit reached zero")                      \
-  X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable")              \
-  X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                           \
+  X(OAM, "oam", "Geneve control packet (O bit): never forwarded to a tenant")           \
+  X(ECN, "ecn", "CE outside a Not-ECT packet (RFC 6040)")                               \
+  X(NO_ROUTE, "no-route", "no route in the tenant's table")                             \
+  X(NO_TUNNEL, "no-tunnel", "route to a peer without a healthy line")                   \
+  X(TTL_EXPIRED, "ttl-expired", "TTL or hop limit reached zero")                        \
+  X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable")                \
+  X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                             \
   X(TX_FULL, "tx-full", "the transmit queue was full")
 
 #endif

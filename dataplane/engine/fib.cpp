@@ -6,7 +6,6 @@
 #include <rte_lpm6.h>
 
 #include <atomic>
-#include <vector>
 
 namespace mcgw::engine {
 
@@ -35,29 +34,19 @@ Result<std::unique_ptr<TenantFib>, std::string> TenantFib::build(const std::stri
   for (const auto& r : routes) {
     if (r.next_hop > kMaxNextHop) {
       return unexpected("FIB " + name + ": next hop " + std::to_string(r.next_hop) + " of " +
-                        r.prefix.toString() + " exceeds 24 bits");
+                        r.prefix.toString() + " exceeds 21 bits");
     }
     config::IpPrefix p = r.prefix.network();
-    // rte_lpm takes depths from 1: a default route is its two halves, which
-    // any longer route still overrides.
-    std::vector<config::IpPrefix> parts{p};
-    if (p.length == 0) {
-      config::IpPrefix upper = p;
-      upper.address.bytes[0] = 0x80;
-      parts = {{p.address, 1}, {upper.address, 1}};
-    }
+    const bool v4 = p.address.family == config::Family::V4;
     int rc = 0;
-    for (const auto& part : parts) {
-      if (part.address.family == config::Family::V4) {
-        const auto& b = part.address.bytes;
-        uint32_t host = static_cast<uint32_t>(b[0]) << 24 | b[1] << 16 | b[2] << 8 | b[3];
-        rc = rte_lpm_add(fib->v4_, host, part.length, r.next_hop);
-      } else {
-        rc = rte_lpm6_add(fib->v6_, part.address.bytes.data(), part.length, r.next_hop);
-      }
-      if (rc < 0) {
-        break;
-      }
+    if (p.length == 0) {
+      (v4 ? fib->default_v4_ : fib->default_v6_) = r.next_hop;
+    } else if (v4) {
+      const auto& b = p.address.bytes;
+      uint32_t host = static_cast<uint32_t>(b[0]) << 24 | b[1] << 16 | b[2] << 8 | b[3];
+      rc = rte_lpm_add(fib->v4_, host, p.length, r.next_hop);
+    } else {
+      rc = rte_lpm6_add(fib->v6_, p.address.bytes.data(), p.length, r.next_hop);
     }
     if (rc < 0) {
       return unexpected("FIB " + name + ": cannot add " + p.toString() + ": " + rte_strerror(-rc) +
@@ -77,7 +66,7 @@ std::optional<uint32_t> TenantFib::lookup4(const uint8_t dst[4]) const {
   uint32_t host = static_cast<uint32_t>(dst[0]) << 24 | dst[1] << 16 | dst[2] << 8 | dst[3];
   uint32_t nh = 0;
   if (rte_lpm_lookup(v4_, host, &nh) != 0) {
-    return std::nullopt;
+    return default_v4_;
   }
   return nh;
 }
@@ -85,7 +74,7 @@ std::optional<uint32_t> TenantFib::lookup4(const uint8_t dst[4]) const {
 std::optional<uint32_t> TenantFib::lookup6(const uint8_t dst[16]) const {
   uint32_t nh = 0;
   if (rte_lpm6_lookup(v6_, dst, &nh) != 0) {
-    return std::nullopt;
+    return default_v6_;
   }
   return nh;
 }

@@ -23,11 +23,13 @@ namespace mcgw::engine {
 class TenantFib {
  public:
   // A route's next hop is the caller's index (a tunnel, a LAN neighbour).
-  static constexpr uint32_t kMaxNextHop = (1u << 24) - 1;  // rte_lpm stores 24 bits
+  // rte_lpm stores 24 bits of it, rte_lpm6 (DPDK 22.11) 21: one limit for both.
+  static constexpr uint32_t kMaxNextHop = (1u << 21) - 1;
 
   struct Route {
     config::IpPrefix prefix;  // host bits are ignored
     uint32_t next_hop = 0;    // <= kMaxNextHop
+                              // a default route (/0) is kept beside the tables
   };
 
   struct Limits {
@@ -59,6 +61,9 @@ class TenantFib {
   TenantFib() = default;
   rte_lpm* v4_ = nullptr;
   rte_lpm6* v6_ = nullptr;
+  // rte_lpm has no depth 0: the default routes answer a miss.
+  std::optional<uint32_t> default_v4_;
+  std::optional<uint32_t> default_v6_;
   size_t routes_ = 0;
 };
 

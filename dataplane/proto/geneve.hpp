@@ -25,7 +25,7 @@ struct GeneveHeader {
   size_t optionsLength() const { return static_cast<size_t>(ver_optlen & 0x3f) * 4; }
   bool critical() const { return flags & kGeneveFlagCritical; }
   uint32_t vni() const { return vni_reserved.get() >> 8; }
-  void setVni(uint32_t vni) { vni_reserved.set(vni << 8); }
+  void setVni(uint32_t vni) { vni_reserved.set((vni & 0xffffff) << 8); }  // 24 bits
 };
 static_assert(sizeof(GeneveHeader) == 8);
 

@@ -26,8 +26,10 @@ struct IcmpHeader {
   Be16 checksum;
   Be32 rest;  // echo: id | seq; frag-needed: unused | next-hop MTU; PTB: MTU
 
-  // ICMPv4 frag-needed's next-hop MTU (low 16 bits), or ICMPv6 PTB's MTU.
-  uint32_t mtu() const { return rest.get(); }
+  // ICMPv4 frag-needed's next-hop MTU (RFC 1191: the low 16 bits).
+  uint16_t mtu4() const { return static_cast<uint16_t>(rest.get() & 0xffff); }
+  // ICMPv6 Packet Too Big's MTU (32 bits).
+  uint32_t mtu6() const { return rest.get(); }
 };
 static_assert(sizeof(IcmpHeader) == 8);
 

@@ -38,8 +38,8 @@ static_assert(sizeof(Ipv6Header) == 40);
 struct Ipv6Packet {
   Parsed<Ipv6Header> ip;       // payload: everything after the fixed header
   uint8_t upper_protocol = 0;  // after the extension headers (TCP, UDP, ICMPv6, ...)
-  Bytes upper;                 // the upper-layer header and data
-  bool fragment = false;       // has a Fragment header
+  Bytes upper;                 // the upper-layer header and data; empty in a later fragment
+  bool fragment = false;       // a fragment (an atomic fragment is not one)
   bool first_fragment = true;  // fragment offset 0 (or no Fragment header)
 };
 
@@ -85,8 +85,17 @@ inline Ipv6Packet parseIpv6(Bytes b) {
       return p;
     }
     if (next == kIpv6Fragment) {
-      p.fragment = true;
-      p.first_fragment = ((e[2] << 8 | e[3]) & 0xfff8) == 0;
+      const bool first = ((e[2] << 8 | e[3]) & 0xfff8) == 0;
+      const bool more = e[3] & 0x01;
+      // An atomic fragment (offset 0, M clear) is a whole packet (RFC 8200 §4.5).
+      p.fragment = !first || more;
+      p.first_fragment = first;
+      if (!first) {
+        // What follows is fragment data, not headers.
+        p.upper_protocol = e[0];
+        p.upper = {};
+        return p;
+      }
     }
     next = e[0];
     rest = rest.subspan(len);

@@ -15,7 +15,7 @@ struct VxlanHeader {
   Be32 vni_reserved;
 
   uint32_t vni() const { return vni_reserved.get() >> 8; }
-  void setVni(uint32_t vni) { vni_reserved.set(vni << 8); }
+  void setVni(uint32_t vni) { vni_reserved.set((vni & 0xffffff) << 8); }  // 24 bits
 };
 static_assert(sizeof(VxlanHeader) == 8);
 

@@ -74,6 +74,18 @@ TEST(TenantFib, LongestPrefixWinsForBothFamilies) {
   }
 }
 
+TEST(TenantFib, DefaultRouteNeverHidesALongerOneWhateverTheOrder) {
+  auto fib = TenantFib::build("order", {{prefix("0.0.0.0/1"), 1},
+                                        {prefix("0.0.0.0/0"), 9},
+                                        {prefix("8000::/1"), 2},
+                                        {prefix("::/0"), 8}});
+  ASSERT_TRUE(fib.ok()) << fib.error();
+  EXPECT_EQ(lookup(**fib, "10.1.1.1"), 1u);
+  EXPECT_EQ(lookup(**fib, "192.0.2.1"), 9u);
+  EXPECT_EQ(lookup(**fib, "fe80::1"), 2u);
+  EXPECT_EQ(lookup(**fib, "2001:db8::1"), 8u);
+}
+
 TEST(TenantFib, EmptyTableMissesAndHostBitsAreIgnored) {
   auto empty = TenantFib::build("empty", {});
   ASSERT_TRUE(empty.ok()) << empty.error();
@@ -87,9 +99,15 @@ TEST(TenantFib, EmptyTableMissesAndHostBitsAreIgnored) {
 }
 
 TEST(TenantFib, RefusesWhatTheTablesCannotHold) {
-  auto big = TenantFib::build("bignh", {{prefix("10.0.0.0/8"), 1u << 24}});
+  auto big = TenantFib::build("bignh", {{prefix("2001:db8::/32"), 1u << 21}});
   ASSERT_FALSE(big.ok());
-  EXPECT_NE(big.error().find("exceeds 24 bits"), std::string::npos) << big.error();
+  EXPECT_NE(big.error().find("exceeds 21 bits"), std::string::npos) << big.error();
+  // The largest next hop survives both tables.
+  auto max = TenantFib::build("maxnh", {{prefix("10.0.0.0/8"), TenantFib::kMaxNextHop},
+                                        {prefix("2001:db8::/32"), TenantFib::kMaxNextHop}});
+  ASSERT_TRUE(max.ok()) << max.error();
+  EXPECT_EQ(lookup(**max, "10.1.1.1"), TenantFib::kMaxNextHop);
+  EXPECT_EQ(lookup(**max, "2001:db8::1"), TenantFib::kMaxNextHop);
 
   TenantFib::Limits tiny;
   tiny.max_rules_v4 = 2;

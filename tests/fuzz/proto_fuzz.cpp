@@ -3,7 +3,9 @@
 // The parsers must never read outside the span, loop, or crash.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "dataplane/engine/decap.hpp"
 #include "dataplane/proto/checksum.hpp"
 #include "dataplane/proto/ethernet.hpp"
 #include "dataplane/proto/geneve.hpp"
@@ -11,6 +13,7 @@
 #include "dataplane/proto/ipv4.hpp"
 #include "dataplane/proto/ipv6.hpp"
 #include "dataplane/proto/tcp.hpp"
+#include "dataplane/proto/tunnel.hpp"
 #include "dataplane/proto/udp.hpp"
 #include "dataplane/proto/vxlan.hpp"
 
@@ -48,7 +51,12 @@ void l4(uint8_t protocol, Bytes b, int depth) {
     }
   } else if (protocol == kIpProtoIcmp || protocol == kIpProtoIpv6Icmp) {
     if (auto i = parseIcmp(b); i.ok() && isIcmpError(i.header->type)) {
-      walk(i.payload, depth + 1);  // the quoted packet, as IP
+      // The quoted packet is IP without Ethernet.
+      if (auto q4 = parseIpv4(i.payload); q4.ok()) {
+        sink = q4.header->protocol;
+      } else if (auto q6 = parseIpv6(i.payload); q6.ip.ok()) {
+        sink = q6.upper_protocol;
+      }
     }
   }
 }
@@ -79,7 +87,44 @@ void walk(Bytes frame, int depth) {
 
 }  // namespace
 
+// Every peer and VNI is known, so that decapsulation goes as deep as it can.
+struct AnyLookup {
+  bool peer(bool, const uint8_t*, uint32_t* id) const {
+    *id = 1;
+    return true;
+  }
+  bool tenant(uint32_t, uint32_t, uint32_t* id) const {
+    *id = 1;
+    return true;
+  }
+  bool knownGeneveOption(uint16_t c, uint8_t) const { return c & 1; }
+};
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  walk(Bytes(reinterpret_cast<const std::byte*>(data), size), 0);
+  Bytes in(reinterpret_cast<const std::byte*>(data), size);
+  walk(in, 0);
+
+  // decapsulate() writes into the packet: give it a copy, and check that
+  // the inner frame it returns lies inside.
+  std::vector<std::byte> copy(in.begin(), in.end());
+  auto r = mcgw::engine::decapsulate(MutableBytes(copy), AnyLookup{});
+  if (r.kind == mcgw::engine::DecapResult::Kind::kInner &&
+      (r.inner.data() < copy.data() ||
+       r.inner.data() + r.inner.size() > copy.data() + copy.size())) {
+    __builtin_trap();
+  }
+  // Encoding in front of any inner frame.
+  TunnelHeaderTemplate t;
+  t.ipv6 = size & 1;
+  t.encapsulation = size & 2 ? Encapsulation::kGeneve : Encapsulation::kVxlan;
+  std::byte out[70];
+  sink =
+      static_cast<uint32_t>(encodeTunnelHeaders(MutableBytes(out), t, static_cast<uint32_t>(size),
+                                                in, static_cast<uint32_t>(size * 2654435761u)));
+  if (size >= 6) {
+    sink = checksumUpdate16(static_cast<uint16_t>(data[0] << 8 | data[1]),
+                            static_cast<uint16_t>(data[2] << 8 | data[3]),
+                            static_cast<uint16_t>(data[4] << 8 | data[5]));
+  }
   return 0;
 }

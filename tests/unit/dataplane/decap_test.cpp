@@ -88,6 +88,9 @@ std::vector<std::byte> withGeneveOption(std::vector<std::byte> pkt, uint16_t cls
   pkt.insert(pkt.begin() + geneve + 8, o.begin(), o.end());
   auto* p = reinterpret_cast<uint8_t*>(pkt.data());
   p[geneve] = static_cast<uint8_t>(p[geneve] + 2);  // optlen += 2 words
+  if (type & 0x80) {
+    p[geneve + 1] |= 0x40;  // C: a critical option is present
+  }
   uint16_t ip_len = static_cast<uint16_t>((p[16] << 8 | p[17]) + 8);
   p[16] = static_cast<uint8_t>(ip_len >> 8);
   p[17] = static_cast<uint8_t>(ip_len);
@@ -168,6 +171,16 @@ TEST(Decap, DropsAndPassesTable) {
   v6_fragment[18] = std::byte(plen >> 8);
   v6_fragment[19] = std::byte(plen & 0xff);
 
+  auto oam = fromPeer(Encapsulation::kGeneve, false, 1001, inner);
+  oam[43] = std::byte{0x80};  // Geneve flags: O
+  // C set, options length 1 word, but the option claims 2 words of data.
+  auto c_malformed =
+      withGeneveOption(fromPeer(Encapsulation::kGeneve, false, 1001, inner), 0x0102, 0x81);
+  c_malformed[42 + 8 + 3] = std::byte{0x02};
+  // An atomic fragment (offset 0, M clear) of a VXLAN packet over IPv6: whole.
+  auto v6_atomic = v6_fragment;
+  v6_atomic[54 + 3] = std::byte{0x00};
+
   DropCase cases[] = {
       {"unknown VTEP", unknown_vtep, Kind::kDrop, DropReason::kUNKNOWN_VTEP},
       {"unknown VNI", fromPeer(Encapsulation::kVxlan, false, 1002, inner), Kind::kDrop,
@@ -183,6 +196,10 @@ TEST(Decap, DropsAndPassesTable) {
       {"unknown non-critical Geneve option passes",
        withGeneveOption(fromPeer(Encapsulation::kGeneve, false, 1001, inner), 0xffff, 0x01),
        Kind::kInner, DropReason::kMALFORMED},
+      {"Geneve control packet (O bit)", oam, Kind::kDrop, DropReason::kOAM},
+      {"Geneve C flag with a malformed option area", c_malformed, Kind::kDrop,
+       DropReason::kCRITICAL_OPTION},
+      {"IPv6 atomic fragment is a whole packet", v6_atomic, Kind::kInner, DropReason::kMALFORMED},
       {"inner frame shorter than Ethernet", short_inner, Kind::kDrop, DropReason::kMALFORMED},
       {"truncated Ethernet", truncated, Kind::kDrop, DropReason::kMALFORMED},
       {"UDP to another port", dns, Kind::kNotTunnel, DropReason::kMALFORMED},
@@ -205,8 +222,14 @@ TEST(Decap, Rfc6040OnEveryCellForBothInnerFamilies) {
       for (uint8_t out : codes) {
         SCOPED_TRACE(std::string(v6_inner ? "v6" : "v4") + " inner " + std::to_string(in) +
                      " outer " + std::to_string(out));
-        auto pkt = fromPeer(Encapsulation::kVxlan, false, 1001, innerFrame(0xb8 | in, v6_inner));
-        pkt[15] = std::byte((static_cast<uint8_t>(pkt[15]) & 0xfc) | out);  // outer ECN
+        auto pkt = fromPeer(Encapsulation::kVxlan, v6_inner, 1001, innerFrame(0xb8 | in, v6_inner));
+        if (!v6_inner) {
+          pkt[15] = std::byte((static_cast<uint8_t>(pkt[15]) & 0xfc) | out);  // outer IPv4 ECN
+        } else {
+          // Outer IPv6 traffic class: bits 4..11 of the first word; ECN its low two.
+          uint8_t b1 = static_cast<uint8_t>(pkt[15]);
+          pkt[15] = std::byte((b1 & 0xcf) | out << 4);
+        }
         DecapResult r = decap(pkt);
         auto want = ecnOnDecap(in, out);
         if (!want) {

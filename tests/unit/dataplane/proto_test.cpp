@@ -184,8 +184,13 @@ TEST(Ipv6, ExtensionHeaderWalk) {
        ParseError::kOk, kIpProtoTcp, 20, false, true},
       {"first fragment", v6("2c", "06 00 00 01 00 00 00 2a |" + tcp), ParseError::kOk, kIpProtoTcp,
        20, true, true},
-      {"later fragment", v6("2c", "06 00 05 c8 00 00 00 2a |" + tcp), ParseError::kOk, kIpProtoTcp,
-       20, true, false},
+      {"later fragment: the walk stops, no upper header",
+       v6("2c", "06 00 05 c8 00 00 00 2a |" + tcp), ParseError::kOk, kIpProtoTcp, 0, true, false},
+      {"later fragment whose data looks like headers",
+       v6("2c", "00 00 05 c8 00 00 00 2a | 00 ff 00 00 00 00 00 00"), ParseError::kOk, 0, 0, true,
+       false},
+      {"atomic fragment (offset 0, M clear) is whole", v6("2c", "06 00 00 00 00 00 00 2a |" + tcp),
+       ParseError::kOk, kIpProtoTcp, 20, false, true},
       {"nine destination options headers",
        v6("3c",
           [] {
@@ -253,12 +258,13 @@ TEST(Udp, Table) {
 }
 
 TEST(Icmp, FragNeededMtu) {
-  auto b = hex("03 04 00 00 00 00 05 78 | 45 00");
+  auto b = hex("03 04 00 00 12 34 05 78 | 45 00");  // a non-zero unused field
   auto p = parseIcmp(span(b));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.header->type, kIcmpDestUnreachable);
   EXPECT_EQ(p.header->code, kIcmpFragNeededCode);
-  EXPECT_EQ(p.header->mtu(), 1400u);
+  EXPECT_EQ(p.header->mtu4(), 1400u);
+  EXPECT_EQ(p.header->mtu6(), 0x12340578u);
   EXPECT_EQ(p.payload.size(), 2u);
   EXPECT_TRUE(isIcmpError(kIcmpDestUnreachable));
   EXPECT_FALSE(isIcmpError(kIcmpEchoRequest));
@@ -422,7 +428,8 @@ TEST(Checksum, IncrementalUpdateMatchesRecompute) {
   struct {
     size_t word;  // byte offset of the 16-bit word that changes
     uint16_t value;
-  } edits[] = {{8, 0x3f11}, {2, 0x05dc}, {12, 0xffff}, {12, 0x0000}, {6, 0x0000}, {16, 0x3f57}};
+  } edits[] = {{0, 0x45bb},  {8, 0x3f11}, {2, 0x05dc}, {12, 0xffff},
+               {12, 0x0000}, {6, 0x0000}, {16, 0x3f57}};
   for (const auto& e : edits) {
     SCOPED_TRACE(e.word);
     auto* p = reinterpret_cast<uint8_t*>(h.data());
