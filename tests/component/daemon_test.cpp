@@ -305,6 +305,20 @@ TEST_F(DaemonTest, RefusesToReplaceAFileThatIsNotASocket) {
   EXPECT_NE(log().find("exists and is not a socket"), std::string::npos) << log();
 }
 
+TEST_F(DaemonTest, LogLevelFromTheCommandLineSurvivesReloads) {
+  // start() passes --log-level debug; the file asks for errors only.
+  writeFile(config_, nullConfig(socket_, prefix_) + "logging:\n  level: error\n");
+  start();
+  ASSERT_EQ(ctl("reload").code, 0);
+  writeFile(config_, nullConfig(socket_, prefix_) + "logging:\n  level: critical\n");
+  ASSERT_EQ(ctl("reload").code, 0);
+  // Info lines of both reloads are still logged: --log-level wins.
+  std::string out = log();
+  size_t first = out.find("reload of " + config_ + ": applied");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_NE(out.find("reload of " + config_ + ": applied", first + 1), std::string::npos) << out;
+}
+
 TEST_F(DaemonTest, MalformedRequestsGetErrorsAndDaemonSurvives) {
   writeFile(config_, nullConfig(socket_, prefix_));
   start();
