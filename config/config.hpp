@@ -34,6 +34,14 @@ struct EalConfig {
 
 enum class PortRole { kLan, kWan };
 
+// A neighbour entry written in the config: until ARP/ND resolution exists,
+// the MAC of a LAN next hop, a LAN host or an underlay next hop.
+struct StaticNeighbor {
+  IpAddress address;
+  MacAddress mac;
+  bool operator==(const StaticNeighbor&) const = default;
+};
+
 struct PortConfig {
   std::string name;
   PortRole role = PortRole::kLan;
@@ -44,6 +52,10 @@ struct PortConfig {
   uint16_t rx_descriptors = 0;
   uint16_t tx_descriptors = 0;
   std::vector<InterfaceAddress> addresses;
+  // LAN ports: the tenant whose traffic the port carries (filled in by the
+  // loader when the config has a single tenant).  Empty on WAN ports.
+  std::string tenant;
+  std::vector<StaticNeighbor> neighbors;
 
   // The DPDK device name: the PCI address as DPDK spells it (0000:00:08.0,
   // lower case), or the vdev name before the first ','.
@@ -83,6 +95,8 @@ struct LineConfig {
   IpAddress remote_vtep;
   uint16_t mtu = 0;
   uint8_t outer_ttl = 64;
+  // The underlay next hop when the remote VTEP is not on the port's subnet.
+  std::optional<IpAddress> next_hop;
   bool operator==(const LineConfig&) const = default;
 };
 
@@ -94,6 +108,9 @@ struct PeerConfig {
   LineMode line_mode = LineMode::kActiveBackup;
   std::vector<std::string> tenants;  // empty: all
   std::vector<LineConfig> lines;
+  // Destination MAC of inner Ethernet frames: what the peer's VTEP device
+  // expects (a Linux VXLAN device's own MAC).  mcgw peers accept any.
+  MacAddress inner_mac{{0x02, 0, 0, 0, 0, 0x01}};
   bool operator==(const PeerConfig&) const = default;
 };
 
@@ -169,6 +186,13 @@ struct AddressPlanConfig {
   bool operator==(const AddressPlanConfig&) const = default;
 };
 
+// Fast-path settings that a reload may change.
+struct FastPathConfig {
+  // An idle worker pauses, then sleeps; this bounds one sleep (0: never sleep).
+  uint32_t idle_sleep_max_us = 200;
+  bool operator==(const FastPathConfig&) const = default;
+};
+
 struct ApiConfig {
   std::string socket;
   std::string group;
@@ -191,6 +215,7 @@ struct Config {
   BgpConfig bgp;
   std::vector<VrrpGroupConfig> vrrp_groups;
   AddressPlanConfig address_plan;
+  FastPathConfig fast_path;
   ApiConfig api;
   LoggingConfig logging;
 

@@ -73,6 +73,14 @@ void field(std::string& d, const char* name, const V& a, const V& b) {
   }
 }
 
+// "name a -> b" for a text field ("none" when empty).
+void textField(std::string& d, const char* name, const std::string& a, const std::string& b) {
+  if (a != b) {
+    d += std::string(d.empty() ? "" : ", ") + name + " " + (a.empty() ? "none" : a) + " -> " +
+         (b.empty() ? "none" : b);
+  }
+}
+
 std::string portDetail(const PortConfig& a, const PortConfig& b) {
   std::string d;
   field(d, "role", a.role, b.role);
@@ -82,6 +90,8 @@ std::string portDetail(const PortConfig& a, const PortConfig& b) {
   field(d, "rx-descriptors", a.rx_descriptors, b.rx_descriptors);
   field(d, "tx-descriptors", a.tx_descriptors, b.tx_descriptors);
   field(d, "addresses", a.addresses, b.addresses);
+  textField(d, "tenant", a.tenant, b.tenant);
+  field(d, "neighbors", a.neighbors, b.neighbors);
   return d;
 }
 
@@ -100,6 +110,7 @@ std::string peerDetail(const PeerConfig& a, const PeerConfig& b) {
   field(d, "line-mode", a.line_mode, b.line_mode);
   field(d, "tenants", a.tenants, b.tenants);
   field(d, "lines", a.lines, b.lines);
+  textField(d, "inner-mac", a.inner_mac.toString(), b.inner_mac.toString());
   return d;
 }
 
@@ -144,6 +155,11 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
       [](const VrrpGroupConfig&, const VrrpGroupConfig&) { return std::string(); });
   if (!(a.address_plan == b.address_plan)) {
     out.push_back({"address-plan", "", Kind::kChanged, "", false});
+  }
+  if (!(a.fast_path == b.fast_path)) {
+    std::string d;
+    field(d, "idle-sleep-max-us", a.fast_path.idle_sleep_max_us, b.fast_path.idle_sleep_max_us);
+    out.push_back({"fast-path", "", Kind::kChanged, d, false});
   }
   if (!(a.api == b.api)) {
     out.push_back({"api", "", Kind::kChanged, "API socket", true});

@@ -714,6 +714,9 @@ class TreeReader {
   // Values the model has already checked; a parse failure here is a bug.
   static IpAddress addr(const std::string& s) { return IpAddress::parse(s).value_or(IpAddress{}); }
   static IpPrefix prefix(const std::string& s) { return IpPrefix::parse(s).value_or(IpPrefix{}); }
+  static MacAddress mac(const std::string& s) {
+    return MacAddress::parse(s).value_or(MacAddress{});
+  }
 
  private:
   lyd_node* tree_;
@@ -750,6 +753,10 @@ Config buildConfig(lyd_node* tree) {
     for (const auto& a : R::strs(p, "addresses")) {
       pc.addresses.push_back(R::prefix(a));
     }
+    pc.tenant = R::str(p, "tenant");
+    for (lyd_node* n : R::children(R::child(p, "neighbors"), "neighbor")) {
+      pc.neighbors.push_back({R::addr(R::str(n, "address")), R::mac(R::str(n, "mac"))});
+    }
     c.ports.push_back(std::move(pc));
   }
 
@@ -765,6 +772,14 @@ Config buildConfig(lyd_node* tree) {
       tc.routes.push_back(std::move(sr));
     }
     c.tenants.push_back(std::move(tc));
+  }
+  // A LAN port carries the only tenant there is unless it names one.
+  if (c.tenants.size() == 1) {
+    for (auto& p : c.ports) {
+      if (p.role == PortRole::kLan && p.tenant.empty()) {
+        p.tenant = c.tenants[0].name;
+      }
+    }
   }
 
   for (lyd_node* p : R::children(r.top("peers"), "peer")) {
@@ -789,10 +804,19 @@ Config buildConfig(lyd_node* tree) {
       std::string port = R::str(l, "port");
       const PortConfig* pc_port = c.findPort(port);
       uint16_t port_mtu = pc_port ? pc_port->mtu : 1500;
-      pc.lines.push_back({R::str(l, "name"), port, R::addr(R::str(l, "local-vtep")),
-                          R::addr(R::str(l, "remote-vtep")), R::num<uint16_t>(l, "mtu", port_mtu),
-                          R::num<uint8_t>(l, "outer-ttl")});
+      LineConfig lc{R::str(l, "name"),
+                    port,
+                    R::addr(R::str(l, "local-vtep")),
+                    R::addr(R::str(l, "remote-vtep")),
+                    R::num<uint16_t>(l, "mtu", port_mtu),
+                    R::num<uint8_t>(l, "outer-ttl"),
+                    std::nullopt};
+      if (auto nh = R::str(l, "next-hop"); !nh.empty()) {
+        lc.next_hop = R::addr(nh);
+      }
+      pc.lines.push_back(std::move(lc));
     }
+    pc.inner_mac = R::mac(R::str(p, "inner-mac", "02:00:00:00:00:01"));
     c.peers.push_back(std::move(pc));
   }
 
@@ -864,6 +888,9 @@ Config buildConfig(lyd_node* tree) {
     c.address_plan.mapped_ranges.push_back({R::str(m, "name"), R::prefix(R::str(m, "real")),
                                             R::prefix(R::str(m, "mapped")), R::str(m, "site")});
   }
+
+  c.fast_path.idle_sleep_max_us =
+      R::num<uint32_t>(r.top("fast-path"), "idle-sleep-max-us", FastPathConfig{}.idle_sleep_max_us);
 
   lyd_node* api = r.top("api");
   c.api = {R::str(api, "socket"), R::str(api, "group")};

@@ -79,4 +79,48 @@ bool IpPrefix::overlaps(const IpPrefix& other) const {
   return shorter.contains(longer.address);
 }
 
+std::optional<MacAddress> MacAddress::parse(std::string_view text) {
+  // "xx:xx:xx:xx:xx:xx": 17 characters, a ':' after every octet but the last.
+  if (text.size() != 17) {
+    return std::nullopt;
+  }
+  auto nibble = [](char ch) -> int {
+    if (ch >= '0' && ch <= '9') {
+      return ch - '0';
+    }
+    if (ch >= 'a' && ch <= 'f') {
+      return ch - 'a' + 10;
+    }
+    if (ch >= 'A' && ch <= 'F') {
+      return ch - 'A' + 10;
+    }
+    return -1;
+  };
+  MacAddress m;
+  for (size_t i = 0; i < m.bytes.size(); ++i) {
+    size_t at = i * 3;
+    int hi = nibble(text[at]);
+    int lo = nibble(text[at + 1]);
+    if (hi < 0 || lo < 0 || (i + 1 < m.bytes.size() && text[at + 2] != ':')) {
+      return std::nullopt;
+    }
+    m.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return m;
+}
+
+std::string MacAddress::toString() const {
+  static constexpr const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(17);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i > 0) {
+      out += ':';
+    }
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
 }  // namespace mcgw::config

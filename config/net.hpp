@@ -43,4 +43,15 @@ struct IpPrefix {
 
 using InterfaceAddress = IpPrefix;
 
+// An Ethernet MAC address, "02:00:00:00:00:01".
+struct MacAddress {
+  std::array<uint8_t, 6> bytes{};
+
+  // Parses six colon-separated hex octets; nullopt otherwise.
+  static std::optional<MacAddress> parse(std::string_view text);
+  std::string toString() const;
+  bool isUnicast() const { return (bytes[0] & 1) == 0 && bytes != std::array<uint8_t, 6>{}; }
+  auto operator<=>(const MacAddress&) const = default;
+};
+
 }  // namespace mcgw::config

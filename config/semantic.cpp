@@ -50,6 +50,41 @@ class Checker {
     return "/mcgw:ports/port" + keyPredicate("name", name);
   }
 
+  // Whether a is on one of the port's subnets (its addresses with their lengths).
+  static bool onSubnet(const PortConfig& p, const IpAddress& a) {
+    return std::any_of(p.addresses.begin(), p.addresses.end(),
+                       [&](const InterfaceAddress& s) { return s.contains(a); });
+  }
+
+  // "10.1.0.1/24, fd00::1/64", or "no addresses".
+  static std::string addressList(const PortConfig& p) {
+    std::string all;
+    for (const auto& a : p.addresses) {
+      all += (all.empty() ? "" : ", ") + a.toString();
+    }
+    return all.empty() ? "no addresses" : all;
+  }
+
+  // " (port 'lan0' has 10.1.0.1/24, fd00::1/64)".
+  static std::string subnetsOf(const PortConfig& p) {
+    return " (port " + q(p.name) + " has " + addressList(p) + ")";
+  }
+
+  static const char* familyName(Family f) { return f == Family::V4 ? "IPv4" : "IPv6"; }
+
+  // Why a MAC that is not unicast is not.
+  static const char* notUnicast(const MacAddress& m) {
+    return (m.bytes[0] & 1) ? "the multicast bit is set" : "it is all zeros";
+  }
+
+  std::string tenantNames() const {
+    std::string all;
+    for (const auto& t : c_.tenants) {
+      all += (all.empty() ? "" : ", ") + t.name;
+    }
+    return all;
+  }
+
   void eal() {
     std::set<uint16_t> seen;
     for (uint16_t w : c_.eal.workers) {
@@ -127,6 +162,47 @@ class Checker {
                 "address " + parsed->address.toString() + " is already on port " + q(it->second));
         }
       }
+      portTenant(p, path);
+      neighbors(p, path);
+    }
+  }
+
+  void portTenant(const PortConfig& p, const std::string& path) {
+    if (p.role == PortRole::kWan) {
+      if (!p.tenant.empty()) {
+        error(path + "/tenant", "port " + q(p.name) +
+                                    " is a wan port; 'tenant' is for lan ports (a wan port "
+                                    "carries the tunnels of every tenant)");
+      }
+      return;
+    }
+    // With no tenant at all the port forwards nothing; with one, the loader
+    // filled it in.
+    if (p.tenant.empty() && c_.tenants.size() > 1) {
+      lan_without_tenant_ = true;
+      error(path, "lan port " + q(p.name) + " needs a 'tenant': the config has " +
+                      std::to_string(c_.tenants.size()) + " tenants (" + tenantNames() +
+                      ") and a lan port carries the traffic of one");
+    }
+  }
+
+  void neighbors(const PortConfig& p, const std::string& path) {
+    for (const auto& n : p.neighbors) {
+      std::string npath =
+          path + "/neighbors/neighbor" + keyPredicate("address", n.address.toString());
+      if (!n.mac.isUnicast()) {
+        error(npath + "/mac", "neighbor MAC " + n.mac.toString() + " is not a unicast address (" +
+                                  notUnicast(n.mac) + "); give the neighbour's own MAC");
+      }
+      bool own = std::any_of(p.addresses.begin(), p.addresses.end(),
+                             [&](const InterfaceAddress& a) { return a.address == n.address; });
+      if (own) {
+        error(npath + "/address", "neighbor " + n.address.toString() +
+                                      " is this gateway's own address on port " + q(p.name));
+      } else if (!onSubnet(p, n.address)) {
+        error(npath + "/address", "neighbor " + n.address.toString() +
+                                      " is not on a subnet of port " + q(p.name) + subnetsOf(p));
+      }
     }
   }
 
@@ -150,8 +226,28 @@ class Checker {
                                        " (add it to the peer's tenants)");
           }
         }
+        if (r.next_hop && !lan_without_tenant_) {  // else that error comes first
+          routeNextHop(t, *r.next_hop, rpath + "/next-hop");
+        }
       }
     }
+  }
+
+  // A route's next hop must be reachable on a lan port of the route's tenant.
+  void routeNextHop(const TenantConfig& t, const IpAddress& nh, const std::string& path) {
+    std::string lans;
+    for (const auto& p : c_.ports) {
+      if (p.role != PortRole::kLan || p.tenant != t.name) {
+        continue;
+      }
+      if (onSubnet(p, nh)) {
+        return;
+      }
+      lans += (lans.empty() ? "" : "; ") + p.name + ": " + addressList(p);
+    }
+    error(path, "next-hop " + nh.toString() + " is not on the subnet of a lan port of tenant " +
+                    q(t.name) +
+                    (lans.empty() ? " (the tenant has no lan port)" : " (" + lans + ")"));
   }
 
   void peers() {
@@ -181,6 +277,18 @@ class Checker {
                                              " (add it to the port's addresses)");
           }
         }
+        if (l.next_hop) {
+          if (l.next_hop->family != l.remote_vtep.family) {
+            error(lpath + "/next-hop", "next-hop " + l.next_hop->toString() + " is " +
+                                           familyName(l.next_hop->family) + " but remote-vtep " +
+                                           l.remote_vtep.toString() + " is " +
+                                           familyName(l.remote_vtep.family));
+          } else if (port && !onSubnet(*port, *l.next_hop)) {
+            error(lpath + "/next-hop", "next-hop " + l.next_hop->toString() +
+                                           " is not on a subnet of port " + q(l.port) +
+                                           subnetsOf(*port));
+          }
+        }
         if (l.mtu > 0 && port && l.mtu > port->mtu) {
           error(lpath + "/mtu", "line MTU " + std::to_string(l.mtu) + " is larger than port " +
                                     q(l.port) + "'s MTU " + std::to_string(port->mtu));
@@ -191,6 +299,11 @@ class Checker {
                                             l.remote_vtep.toString() + " is already used by line " +
                                             q(it->second));
         }
+      }
+      if (!p.inner_mac.isUnicast()) {
+        error(path + "/inner-mac", "inner-mac " + p.inner_mac.toString() +
+                                       " is not a unicast address (" + notUnicast(p.inner_mac) +
+                                       "); give the MAC of the peer's VTEP device");
       }
     }
   }
@@ -302,6 +415,7 @@ class Checker {
   const Config& c_;
   const SourceMap& map_;
   ErrorSink& sink_;
+  bool lan_without_tenant_ = false;  // a lan port lacks the tenant it must name
 };
 
 }  // namespace

@@ -31,6 +31,7 @@ ports:
     vdev: net_null0
     mtu: 1500
     addresses: [10.1.0.1/24]
+    tenant: blue
   - name: wan0
     role: wan
     vdev: net_null1
@@ -82,11 +83,11 @@ logging:
   level: info
 )yaml";
 // Lines of kBase:  2 node.name   6 eal.workers   7 eal.hugepages   8 eal.memory-mb
-// 10 port lan0  11 role  12 vdev  13 mtu  15 port wan0  17 vdev  21 tenant blue vni
-// 23 route prefix  24 route peer  25 tenant red  26 vni  29 encapsulation  30 line-mode
-// 31 peer tenants  33 line line1  34 port  35 local-vtep  36 remote-vtep  42 hold
-// 45 vrrp port  46 priority  55 vpc-a prefixes  57 vpc-b prefixes  58 mapped-ranges
-// 61 mapped  62 logging  63 level
+// 10 port lan0  11 role  12 vdev  13 mtu  14 addresses  15 tenant  16 port wan0
+// 18 vdev  19 addresses  22 tenant blue vni  24 route prefix  25 route peer
+// 26 tenant red  27 vni  30 encapsulation  31 line-mode  32 peer tenants  34 line line1
+// 35 port  36 local-vtep  37 remote-vtep  43 hold  46 vrrp port  47 priority
+// 56 vpc-a prefixes  58 vpc-b prefixes  59 mapped-ranges  62 mapped  63 logging  64 level
 
 constexpr std::string_view kEditFailed = "#EDIT-FAILED";
 
@@ -138,23 +139,23 @@ std::vector<BrokenCase> brokenCases() {
       {"TabIndentation", edited({{"\n  site: idc-a", "\n\tsite: idc-a"}}), 3, 1, "tab", ""},
       {"DuplicateYamlKey", edited({{"  site: idc-a\n", "  site: idc-a\n  name: gw-a2\n"}}), 4, 3,
        "duplicate key 'name' (first given at line 2)", "/mcgw:node/name"},
-      {"DuplicateTopLevelKey", edited({{"logging:\n", "node:\n  name: x\nlogging:\n"}}), 62, 1,
+      {"DuplicateTopLevelKey", edited({{"logging:\n", "node:\n  name: x\nlogging:\n"}}), 63, 1,
        "duplicate key 'node' (first given at line 1)", "/mcgw:node"},
       // --- keys the model does not know
-      {"UnknownTopLevelKey", edited({{"\nlogging:", "\nloging:"}}), 62, 1,
+      {"UnknownTopLevelKey", edited({{"\nlogging:", "\nloging:"}}), 63, 1,
        "unknown key 'loging' (did you mean 'logging'?)", "/"},
       {"UnknownNestedKey", edited({{"    mtu: 1500", "    mut: 1500"}}), 13, 5,
        "unknown key 'mut' (did you mean 'mtu'?)", "/mcgw:ports/port[name='lan0']"},
       // --- wrong kind of YAML node
       {"MappingForScalar", edited({{"    mtu: 1500", "    mtu: {value: 1500}"}}), 13, 10,
        "found a mapping", "/mcgw:ports/port[name='lan0']/mtu"},
-      {"ScalarForLeafList", edited({{"tenants: [blue]", "tenants: blue"}}), 31, 14,
+      {"ScalarForLeafList", edited({{"tenants: [blue]", "tenants: blue"}}), 32, 14,
        "expected a list", "/mcgw:peers/peer[name='site-b']/tenants"},
       {"ScalarForList",
        edited({{"  mapped-ranges:\n    - name: legacy\n      real: 10.1.0.0/16\n      mapped: "
                 "100.65.0.0/16\n",
                 "  mapped-ranges: legacy\n"}}),
-       58, 18, "expected a list of 'mapped-range' entries", "/mcgw:address-plan/mapped-ranges"},
+       59, 18, "expected a list of 'mapped-range' entries", "/mcgw:address-plan/mapped-ranges"},
       {"ListForMapping",
        edited({{"node:\n  name: gw-a1\n  site: idc-a\n",
                 "node:\n  - name: gw-a1\n    site: idc-a\n"}}),
@@ -162,39 +163,39 @@ std::vector<BrokenCase> brokenCases() {
       // --- values out of range
       {"MtuOutOfRange", edited({{"    mtu: 1500", "    mtu: 99999"}}), 13, 10,
        "expected an integer in 1280..9216, found \"99999\"", "port[name='lan0']/mtu"},
-      {"VniZero", edited({{"vni: 1001", "vni: 0"}}), 21, 10, "1..16777215, found \"0\"",
+      {"VniZero", edited({{"vni: 1001", "vni: 0"}}), 22, 10, "1..16777215, found \"0\"",
        "tenant[name='blue']/vni"},
-      {"VniTooLarge", edited({{"vni: 1001", "vni: 16777216"}}), 21, 10,
+      {"VniTooLarge", edited({{"vni: 1001", "vni: 16777216"}}), 22, 10,
        "1..16777215, found \"16777216\"", "tenant[name='blue']/vni"},
       {"MemoryMbTooSmall", edited({{"memory-mb: 256", "memory-mb: 32"}}), 8, 14, "64..1048576",
        "/mcgw:eal/memory-mb"},
-      {"VrrpPriority255", edited({{"priority: 200", "priority: 255"}}), 46, 15,
+      {"VrrpPriority255", edited({{"priority: 200", "priority: 255"}}), 47, 15,
        "1..254, found \"255\"", "/mcgw:vrrp/group[vrid='10']/priority"},
       // --- enumerations and booleans
       {"BadRole", edited({{"    role: lan\n", "    role: lna\n"}}), 11, 11,
        "expected one of lan, wan, found \"lna\"", "port[name='lan0']/role"},
-      {"BadEncapsulation", edited({{"encapsulation: vxlan", "encapsulation: gre"}}), 29, 20,
+      {"BadEncapsulation", edited({{"encapsulation: vxlan", "encapsulation: gre"}}), 30, 20,
        "one of vxlan, geneve", "peer[name='site-b']/encapsulation"},
-      {"BadLineMode", edited({{"line-mode: active-backup", "line-mode: active-standby"}}), 30, 16,
+      {"BadLineMode", edited({{"line-mode: active-backup", "line-mode: active-standby"}}), 31, 16,
        "one of active-backup, ecmp", "peer[name='site-b']/line-mode"},
-      {"BadLoggingLevel", edited({{"level: info", "level: verbose"}}), 63, 10, "found \"verbose\"",
+      {"BadLoggingLevel", edited({{"level: info", "level: verbose"}}), 64, 10, "found \"verbose\"",
        "/mcgw:logging/level"},
       {"BadBoolean", edited({{"hugepages: false", "hugepages: nope"}}), 7, 14,
        "expected true or false, found \"nope\"", "/mcgw:eal/hugepages"},
       // --- addresses and prefixes
-      {"BadIpAddress", edited({{"remote-vtep: 203.0.113.2", "remote-vtep: 203.0.113.256"}}), 36, 22,
+      {"BadIpAddress", edited({{"remote-vtep: 203.0.113.2", "remote-vtep: 203.0.113.256"}}), 37, 22,
        "expected an IPv4 or IPv6 address", "line[name='line1']/remote-vtep"},
-      {"BadPrefix", edited({{"- prefix: 10.2.0.0/16", "- prefix: 10.2.0.0/33"}}), 23, 17,
+      {"BadPrefix", edited({{"- prefix: 10.2.0.0/16", "- prefix: 10.2.0.0/33"}}), 24, 17,
        "expected an IPv4 or IPv6 prefix", "/prefix"},
-      {"RoutePrefixWithHostBits", edited({{"- prefix: 10.2.0.0/16", "- prefix: 10.2.0.1/16"}}), 23,
+      {"RoutePrefixWithHostBits", edited({{"- prefix: 10.2.0.0/16", "- prefix: 10.2.0.1/16"}}), 24,
        17, "host bits set (did you mean '10.2.0.0/16'?)", "tenant[name='blue']/routes/route"},
-      {"VpcPrefixWithHostBits", edited({{"[10.3.0.0/16]", "[10.3.1.0/16]"}}), 57, 26,
+      {"VpcPrefixWithHostBits", edited({{"[10.3.0.0/16]", "[10.3.1.0/16]"}}), 58, 26,
        "host bits set (did you mean '10.3.0.0/16'?)", "vpc[name='vpc-b']/prefixes"},
       {"DuplicateRouteAfterMasking",
        edited(
            {{"      - prefix: 10.2.0.0/16\n",
              "      - prefix: 10.2.0.0/16\n        peer: site-b\n      - prefix: 10.2.0.3/16\n"}}),
-       25, 17, "duplicate route \"10.2.0.3/16\"", "routes/route"},
+       26, 17, "duplicate route \"10.2.0.3/16\"", "routes/route"},
       {"BadNamePattern", edited({{"name: gw-a1", "name: 1gw"}}), 2, 9,
        "starting with a letter, found \"1gw\"", "/mcgw:node/name"},
       // --- missing keys
@@ -202,7 +203,7 @@ std::vector<BrokenCase> brokenCases() {
        "/mcgw:node"},
       {"MissingPortRole", edited({{"    role: lan\n", ""}}), 10, 5, "missing mandatory key 'role'",
        "/mcgw:ports/port[name='lan0']"},
-      {"MissingLinePort", edited({{"        port: wan0\n", ""}}), 33, 9,
+      {"MissingLinePort", edited({{"        port: wan0\n", ""}}), 34, 9,
        "missing mandatory key 'port'", "line[name='line1']"},
       {"PortWithoutName", edited({{"  - name: lan0\n    role: lan\n", "  - role: lan\n"}}), 10, 5,
        "has no 'name'", "/mcgw:ports/port"},
@@ -220,43 +221,131 @@ std::vector<BrokenCase> brokenCases() {
       {"AfXdpWithoutInterface", edited({{"vdev: net_null0", "vdev: net_af_xdp0"}}), 12, 11,
        "net_af_xdp needs the kernel interface it attaches to", "port[name='lan0']/vdev"},
       // --- duplicates
-      {"DuplicatePortName", edited({{"- name: wan0", "- name: lan0"}}), 15, 11,
+      {"DuplicatePortName", edited({{"- name: wan0", "- name: lan0"}}), 16, 11,
        "duplicate port \"lan0\" (first defined at line 10)", "/mcgw:ports/port[name='lan0']"},
-      {"DuplicateVni", edited({{"vni: 1002", "vni: 1001"}}), 26, 10, "already used by",
+      {"DuplicateVni", edited({{"vni: 1002", "vni: 1001"}}), 27, 10, "already used by",
        "tenant[name='red']/vni"},
-      {"DuplicateVdev", edited({{"vdev: net_null1", "vdev: net_null0"}}), 17, 11,
+      {"DuplicateVdev", edited({{"vdev: net_null1", "vdev: net_null0"}}), 18, 11,
        "device 'net_null0' is already used by port 'lan0'", "port[name='wan0']/vdev"},
       {"DuplicatePciInShortForm",
        edited(
            {{"vdev: net_null0", "pci: \"0000:00:08.0\""}, {"vdev: net_null1", "pci: \"00:08.0\""}}),
-       17, 10, "is already used by port 'lan0'", "port[name='wan0']/pci"},
+       18, 10, "is already used by port 'lan0'", "port[name='wan0']/pci"},
       // --- references
-      {"LineToUndefinedPort", edited({{"port: wan0", "port: wan9"}}), 34, 15,
+      {"LineToUndefinedPort", edited({{"port: wan0", "port: wan9"}}), 35, 15,
        "refers to port \"wan9\", which is not defined; defined: lan0, wan0 (did you mean 'wan0'?)",
        "line[name='line1']/port"},
-      {"RouteToUndefinedPeer", edited({{"peer: site-b", "peer: site-c"}}), 24, 15,
+      {"RouteToUndefinedPeer", edited({{"peer: site-b", "peer: site-c"}}), 25, 15,
        "refers to peer \"site-c\"", "routes/route[prefix='10.2.0.0/16']/peer"},
-      {"PeerCarriesUndefinedTenant", edited({{"tenants: [blue]", "tenants: [blue, green]"}}), 31,
+      {"PeerCarriesUndefinedTenant", edited({{"tenants: [blue]", "tenants: [blue, green]"}}), 32,
        21, "refers to tenant \"green\"", "peer[name='site-b']/tenants"},
       // --- semantic checks
-      {"LanPortUsedForLine", edited({{"port: wan0", "port: lan0"}}), 34, 15,
+      {"LanPortUsedForLine", edited({{"port: wan0", "port: lan0"}}), 35, 15,
        "uses port 'lan0' whose role is lan", "line[name='line1']/port"},
-      {"LocalVtepNotOnPort", edited({{"local-vtep: 203.0.113.1", "local-vtep: 203.0.113.5"}}), 35,
+      {"LocalVtepNotOnPort", edited({{"local-vtep: 203.0.113.1", "local-vtep: 203.0.113.5"}}), 36,
        21, "local-vtep 203.0.113.5 is not an address of port 'wan0'",
        "line[name='line1']/local-vtep"},
-      {"MixedVtepFamilies", edited({{"remote-vtep: 203.0.113.2", "remote-vtep: 2001:db8::2"}}), 36,
+      {"MixedVtepFamilies", edited({{"remote-vtep: 203.0.113.2", "remote-vtep: 2001:db8::2"}}), 37,
        22, "different address families", "line[name='line1']/remote-vtep"},
       {"WorkerIsMainLcore", edited({{"workers: [1, 2]", "workers: [1, 0]"}}), 6, 16,
        "worker lcore 0 is also the main lcore", "/mcgw:eal/workers"},
-      {"BgpHoldBelowThreeKeepalives", edited({{"hold: 9", "hold: 6"}}), 42, 11,
+      {"BgpHoldBelowThreeKeepalives", edited({{"hold: 9", "hold: 6"}}), 43, 11,
        "at least 3 × keepalive (9 s)", "/mcgw:bgp/timers/hold"},
       {"VrrpOnWanPort", edited({{"    port: lan0\n    priority", "    port: wan0\n    priority"}}),
-       45, 11, "VRRP runs on lan ports", "/mcgw:vrrp/group[vrid='10']/port"},
-      {"OverlappingVpcPrefixes", edited({{"[10.3.0.0/16]", "[10.2.128.0/17]"}}), 57, 26,
+       46, 11, "VRRP runs on lan ports", "/mcgw:vrrp/group[vrid='10']/port"},
+      {"OverlappingVpcPrefixes", edited({{"[10.3.0.0/16]", "[10.2.128.0/17]"}}), 58, 26,
        "10.2.128.0/17 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a",
        "vpc[name='vpc-b']/prefixes"},
       {"MappedRangeLengthMismatch", edited({{"mapped: 100.65.0.0/16", "mapped: 100.65.0.0/24"}}),
-       61, 15, "same family and length", "mapped-range[name='legacy']/mapped"},
+       62, 15, "same family and length", "mapped-range[name='legacy']/mapped"},
+      // --- a port's tenant
+      {"TenantOnWanPort", edited({{"2001:db8::1/64]\n", "2001:db8::1/64]\n    tenant: blue\n"}}),
+       20, 13, "port 'wan0' is a wan port; 'tenant' is for lan ports", "port[name='wan0']/tenant"},
+      {"LanPortWithoutTenantAmongSeveral", edited({{"    tenant: blue\n", ""}}), 10, 5,
+       "lan port 'lan0' needs a 'tenant': the config has 2 tenants (blue, red)",
+       "/mcgw:ports/port[name='lan0']"},
+      {"PortTenantUndefined", edited({{"    tenant: blue\n", "    tenant: green\n"}}), 15, 13,
+       "refers to tenant \"green\", which is not defined; defined: blue, red",
+       "port[name='lan0']/tenant"},
+      // --- static neighbours
+      {"NeighborMulticastMac",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: "
+                "10.1.0.254\n        mac: 01:00:5e:00:00:01\n"}}),
+       18, 14, "neighbor MAC 01:00:5e:00:00:01 is not a unicast address (the multicast bit is set)",
+       "port[name='lan0']/neighbors/neighbor[address='10.1.0.254']/mac"},
+      {"NeighborZeroMac",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: "
+                "10.1.0.254\n        mac: 00:00:00:00:00:00\n"}}),
+       18, 14, "neighbor MAC 00:00:00:00:00:00 is not a unicast address (it is all zeros)",
+       "neighbor[address='10.1.0.254']/mac"},
+      {"NeighborMalformedMac",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: "
+                "10.1.0.254\n        mac: 02:00:00:00:00\n"}}),
+       18, 14, "expected a MAC address such as 02:00:00:00:00:01, found \"02:00:00:00:00\"",
+       "neighbor[address='10.1.0.254']/mac"},
+      {"NeighborWithoutMac",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: 10.1.0.254\n"}}),
+       17, 9, "missing mandatory key 'mac'", "neighbor[address='10.1.0.254']"},
+      {"NeighborNotOnPortSubnet",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: "
+                "10.9.0.1\n        mac: 02:00:00:00:00:09\n"}}),
+       17, 18, "neighbor 10.9.0.1 is not on a subnet of port 'lan0' (port 'lan0' has 10.1.0.1/24)",
+       "port[name='lan0']/neighbors/neighbor[address='10.9.0.1']/address"},
+      {"NeighborIsOwnAddress",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: "
+                "10.1.0.1\n        mac: 02:00:00:00:00:09\n"}}),
+       17, 18, "neighbor 10.1.0.1 is this gateway's own address on port 'lan0'",
+       "neighbor[address='10.1.0.1']/address"},
+      {"DuplicateNeighbor",
+       edited({{"    tenant: blue\n",
+                "    tenant: blue\n    neighbors:\n      - address: 10.1.0.7\n        mac: "
+                "02:00:00:00:00:07\n      - address: 10.1.0.7\n        mac: 02:00:00:00:00:08\n"}}),
+       19, 18, "duplicate neighbor \"10.1.0.7\" (first defined at line 17)",
+       "neighbors/neighbor[address='10.1.0.7']"},
+      // --- a line's next hop and a peer's inner MAC
+      {"LineNextHopNotOnPortSubnet",
+       edited({{"remote-vtep: 203.0.113.2\n",
+                "remote-vtep: 203.0.113.2\n        next-hop: 192.0.2.1\n"}}),
+       38, 19,
+       "next-hop 192.0.2.1 is not on a subnet of port 'wan0' (port 'wan0' has 203.0.113.1/29, "
+       "2001:db8::1/64)",
+       "line[name='line1']/next-hop"},
+      {"LineNextHopOtherFamily",
+       edited({{"remote-vtep: 203.0.113.2\n",
+                "remote-vtep: 203.0.113.2\n        next-hop: 2001:db8::6\n"}}),
+       38, 19, "next-hop 2001:db8::6 is IPv6 but remote-vtep 203.0.113.2 is IPv4",
+       "line[name='line1']/next-hop"},
+      {"InnerMacMulticast",
+       edited({{"line-mode: active-backup\n",
+                "line-mode: active-backup\n    inner-mac: 03:00:00:00:00:01\n"}}),
+       32, 16, "inner-mac 03:00:00:00:00:01 is not a unicast address (the multicast bit is set)",
+       "peer[name='site-b']/inner-mac"},
+      {"InnerMacZero",
+       edited({{"line-mode: active-backup\n",
+                "line-mode: active-backup\n    inner-mac: \"00:00:00:00:00:00\"\n"}}),
+       32, 16, "(it is all zeros)", "peer[name='site-b']/inner-mac"},
+      // --- a static route's next hop
+      {"RouteNextHopNotOnLanSubnet", edited({{"peer: site-b", "next-hop: 10.9.0.1"}}), 25, 19,
+       "next-hop 10.9.0.1 is not on the subnet of a lan port of tenant 'blue' (lan0: 10.1.0.1/24)",
+       "routes/route[prefix='10.2.0.0/16']/next-hop"},
+      {"RouteNextHopOfTenantWithoutLanPort",
+       edited({{"    vni: 1002\n",
+                "    vni: 1002\n    routes:\n      - prefix: 10.8.0.0/16\n        next-hop: "
+                "10.1.0.254\n"}}),
+       30, 19,
+       "next-hop 10.1.0.254 is not on the subnet of a lan port of tenant 'red' (the tenant has "
+       "no lan port)",
+       "tenant[name='red']/routes/route[prefix='10.8.0.0/16']/next-hop"},
+      // --- fast path
+      {"IdleSleepOutOfRange",
+       edited({{"logging:\n", "fast-path:\n  idle-sleep-max-us: 100001\nlogging:\n"}}), 64, 22,
+       "expected an integer in 0..100000, found \"100001\"", "/mcgw:fast-path/idle-sleep-max-us"},
   };
 }
 
@@ -312,7 +401,7 @@ TEST(BrokenConfigsTest, ReportsEveryIndependentMistakeAtOnce) {
   EXPECT_NE(errors[0].message.find("\"lna\""), std::string::npos) << errors[0].toString();
   EXPECT_EQ(errors[1].line, 13);
   EXPECT_NE(errors[1].message.find("\"99999\""), std::string::npos) << errors[1].toString();
-  EXPECT_EQ(errors[2].line, 63);
+  EXPECT_EQ(errors[2].line, 64);
   EXPECT_NE(errors[2].message.find("\"verbose\""), std::string::npos) << errors[2].toString();
 }
 
@@ -325,8 +414,8 @@ TEST(BrokenConfigsTest, ReportsEverySemanticMistakeAtOnce) {
   const ConfigErrors& errors = result.error();
   ASSERT_EQ(errors.size(), 3u) << describe(errors);
   EXPECT_EQ(errors[0].line, 6);
-  EXPECT_EQ(errors[1].line, 35);
-  EXPECT_EQ(errors[2].line, 42);
+  EXPECT_EQ(errors[1].line, 36);
+  EXPECT_EQ(errors[2].line, 43);
 }
 
 }  // namespace

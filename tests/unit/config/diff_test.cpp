@@ -112,7 +112,10 @@ TEST(DiffTest, PortMtuChange) {
 
 TEST(DiffTest, AddedAndRemovedTenant) {
   ConfigPtr one = load(kBase);
-  ConfigPtr two = load(edited("    vni: 1001\n", "    vni: 1001\n  - name: red\n    vni: 1002\n"));
+  // With two tenants lan0 must name its own; with one it carries blue anyway.
+  std::string text = edited("    vni: 1001\n", "    vni: 1001\n  - name: red\n    vni: 1002\n");
+  text.replace(text.find("    vdev: net_null0\n"), 20, "    vdev: net_null0\n    tenant: blue\n");
+  ConfigPtr two = load(text);
   ASSERT_TRUE(one && two);
 
   std::vector<ConfigChange> added = diffConfigs(*one, *two);
@@ -140,6 +143,74 @@ TEST(DiffTest, TenantVniChangeNamesTheField) {
   EXPECT_EQ(changes[0].name, "blue");
   EXPECT_EQ(changes[0].kind, Kind::kChanged);
   EXPECT_NE(changes[0].detail.find("vni 1001 -> 2001"), std::string::npos) << changes[0].detail;
+}
+
+// Changes to what the fast path forwards with are applied by a reload.
+struct ReloadCase {
+  const char* name;
+  std::string before;
+  std::string after;
+  const char* section;
+  const char* entry;
+  const char* detail;  // a substring of the change's detail
+};
+
+TEST(DiffTest, ForwardingKeysChangeWithoutRestart) {
+  const std::string two_tenants =
+      edited("    vni: 1001\n", "    vni: 1001\n  - name: red\n    vni: 1002\n");
+  auto lan0_with = [&](const std::string& base, const std::string& extra) {
+    std::string text = base;
+    text.replace(text.find("    vdev: net_null0\n"), 20, "    vdev: net_null0\n" + extra);
+    return text;
+  };
+  auto line1_with = [&](const std::string& extra) {
+    std::string text(kBase);
+    text.replace(text.find("remote-vtep: 203.0.113.2\n"), 25, "remote-vtep: 203.0.113.2\n" + extra);
+    return text;
+  };
+  const std::string neighbor =
+      "    addresses: [10.1.0.1/24]\n    neighbors:\n      - address: 10.1.0.9\n        mac: "
+      "02:00:00:00:00:09\n";
+  const ReloadCase cases[] = {
+      {"tenant of a lan port", lan0_with(two_tenants, "    tenant: blue\n"),
+       lan0_with(two_tenants, "    tenant: red\n"), "port", "lan0", "tenant blue -> red"},
+      {"tenant that a lan port carries implicitly", std::string(kBase),
+       edited("  - name: blue\n", "  - name: green\n"), "port", "lan0", "tenant blue -> green"},
+      {"a neighbour added", lan0_with(std::string(kBase), "    addresses: [10.1.0.1/24]\n"),
+       lan0_with(std::string(kBase), neighbor), "port", "lan0", "neighbors"},
+      {"a neighbour's MAC", lan0_with(std::string(kBase), neighbor),
+       lan0_with(std::string(kBase),
+                 [&] {
+                   std::string n = neighbor;
+                   n.replace(n.find(":09\n"), 4, ":0a\n");
+                   return n;
+                 }()),
+       "port", "lan0", "neighbors"},
+      {"a line's next hop", std::string(kBase), line1_with("        next-hop: 203.0.113.6\n"),
+       "peer", "site-b", "lines"},
+      {"a peer's inner MAC", std::string(kBase),
+       edited("  - name: site-b\n", "  - name: site-b\n    inner-mac: 5e:00:53:00:00:01\n"), "peer",
+       "site-b", "inner-mac 02:00:00:00:00:01 -> 5e:00:53:00:00:01"},
+      {"fast-path sleep", std::string(kBase),
+       std::string(kBase) + "fast-path:\n  idle-sleep-max-us: 50\n", "fast-path", "",
+       "idle-sleep-max-us 200 -> 50"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    ConfigPtr a = load(c.before);
+    ConfigPtr b = load(c.after);
+    ASSERT_TRUE(a && b);
+    std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+    bool found = false;
+    for (const auto& ch : changes) {
+      EXPECT_FALSE(ch.needs_restart) << ch.toString();
+      found = found || (ch.section == c.section && ch.name == c.entry &&
+                        ch.kind == Kind::kChanged && ch.detail.find(c.detail) != std::string::npos);
+    }
+    EXPECT_TRUE(found) << "expected " << c.section << " " << c.entry << " changed (" << c.detail
+                       << "); got:\n"
+                       << describe(changes);
+  }
 }
 
 TEST(DiffTest, EalChangeNeedsRestart) {

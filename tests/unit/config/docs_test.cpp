@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "config/loader.hpp"
 #include "config/schema.hpp"
 
 namespace mcgw::config {
@@ -34,9 +35,11 @@ TEST(ConfigDocs, KeyPathSpelling) {
   const std::vector<std::string> paths = Schema::instance().leafKeyPaths();
   for (const char* expected :
        {"node.name", "eal.workers", "ports[].mtu", "ports[].pci", "tenants[].routes[].next-hop",
-        "peers[].lines[].local-vtep", "bgp.timers.hold", "bgp.neighbors[].asn",
-        "vrrp[].virtual-addresses", "address-plan.store.endpoints",
-        "address-plan.clouds[].regions[].vpcs[].prefixes", "logging.level"}) {
+        "peers[].lines[].local-vtep", "peers[].lines[].next-hop", "peers[].inner-mac",
+        "ports[].tenant", "ports[].neighbors[].mac", "fast-path.idle-sleep-max-us",
+        "bgp.timers.hold", "bgp.neighbors[].asn", "vrrp[].virtual-addresses",
+        "address-plan.store.endpoints", "address-plan.clouds[].regions[].vpcs[].prefixes",
+        "logging.level"}) {
     EXPECT_NE(std::find(paths.begin(), paths.end(), expected), paths.end())
         << expected << " is not among the model's key paths";
   }
@@ -59,6 +62,32 @@ TEST(ConfigDocs, EveryLeafIsDocumented) {
                                << " key(s) of config/yang/mcgw.yang are not documented in "
                                   "docs/configuration.md (write each as `path` in a table row):"
                                << list;
+}
+
+// "The YAML examples of all sections below, put together, make one valid file."
+TEST(ConfigDocs, SectionExamplesTogetherLoad) {
+  const std::string doc = readDoc();
+  std::string yaml;
+  int blocks = 0;
+  for (size_t at = doc.find("```yaml\n"); at != std::string::npos; at = doc.find("```yaml\n", at)) {
+    at += 8;
+    size_t end = doc.find("```", at);
+    ASSERT_NE(end, std::string::npos);
+    yaml += doc.substr(at, end - at);
+    at = end + 3;
+    ++blocks;
+  }
+  EXPECT_GE(blocks, 10);
+  LoadResult r = loadConfigText(yaml, "configuration.md");
+  std::string errors;
+  if (!r.ok()) {
+    for (const auto& e : r.error()) {
+      errors += "\n  " + e.toString();
+    }
+  }
+  EXPECT_TRUE(r.ok()) << "the examples of docs/configuration.md do not load together:" << errors
+                      << "\n"
+                      << yaml;
 }
 
 }  // namespace

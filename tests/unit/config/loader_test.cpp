@@ -92,6 +92,13 @@ TEST(LoaderTest, OverlayExampleHasTypedValues) {
   ASSERT_EQ(c->ports[1].addresses.size(), 2u);
   EXPECT_EQ(c->ports[1].addresses[0], prefix("203.0.113.1/29"));  // host bits kept
   EXPECT_EQ(c->ports[1].addresses[1].address.family, Family::V6);
+  EXPECT_EQ(c->ports[0].tenant, "inference");
+  ASSERT_EQ(c->ports[0].neighbors.size(), 1u);
+  EXPECT_EQ(c->ports[0].neighbors[0].address, ip("10.1.0.254"));
+  EXPECT_EQ(c->ports[0].neighbors[0].mac.toString(), "52:54:00:a1:00:fe");
+  EXPECT_TRUE(c->ports[1].tenant.empty());  // wan ports carry every tenant
+  ASSERT_EQ(c->ports[1].neighbors.size(), 1u);
+  EXPECT_EQ(c->ports[1].neighbors[0].address, ip("203.0.113.6"));
 
   ASSERT_EQ(c->tenants.size(), 2u);
   const TenantConfig* training = c->findTenant("training");
@@ -128,6 +135,11 @@ TEST(LoaderTest, OverlayExampleHasTypedValues) {
   EXPECT_EQ(aws->lines[1].local_vtep, ip("198.51.100.1"));
   EXPECT_EQ(aws->lines[1].remote_vtep, ip("198.51.100.100"));
   EXPECT_EQ(aws->lines[1].outer_ttl, 64);  // default
+  ASSERT_TRUE(aws->lines[0].next_hop.has_value());
+  EXPECT_EQ(*aws->lines[0].next_hop, ip("203.0.113.6"));
+  ASSERT_TRUE(aws->lines[1].next_hop.has_value());
+  EXPECT_EQ(*aws->lines[1].next_hop, ip("198.51.100.6"));
+  EXPECT_EQ(aws->inner_mac.toString(), "02:00:00:00:00:01");  // default
 
   const PeerConfig* ali = c->findPeer("aliyun-sh");
   ASSERT_TRUE(ali);
@@ -142,6 +154,141 @@ TEST(LoaderTest, OverlayExampleHasTypedValues) {
   EXPECT_EQ(ali->lines[0].remote_vtep.family, Family::V6);
   EXPECT_EQ(ali->lines[0].remote_vtep, ip("2001:db8:0:1::100"));
   EXPECT_EQ(ali->lines[0].outer_ttl, 32);
+  EXPECT_FALSE(ali->lines[0].next_hop.has_value());  // on-link
+  EXPECT_EQ(c->fast_path.idle_sleep_max_us, 200u);   // default
+}
+
+// Every key the model gained for forwarding, written out.
+TEST(LoaderTest, PortTenantNeighborsNextHopInnerMacAndFastPath) {
+  LoadResult r = loadConfigText(R"yaml(node: {name: gw, site: s}
+ports:
+  - name: lan0
+    role: lan
+    vdev: net_null0
+    addresses: [10.1.0.1/24, fd00:1::1/64]
+    tenant: red
+    neighbors:
+      - address: 10.1.0.254
+        mac: 52:54:00:AB:CD:EF
+      - address: fd00:1:0:0::fe
+        mac: 02:00:00:00:00:fe
+  - name: lan1
+    role: lan
+    vdev: net_null1
+    addresses: [10.2.0.1/24]
+    tenant: blue
+  - name: wan0
+    role: wan
+    vdev: net_null2
+    addresses: [203.0.113.1/29]
+    neighbors:
+      - address: 203.0.113.6
+        mac: 52:54:00:00:00:06
+tenants:
+  - name: blue
+    vni: 1001
+    routes:
+      - prefix: 10.20.0.0/16
+        next-hop: 10.2.0.254
+  - name: red
+    vni: 1002
+    routes:
+      - prefix: 10.30.0.0/16
+        next-hop: 10.1.0.254
+peers:
+  - name: linux
+    inner-mac: 5E:00:53:12:34:56
+    lines:
+      - name: l1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 192.0.2.10
+        next-hop: 203.0.113.6
+  - name: mcgw
+    lines:
+      - name: l1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 203.0.113.2
+fast-path:
+  idle-sleep-max-us: 0
+)yaml",
+                                "new.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  const Config& c = **r;
+  const PortConfig* lan0 = c.findPort("lan0");
+  const PortConfig* lan1 = c.findPort("lan1");
+  const PortConfig* wan0 = c.findPort("wan0");
+  ASSERT_TRUE(lan0 && lan1 && wan0);
+  EXPECT_EQ(lan0->tenant, "red");
+  EXPECT_EQ(lan1->tenant, "blue");
+  EXPECT_TRUE(wan0->tenant.empty());
+  ASSERT_EQ(lan0->neighbors.size(), 2u);
+  EXPECT_EQ(lan0->neighbors[0].address, ip("10.1.0.254"));
+  EXPECT_EQ(lan0->neighbors[0].mac.toString(), "52:54:00:ab:cd:ef");
+  EXPECT_EQ(lan0->neighbors[1].address, ip("fd00:1::fe"));
+  EXPECT_EQ(lan0->neighbors[1].mac, MacAddress::parse("02:00:00:00:00:fe"));
+  EXPECT_TRUE(lan1->neighbors.empty());
+  ASSERT_EQ(wan0->neighbors.size(), 1u);
+  EXPECT_EQ(wan0->neighbors[0].mac.toString(), "52:54:00:00:00:06");
+
+  const PeerConfig* linux_peer = c.findPeer("linux");
+  const PeerConfig* mcgw_peer = c.findPeer("mcgw");
+  ASSERT_TRUE(linux_peer && mcgw_peer);
+  EXPECT_EQ(linux_peer->inner_mac.toString(), "5e:00:53:12:34:56");
+  ASSERT_EQ(linux_peer->lines.size(), 1u);
+  ASSERT_TRUE(linux_peer->lines[0].next_hop.has_value());
+  EXPECT_EQ(*linux_peer->lines[0].next_hop, ip("203.0.113.6"));
+  EXPECT_EQ(mcgw_peer->inner_mac.toString(), "02:00:00:00:00:01");  // the model's default
+  ASSERT_EQ(mcgw_peer->lines.size(), 1u);
+  EXPECT_FALSE(mcgw_peer->lines[0].next_hop.has_value());
+
+  EXPECT_EQ(c.fast_path.idle_sleep_max_us, 0u);
+}
+
+TEST(LoaderTest, LanPortCarriesTheOnlyTenant) {
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"
+      "ports:\n"
+      "  - {name: lan0, role: lan, vdev: net_null0, addresses: [10.1.0.1/24]}\n"
+      "  - {name: lan1, role: lan, vdev: net_null1, tenant: blue}\n"
+      "  - {name: wan0, role: wan, vdev: net_null2}\n"
+      "tenants:\n"
+      "  - name: blue\n    vni: 7\n    routes: [{prefix: 10.9.0.0/16, next-hop: 10.1.0.9}]\n",
+      "one.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  EXPECT_EQ((*r)->findPort("lan0")->tenant, "blue");  // filled in
+  EXPECT_EQ((*r)->findPort("lan1")->tenant, "blue");  // given
+  EXPECT_TRUE((*r)->findPort("wan0")->tenant.empty());
+}
+
+TEST(LoaderTest, LanPortWithoutTenantsForwardsNothingButLoads) {
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"
+      "ports: [{name: lan0, role: lan, vdev: net_null0}, {name: wan0, role: wan, vdev: "
+      "net_null1}]\n",
+      "none.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  EXPECT_TRUE((*r)->tenants.empty());
+  EXPECT_TRUE((*r)->findPort("lan0")->tenant.empty());
+}
+
+TEST(LoaderTest, SeveralLanPortMistakesAreReportedTogether) {
+  // Two tenants, two lan ports without one: an error at each port entry.
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"
+      "ports:\n"
+      "  - {name: lan0, role: lan, vdev: net_null0}\n"
+      "  - {name: lan1, role: lan, vdev: net_null1}\n"
+      "tenants: [{name: blue, vni: 1}, {name: red, vni: 2}]\n",
+      "two.yaml");
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.error().size(), 2u) << describe(r.error());
+  EXPECT_EQ(r.error()[0].line, 3);
+  EXPECT_EQ(r.error()[1].line, 4);
+  EXPECT_NE(r.error()[1].message.find("lan port 'lan1' needs a 'tenant'"), std::string::npos)
+      << r.error()[1].toString();
+  EXPECT_NE(r.error()[1].message.find("(blue, red)"), std::string::npos) << r.error()[1].toString();
 }
 
 TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
@@ -166,6 +313,8 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
     EXPECT_EQ(p.tx_descriptors, 1024);
     EXPECT_TRUE(p.pci.empty());
     EXPECT_TRUE(p.addresses.empty());
+    EXPECT_TRUE(p.tenant.empty());  // no tenants at all
+    EXPECT_TRUE(p.neighbors.empty());
   }
   EXPECT_EQ(c->ports[0].vdev, "net_null0");
   EXPECT_EQ(c->ports[1].role, PortRole::kWan);
@@ -179,6 +328,13 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_EQ(c->api.socket, "/run/mcgw/mcgw.sock");
   EXPECT_TRUE(c->api.group.empty());
   EXPECT_EQ(c->logging.level, "info");
+  EXPECT_EQ(c->fast_path.idle_sleep_max_us, 200u);
+}
+
+TEST(LoaderTest, PciExampleNeverSleeps) {
+  ConfigPtr c = loadExample("ports-pci-hugepages.yaml");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->fast_path.idle_sleep_max_us, 0u);
 }
 
 TEST(LoaderTest, BgpExampleGetsTimersAndNeighbors) {

@@ -191,5 +191,55 @@ TEST(IpPrefixTest, Overlaps) {
   }
 }
 
+struct MacCase {
+  const char* text;
+  std::array<uint8_t, 6> bytes;
+  const char* printed;
+  bool unicast;
+};
+
+TEST(MacAddressTest, ParsesAndPrints) {
+  const MacCase cases[] = {
+      {"02:00:00:00:00:01", {0x02, 0, 0, 0, 0, 0x01}, "02:00:00:00:00:01", true},
+      {"52:54:00:ab:cd:ef", {0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}, "52:54:00:ab:cd:ef", true},
+      {"52:54:00:AB:CD:EF", {0x52, 0x54, 0x00, 0xab, 0xcd, 0xef}, "52:54:00:ab:cd:ef", true},
+      {"aA:bB:cC:dD:eE:fE", {0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xfe}, "aa:bb:cc:dd:ee:fe", true},
+      {"fe:ff:ff:ff:ff:ff", {0xfe, 0xff, 0xff, 0xff, 0xff, 0xff}, "fe:ff:ff:ff:ff:ff", true},
+      {"00:00:00:00:00:01", {0, 0, 0, 0, 0, 0x01}, "00:00:00:00:00:01", true},
+      {"00:00:00:00:00:00", {0, 0, 0, 0, 0, 0}, "00:00:00:00:00:00", false},           // all zeros
+      {"01:00:5e:00:00:01", {0x01, 0, 0x5e, 0, 0, 0x01}, "01:00:5e:00:00:01", false},  // multicast
+      {"33:33:00:00:00:01", {0x33, 0x33, 0, 0, 0, 0x01}, "33:33:00:00:00:01", false},
+      {"ff:ff:ff:ff:ff:ff", {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, "ff:ff:ff:ff:ff:ff", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto m = MacAddress::parse(c.text);
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->bytes, c.bytes);
+    EXPECT_EQ(m->toString(), c.printed);
+    EXPECT_EQ(m->isUnicast(), c.unicast);
+    EXPECT_EQ(MacAddress::parse(m->toString()), m);  // round trip
+  }
+}
+
+TEST(MacAddressTest, RejectsMalformedText) {
+  for (const char* text :
+       {"", "02:00:00:00:00", "02:00:00:00:00:01:02", "02:00:00:00:00:1", "2:00:00:00:00:01",
+        "02:00:00:00:00:001", "02-00-00-00-00-01", "0200.0000.0001", "020000000001",
+        "02:00:00:00:00:0g", "02:00:00:00:00:01 ", " 02:00:00:00:00:01",
+        "02:00:00:00:00:01:", "02::00:00:00:00:01", "02:00:00:00:00:+1", "02:00:00:00:00:-1",
+        "0x:00:00:00:00:01", "02;00:00:00:00:01"}) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(MacAddress::parse(text).has_value());
+  }
+}
+
+TEST(MacAddressTest, DefaultIsAllZerosAndOrdersByBytes) {
+  EXPECT_EQ(MacAddress{}.toString(), "00:00:00:00:00:00");
+  EXPECT_FALSE(MacAddress{}.isUnicast());
+  EXPECT_LT(*MacAddress::parse("02:00:00:00:00:01"), *MacAddress::parse("02:00:00:00:00:02"));
+  EXPECT_EQ(*MacAddress::parse("52:54:00:AB:CD:EF"), *MacAddress::parse("52:54:00:ab:cd:ef"));
+}
+
 }  // namespace
 }  // namespace mcgw::config
