@@ -36,8 +36,9 @@ void printError(const json& response) {
 
 // Calls mcgwd.  On a transport failure or a refusal, prints why to stderr,
 // sets rc and returns nullopt; otherwise returns the whole response.
-std::optional<json> request(const std::string& socket, const std::string& command, int& rc) {
-  auto r = mcgw::api::call(socket, command);
+std::optional<json> request(const std::string& socket, const std::string& command, int& rc,
+                            const json& args = json::object()) {
+  auto r = mcgw::api::call(socket, command, args);
   if (!r) {
     std::fprintf(stderr, "mcgwctl: %s\n", r.error().message.c_str());
     rc = r.error().unreachable ? kUnreachable : kFailed;
@@ -95,6 +96,23 @@ int main(int argc, char** argv) {
   show->require_subcommand(1);
   auto* show_config = show->add_subcommand("config", "The config text in force");
   show_config->add_flag("--json", as_json, "JSON with file, checksum and text");
+  auto* show_tunnels =
+      show->add_subcommand("tunnels", "Tunnels per peer and tenant, their lines and state");
+  show_tunnels->add_flag("--json", as_json, "JSON (schema mcgw.tunnels/1)");
+  auto* show_routes = show->add_subcommand("routes", "The fast path's routes per tenant");
+  show_routes->add_flag("--json", as_json, "JSON (schema mcgw.routes/1)");
+  auto* show_counters =
+      show->add_subcommand("counters", "Fast-path counters: traffic, drops by reason, workers");
+  show_counters->add_flag("--json", as_json, "JSON (schema mcgw.counters/1)");
+
+  std::string line_peer, line_name, line_state;
+  auto* line_cmd = app.add_subcommand(
+      "line", "Take an underlay line out of use (down) or back (up); not kept across restarts");
+  line_cmd->add_option("PEER", line_peer, "Peer site")->required();
+  line_cmd->add_option("LINE", line_name, "Line of the peer")->required();
+  line_cmd->add_option("STATE", line_state, "up or down")
+      ->required()
+      ->check(CLI::IsMember({"up", "down"}));
 
   auto* reload = app.add_subcommand(
       "reload", "Re-read the config file; an invalid file is refused and changes nothing");
@@ -137,6 +155,33 @@ int main(int argc, char** argv) {
         std::cout << "# " << c.value("file", "") << " (sha256 " << c.value("checksum", "") << ")\n"
                   << c.value("text", "");
       }
+      return kOk;
+    }
+    struct View {
+      CLI::App* cmd;
+      const char* request;
+      std::string (*render)(const json&);
+    };
+    for (const View& v : {View{show_tunnels, "show-tunnels", mcgw::cli::renderTunnels},
+                          View{show_routes, "show-routes", mcgw::cli::renderRoutes},
+                          View{show_counters, "show-counters", mcgw::cli::renderCounters}}) {
+      if (*v.cmd) {
+        auto r = request(socket, v.request, rc);
+        if (!r) {
+          return rc;
+        }
+        const json& res = (*r)["result"];
+        std::cout << (as_json ? res.dump(2) + "\n" : v.render(res));
+        return kOk;
+      }
+    }
+    if (*line_cmd) {
+      auto r = request(socket, "set-line", rc,
+                       {{"peer", line_peer}, {"line", line_name}, {"state", line_state}});
+      if (!r) {
+        return rc;
+      }
+      std::cout << (*r)["result"].value("message", "") << "\n";
       return kOk;
     }
     if (*reload) {

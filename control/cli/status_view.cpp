@@ -77,6 +77,125 @@ std::string renderStatus(json s) {
                   static_cast<unsigned long long>(errors));
     o << line;
   }
+  if (s.contains("fast_path") && s["fast_path"].is_object()) {
+    json& f = s["fast_path"];
+    o << "\nFast path  " << f.value("tunnels", 0) << " tunnels, " << f.value("lines_usable", 0)
+      << "/" << f.value("lines", 0) << " lines usable, " << f.value("routes", 0)
+      << " routes, tables generation " << f.value("tables_generation", 0) << ", "
+      << f.value("drops_total", uint64_t{0}) << " drops (mcgwctl show counters)\n";
+    for (auto& w : f["workers"]) {
+      int lcore = w.value("lcore", -1);
+      o << "  worker " << w.value("index", 0) << " ("
+        << (lcore < 0 ? std::string("thread") : "lcore " + std::to_string(lcore))
+        << "): " << str(w, "state");
+      if (str(w, "state") == "sleeping") {
+        o << " " << w.value("sleep_us", 0) << " us (max " << f.value("idle_sleep_max_us", 0) << ")";
+      }
+      o << ", " << w.value("rx_packets", uint64_t{0}) << " packets received\n";
+    }
+  }
+  return o.str();
+}
+
+namespace {
+
+unsigned long long u(const json& j, const char* key) {
+  return static_cast<unsigned long long>(j.value(key, uint64_t{0}));
+}
+
+}  // namespace
+
+std::string renderTunnels(const json& t) {
+  std::ostringstream o;
+  char line[320];
+  for (const auto& tu : t["tunnels"]) {
+    std::string active;
+    for (const auto& a : tu["active_lines"]) {
+      active += (active.empty() ? "" : ",") + a.get<std::string>();
+    }
+    o << "tunnel " << str(tu, "peer") << "/" << str(tu, "tenant") << "  vni " << tu.value("vni", 0)
+      << "  " << str(tu, "encapsulation") << "  " << str(tu, "line_mode")
+      << "  active: " << (active.empty() ? "NONE" : active) << "\n";
+    const json& k = tu["counters"];
+    o << "  tx " << u(k, "tx_packets") << " pkts / " << u(k, "tx_bytes") << " B, rx "
+      << u(k, "rx_packets") << " pkts / " << u(k, "rx_bytes") << " B\n";
+    std::snprintf(line, sizeof line, "  %-10s %-6s %-6s %-24s %-24s %5s %5s %12s %12s\n", "LINE",
+                  "PORT", "STATE", "LOCAL VTEP", "REMOTE VTEP", "MTU", "INNER", "TX PKTS",
+                  "RX PKTS");
+    o << line;
+    for (const auto& l : tu["lines"]) {
+      std::string state = l.value("up", false)          ? "up"
+                          : !l.value("admin_up", true)  ? "admin"
+                          : !l.value("resolved", false) ? "no-mac"
+                                                        : "down";
+      std::snprintf(line, sizeof line, "  %-10s %-6s %-6s %-24s %-24s %5d %5d %12llu %12llu\n",
+                    str(l, "name").c_str(), str(l, "port").c_str(), state.c_str(),
+                    str(l, "local_vtep").c_str(), str(l, "remote_vtep").c_str(), l.value("mtu", 0),
+                    l.value("inner_mtu", 0), u(l["counters"], "tx_packets"),
+                    u(l["counters"], "rx_packets"));
+      o << line;
+    }
+  }
+  if (t["tunnels"].empty()) {
+    o << "no tunnels (no peers in the config)\n";
+  }
+  return o.str();
+}
+
+std::string renderRoutes(const json& r) {
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-12s %-44s %s\n", "TENANT", "PREFIX", "VIA");
+  o << line;
+  for (const auto& x : r["routes"]) {
+    std::snprintf(line, sizeof line, "%-12s %-44s %s\n", str(x, "tenant").c_str(),
+                  str(x, "prefix").c_str(), str(x, "via").c_str());
+    o << line;
+  }
+  return o.str();
+}
+
+std::string renderCounters(const json& c) {
+  std::ostringstream o;
+  char line[256];
+  o << "Traffic            packets          bytes\n";
+  for (const char* side : {"lan", "wan"}) {
+    const json& k = c[side];
+    std::snprintf(line, sizeof line, "  %s rx  %14llu %14llu\n  %s tx  %14llu %14llu\n", side,
+                  u(k, "rx_packets"), u(k, "rx_bytes"), side, u(k, "tx_packets"), u(k, "tx_bytes"));
+    o << line;
+  }
+  o << "\nDrops (" << u(c, "drops_total") << ")\n";
+  for (const auto& [name, v] : c["drops"].items()) {
+    if (v.get<uint64_t>() > 0) {
+      std::snprintf(line, sizeof line, "  %-18s %12llu\n", name.c_str(),
+                    static_cast<unsigned long long>(v.get<uint64_t>()));
+      o << line;
+    }
+  }
+  o << "\nICMP errors sent " << u(c["icmp"], "sent") << ", suppressed "
+    << u(c["icmp"], "suppressed") << "\n";
+  o << "\nLines                           tx pkts      rx pkts\n";
+  for (const auto& l : c["lines"]) {
+    std::snprintf(line, sizeof line, "  %-28s %12llu %12llu %s\n",
+                  (str(l, "peer") + "/" + str(l, "line")).c_str(), u(l["counters"], "tx_packets"),
+                  u(l["counters"], "rx_packets"), l.value("up", false) ? "" : "(down)");
+    o << line;
+  }
+  o << "\nTunnels                         tx pkts      rx pkts\n";
+  for (const auto& t : c["tunnels"]) {
+    std::snprintf(line, sizeof line, "  %-28s %12llu %12llu\n",
+                  (str(t, "peer") + "/" + str(t, "tenant")).c_str(), u(t["counters"], "tx_packets"),
+                  u(t["counters"], "rx_packets"));
+    o << line;
+  }
+  o << "\nWorkers     state      polls    busy polls   busy cycles   rx pkts\n";
+  for (const auto& w : c["workers"]) {
+    std::snprintf(line, sizeof line, "  %-8d %-9s %10llu %12llu %13llu %9llu\n",
+                  w.value("index", 0), str(w, "state").c_str(), u(w, "polls"), u(w, "busy_polls"),
+                  u(w, "busy_cycles"), u(w, "rx_packets"));
+    o << line;
+  }
   return o.str();
 }
 

@@ -9,5 +9,10 @@ namespace mcgw::cli {
 
 // Takes a mcgw.status/1 document (a copy: missing sections read as empty).
 std::string renderStatus(nlohmann::json status);
+// `mcgwctl show tunnels|routes|counters` as tables (schemas mcgw.tunnels/1,
+// mcgw.routes/1, mcgw.counters/1).
+std::string renderTunnels(const nlohmann::json& tunnels);
+std::string renderRoutes(const nlohmann::json& routes);
+std::string renderCounters(const nlohmann::json& counters);
 
 }  // namespace mcgw::cli

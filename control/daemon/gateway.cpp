@@ -77,8 +77,13 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     return unexpected(std::vector<std::string>{eal.error()});
   }
   gw->eal_ = std::move(*eal);
+  auto dp = engine::Dataplane::start(gw->config_->eal.workers, gw->eal_->mempool());
+  if (!dp) {
+    return unexpected(std::vector<std::string>{dp.error()});
+  }
+  gw->dataplane_ = std::move(*dp);
   for (const auto& pc : gw->config_->ports) {
-    auto port = engine::Port::open(pc, gw->eal_->mempool());
+    auto port = engine::Port::open(pc, gw->eal_->mempool(), gw->txQueues());
     if (!port) {
       return unexpected(std::vector<std::string>{port.error()});
     }
@@ -86,12 +91,94 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
                  pc.pci.empty() ? pc.vdev : pc.pci, (*port)->id(), config::toString(pc.role));
     gw->ports_.push_back(std::move(*port));
   }
+  if (auto r = gw->publish(*gw->config_, gw->openPorts()); !r) {
+    return unexpected(std::vector<std::string>{r.error()});
+  }
+  gw->tick();
+  spdlog::info("fast path: {} worker(s), {} tunnel(s), {} line(s)", gw->dataplane_->workers(),
+               gw->dataplane_->tables()->tunnels.size(), gw->dataplane_->tables()->lines.size());
   return gw;
 }
 
 Gateway::~Gateway() {
-  ports_.clear();  // before the EAL goes
+  dataplane_.reset();  // workers stop before their ports close
+  ports_.clear();      // before the EAL goes
   eal_.reset();
+}
+
+std::map<std::string, engine::OpenPort> Gateway::openPorts(
+    const std::set<std::string>& without) const {
+  std::map<std::string, engine::OpenPort> out;
+  for (const auto& p : ports_) {
+    if (!without.count(p->config().name)) {
+      out[p->config().name] = {p->id(), p->mac(), p->rxQueues()};
+    }
+  }
+  return out;
+}
+
+Result<bool, std::string> Gateway::publish(const config::Config& c,
+                                           const std::map<std::string, engine::OpenPort>& ports) {
+  auto tables = builder_.build(c, ports, dataplane_->workers(), dataplane_->tables());
+  if (!tables) {
+    return unexpected(tables.error());
+  }
+  for (uint16_t slot : builder_.freshLineSlots()) {
+    dataplane_->resetLineSlot(slot);
+  }
+  for (uint16_t slot : builder_.freshTunnelSlots()) {
+    dataplane_->resetTunnelSlot(slot);
+  }
+  refreshLineHealth(**tables);
+  dataplane_->publish(std::move(*tables));
+  return true;
+}
+
+void Gateway::tick() {
+  if (const engine::ForwardingTables* t = dataplane_->tables()) {
+    refreshLineHealth(*t);
+  }
+}
+
+// A line is usable when its port is open with link up and the operator has
+// not taken it down (BFD joins in later).  Set before tables that add the
+// line are published, so the first packets find it up.
+void Gateway::refreshLineHealth(const engine::ForwardingTables& tables) {
+  const engine::ForwardingTables* t = &tables;
+  port_link_.clear();
+  for (const auto& p : ports_) {
+    port_link_[p->id()] = p->status().link_up;
+  }
+  for (const auto& l : t->lines) {
+    auto it = port_link_.find(l.port);
+    const bool link = it != port_link_.end() && it->second && t->ports[l.port].present;
+    const bool up = link && !admin_down_.count(l.peer + "/" + l.name);
+    if (up != dataplane_->lineUp(l.slot)) {
+      spdlog::info("line {}/{}: {}", l.peer, l.name, up ? "up" : "down");
+    }
+    dataplane_->setLineUp(l.slot, up);
+  }
+}
+
+Result<std::string, std::string> Gateway::setLineAdmin(const std::string& peer,
+                                                       const std::string& line, bool up) {
+  const config::PeerConfig* p = config_->findPeer(peer);
+  if (!p) {
+    return unexpected("no peer '" + peer + "'");
+  }
+  if (std::none_of(p->lines.begin(), p->lines.end(),
+                   [&](const auto& l) { return l.name == line; })) {
+    return unexpected("peer " + peer + " has no line '" + line + "'");
+  }
+  const std::string key = peer + "/" + line;
+  if (up) {
+    admin_down_.erase(key);
+  } else {
+    admin_down_.insert(key);
+  }
+  spdlog::info("line {}: administratively {}", key, up ? "up" : "down");
+  tick();
+  return "line " + key + " administratively " + (up ? "up" : "down");
 }
 
 engine::Port* Gateway::findPort(const std::string& name) const {
@@ -175,11 +262,14 @@ ReloadOutcome Gateway::reload() {
       (*it)();
     }
     sortPorts(*config_);
+    if (auto r = publish(*config_, openPorts()); !r) {
+      spdlog::error("reload rollback: {}", r.error());
+    }
     out.errors.push_back(why + "; nothing was applied");
     return finish(out);
   };
   auto open = [&](const config::PortConfig& pc) -> std::optional<std::string> {
-    auto port = engine::Port::open(pc, eal_->mempool());
+    auto port = engine::Port::open(pc, eal_->mempool(), txQueues());
     if (!port) {
       return port.error();
     }
@@ -194,6 +284,14 @@ ReloadOutcome Gateway::reload() {
       }
     }
   }
+  // Workers stop using the ports that close (RCU) before they close; the
+  // other ports forward throughout.
+  if (!to_close.empty()) {
+    std::set<std::string> closing(to_close.begin(), to_close.end());
+    if (auto r = publish(*config_, openPorts(closing)); !r) {
+      return rollback(r.error());
+    }
+  }
   for (const auto& name : to_close) {
     auto it = std::find_if(ports_.begin(), ports_.end(),
                            [&](const auto& p) { return p->config().name == name; });
@@ -203,7 +301,7 @@ ReloadOutcome Gateway::reload() {
     config::PortConfig old = (*it)->config();
     ports_.erase(it);  // stops and closes the device
     undo.push_back([this, old] {
-      auto port = engine::Port::open(old, eal_->mempool());
+      auto port = engine::Port::open(old, eal_->mempool(), txQueues());
       if (port) {
         ports_.push_back(std::move(*port));
       } else {
@@ -236,11 +334,31 @@ ReloadOutcome Gateway::reload() {
     });
   }
 
-  // Commit: nothing below can fail.
-  for (auto& [name, port] : opened) {
-    ports_.push_back(std::move(port));
+  // The new tables over the new ports: the last step that can fail.
+  {
+    auto ports = openPorts();
+    for (const auto& [name, port] : opened) {
+      ports[name] = {port->id(), port->mac(), port->rxQueues()};
+    }
+    auto tables = builder_.build(*next, ports, dataplane_->workers(), dataplane_->tables());
+    if (!tables) {
+      return rollback(tables.error());
+    }
+    // Commit: nothing below can fail.
+    for (auto& [name, port] : opened) {
+      ports_.push_back(std::move(port));
+    }
+    sortPorts(*next);
+    for (uint16_t slot : builder_.freshLineSlots()) {
+      dataplane_->resetLineSlot(slot);
+    }
+    for (uint16_t slot : builder_.freshTunnelSlots()) {
+      dataplane_->resetTunnelSlot(slot);
+    }
+    config_ = next;
+    refreshLineHealth(**tables);
+    dataplane_->publish(std::move(*tables));
   }
-  sortPorts(*next);
   if (log_level_override_.empty()) {
     spdlog::set_level(spdlog::level::from_str(next->logging.level));
   }
@@ -281,6 +399,32 @@ std::vector<std::string> Gateway::healthReasons(
       reasons.push_back("port " + pc.name + " is configured but not open (see the log)");
     } else if (!it->link_up) {
       reasons.push_back("port " + pc.name + " link is down");
+    }
+  }
+  if (const engine::ForwardingTables* t = dataplane_ ? dataplane_->tables() : nullptr) {
+    for (size_t pi = 0; pi < t->peer_names.size(); ++pi) {
+      std::vector<std::string> why;
+      bool usable = false;
+      for (const auto& l : t->lines) {
+        if (l.peer != t->peer_names[pi]) {
+          continue;
+        }
+        if (dataplane_->lineUp(l.slot) && l.resolved) {
+          usable = true;
+        } else {
+          why.push_back(l.name + ": " +
+                        (!l.resolved                                ? "next-hop MAC unknown"
+                         : admin_down_.count(l.peer + "/" + l.name) ? "administratively down"
+                                                                    : "link down"));
+        }
+      }
+      if (!usable) {
+        std::string text = "peer " + t->peer_names[pi] + " has no usable line";
+        for (size_t i = 0; i < why.size(); ++i) {
+          text += (i ? ", " : " (") + why[i] + (i + 1 == why.size() ? ")" : "");
+        }
+        reasons.push_back(text);
+      }
     }
   }
   if (last_reload_.attempted && !last_reload_.ok) {
@@ -362,7 +506,194 @@ json Gateway::status() const {
             {"checksum", config_->checksum},
             {"loaded_at", isoTime(loaded_at_)},
             {"last_reload", last}}},
-          {"ports", ports}};
+          {"ports", ports},
+          {"fast_path", fastPathStatus()}};
+}
+
+namespace {
+
+const char* stateName(engine::WorkerState s) {
+  switch (s) {
+    case engine::WorkerState::kPolling:
+      return "polling";
+    case engine::WorkerState::kPausing:
+      return "pausing";
+    case engine::WorkerState::kSleeping:
+      return "sleeping";
+    case engine::WorkerState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+std::string macString(const uint8_t* m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
+}
+
+json pb(const engine::CountersSnapshot::PB& tx, const engine::CountersSnapshot::PB& rx) {
+  return {{"tx_packets", tx.packets},
+          {"tx_bytes", tx.bytes},
+          {"rx_packets", rx.packets},
+          {"rx_bytes", rx.bytes}};
+}
+
+}  // namespace
+
+json Gateway::fastPathStatus() const {
+  const engine::CountersSnapshot c = dataplane_->counters();
+  const engine::ForwardingTables* t = dataplane_->tables();
+  uint64_t drops = 0;
+  for (uint64_t d : c.drops) {
+    drops += d;
+  }
+  json workers = json::array();
+  for (const auto& w : c.workers) {
+    workers.push_back({{"index", w.index},
+                       {"lcore", w.lcore},
+                       {"state", stateName(w.state)},
+                       {"sleep_us", w.sleep_us},
+                       {"rx_packets", w.packets}});
+  }
+  size_t usable = 0;
+  for (const auto& l : t->lines) {
+    usable += dataplane_->lineUp(l.slot) && l.resolved;
+  }
+  return {{"workers", workers},
+          {"idle_sleep_max_us", t->idle_sleep_max_us},
+          {"tables_generation", t->generation},
+          {"tunnels", t->tunnels.size()},
+          {"lines", t->lines.size()},
+          {"lines_usable", usable},
+          {"routes", t->route_views.size()},
+          {"drops_total", drops}};
+}
+
+json Gateway::tunnels() const {
+  const engine::ForwardingTables* t = dataplane_->tables();
+  const engine::CountersSnapshot c = dataplane_->counters();
+  json out = json::array();
+  for (const auto& tu : t->tunnels) {
+    const config::PeerConfig* peer = config_->findPeer(t->peer_names[tu.peer]);
+    json lines = json::array();
+    json active = json::array();
+    for (unsigned i = 0; i < tu.n_lines; ++i) {
+      const engine::LineEntry& l = t->lines[tu.lines[i]];
+      const bool up = dataplane_->lineUp(l.slot);
+      auto link = port_link_.find(l.port);
+      const config::LineConfig* lc = nullptr;
+      for (const auto& x : peer->lines) {
+        if (x.name == l.name) {
+          lc = &x;
+        }
+      }
+      json line = {
+          {"name", l.name},
+          {"port", config_->findPort(lc->port) ? lc->port : ""},
+          {"local_vtep", lc->local_vtep.toString()},
+          {"remote_vtep", lc->remote_vtep.toString()},
+          {"next_hop", l.next_hop.toString()},
+          {"next_hop_mac", l.resolved ? macString(l.header.dst_mac) : ""},
+          {"mtu", l.mtu},
+          {"inner_mtu", l.mtu - proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation)},
+          {"up", up && l.resolved},
+          {"admin_up", !admin_down_.count(l.peer + "/" + l.name)},
+          {"link_up", link != port_link_.end() && link->second},
+          {"resolved", l.resolved},
+          {"counters", pb(c.line_tx[l.slot], c.line_rx[l.slot])}};
+      if (up && l.resolved && (tu.ecmp || active.empty())) {
+        active.push_back(l.name);
+      }
+      lines.push_back(line);
+    }
+    out.push_back({{"peer", t->peer_names[tu.peer]},
+                   {"tenant", t->tenants[tu.tenant].name},
+                   {"vni", tu.vni},
+                   {"encapsulation", config::toString(peer->encapsulation)},
+                   {"line_mode", config::toString(peer->line_mode)},
+                   {"inner_mac", macString(tu.inner_dst.data())},
+                   {"active_lines", active},
+                   {"lines", lines},
+                   {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
+  }
+  return {{"schema", "mcgw.tunnels/1"}, {"tunnels", out}};
+}
+
+json Gateway::routes() const {
+  const engine::ForwardingTables* t = dataplane_->tables();
+  json out = json::array();
+  for (const auto& r : t->route_views) {
+    out.push_back({{"tenant", r.tenant}, {"prefix", r.prefix}, {"via", r.via}});
+  }
+  return {{"schema", "mcgw.routes/1"}, {"generation", t->generation}, {"routes", out}};
+}
+
+json Gateway::counters() const {
+  const engine::CountersSnapshot c = dataplane_->counters();
+  const engine::ForwardingTables* t = dataplane_->tables();
+  json drops = json::object();
+  uint64_t total = 0;
+  for (size_t i = 0; i < engine::kDropReasonCount; ++i) {
+    drops[std::string(engine::kDropReasons[i].name)] = c.drops[i];
+    total += c.drops[i];
+  }
+  json workers = json::array();
+  for (const auto& w : c.workers) {
+    json queues = json::array();
+    for (const auto& q : w.queues) {
+      queues.push_back(t->ports[q.port].name + ":" + std::to_string(q.queue));
+    }
+    workers.push_back({{"index", w.index},
+                       {"lcore", w.lcore},
+                       {"state", stateName(w.state)},
+                       {"sleep_us", w.sleep_us},
+                       {"idle_sleep_max_us", t->idle_sleep_max_us},
+                       {"polls", w.polls},
+                       {"busy_polls", w.busy_polls},
+                       {"busy_cycles", w.busy_cycles},
+                       {"sleeps", w.sleeps},
+                       {"rx_packets", w.packets},
+                       {"queues", queues}});
+  }
+  json lines = json::array();
+  for (const auto& l : t->lines) {
+    lines.push_back({{"peer", l.peer},
+                     {"line", l.name},
+                     {"up", dataplane_->lineUp(l.slot) && l.resolved},
+                     {"counters", pb(c.line_tx[l.slot], c.line_rx[l.slot])}});
+  }
+  json tunnels = json::array();
+  for (const auto& tu : t->tunnels) {
+    tunnels.push_back({{"peer", t->peer_names[tu.peer]},
+                       {"tenant", t->tenants[tu.tenant].name},
+                       {"vni", tu.vni},
+                       {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
+  }
+  json ports = json::array();
+  for (const auto& p : ports_) {
+    auto s = p->status();
+    ports.push_back({{"name", s.name},
+                     {"rx_packets", s.rx_packets},
+                     {"tx_packets", s.tx_packets},
+                     {"rx_bytes", s.rx_bytes},
+                     {"tx_bytes", s.tx_bytes},
+                     {"rx_missed", s.rx_missed},
+                     {"rx_errors", s.rx_errors},
+                     {"tx_errors", s.tx_errors},
+                     {"rx_nombuf", s.rx_nombuf}});
+  }
+  return {{"schema", "mcgw.counters/1"},
+          {"drops", drops},
+          {"drops_total", total},
+          {"lan", pb(c.lan_tx, c.lan_rx)},
+          {"wan", pb(c.wan_tx, c.wan_rx)},
+          {"icmp", {{"sent", c.icmp_sent}, {"suppressed", c.icmp_suppressed}}},
+          {"ports", ports},
+          {"lines", lines},
+          {"tunnels", tunnels},
+          {"workers", workers}};
 }
 
 }  // namespace mcgw::daemon

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "config/config.hpp"
 #include "config/diff.hpp"
 #include "config/loader.hpp"
+#include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
 #include "dataplane/engine/port.hpp"
 
@@ -57,12 +60,32 @@ class Gateway {
   // A one-line summary for systemd's STATUS=.
   std::string summary() const;
 
+  // Periodic work of the control loop (every 100 ms): line health from the
+  // ports' link state and the operator's admin state.
+  void tick();
+  // `mcgwctl line PEER LINE up|down`: administratively takes a line out of
+  // (or back into) use.  Not persisted: a restart brings every line back.
+  Result<std::string, std::string> setLineAdmin(const std::string& peer, const std::string& line,
+                                                bool up);
+  nlohmann::json tunnels() const;
+  nlohmann::json routes() const;
+  nlohmann::json counters() const;
+
  private:
   Gateway() = default;
   engine::Port* findPort(const std::string& name) const;
   std::vector<engine::PortStatus> portStatus() const;
   void sortPorts(const config::Config& order);
   std::vector<std::string> healthReasons(const std::vector<engine::PortStatus>& ports) const;
+  // The running ports (less `without`) as the table builder sees them.
+  std::map<std::string, engine::OpenPort> openPorts(
+      const std::set<std::string>& without = {}) const;
+  // Builds tables for `config` over the open ports and publishes them.
+  Result<bool, std::string> publish(const config::Config& config,
+                                    const std::map<std::string, engine::OpenPort>& ports);
+  nlohmann::json fastPathStatus() const;
+  void refreshLineHealth(const engine::ForwardingTables& tables);
+  uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
 
   std::string path_;
   std::string log_level_override_;
@@ -70,6 +93,10 @@ class Gateway {
   std::string config_text_;
   std::unique_ptr<engine::Eal> eal_;
   std::vector<std::unique_ptr<engine::Port>> ports_;
+  std::unique_ptr<engine::Dataplane> dataplane_;
+  engine::TablesBuilder builder_;
+  std::set<std::string> admin_down_;    // "peer/line"
+  std::map<uint16_t, bool> port_link_;  // DPDK port id -> link up (tick)
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

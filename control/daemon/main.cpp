@@ -27,6 +27,8 @@ namespace {
 // (RestartPreventExitStatus=78).
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
+// The control loop's period: line health follows link state this fast.
+constexpr int kTickMs = 100;
 constexpr int kExitConfig = 78;
 
 void setupLogging(const std::string& level) {
@@ -69,7 +71,7 @@ mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
   return outcome;
 }
 
-json handleRequest(Gateway& gw, const std::string& command) {
+json handleRequest(Gateway& gw, const std::string& command, const json& args) {
   if (command == "status") {
     return {{"ok", true}, {"result", gw.status()}};
   }
@@ -87,8 +89,34 @@ json handleRequest(Gateway& gw, const std::string& command) {
     }
     return {{"ok", true}, {"result", {{"changes", outcome.changes}}}};
   }
-  return mcgw::api::errorResponse("unknown command '" + command +
-                                  "'; known: status, show-config, reload");
+  if (command == "show-tunnels") {
+    return {{"ok", true}, {"result", gw.tunnels()}};
+  }
+  if (command == "show-routes") {
+    return {{"ok", true}, {"result", gw.routes()}};
+  }
+  if (command == "show-counters") {
+    return {{"ok", true}, {"result", gw.counters()}};
+  }
+  if (command == "set-line") {
+    const json a = args.is_object() ? args : json::object();
+    auto str = [&](const char* k) {
+      return a.contains(k) && a[k].is_string() ? a[k].get<std::string>() : std::string();
+    };
+    const std::string state = str("state");
+    if (str("peer").empty() || str("line").empty() || (state != "up" && state != "down")) {
+      return mcgw::api::errorResponse(
+          "set-line needs args {\"peer\": NAME, \"line\": NAME, \"state\": \"up\"|\"down\"}");
+    }
+    auto r = gw.setLineAdmin(str("peer"), str("line"), state == "up");
+    if (!r) {
+      return mcgw::api::errorResponse(r.error());
+    }
+    return {{"ok", true}, {"result", {{"message", *r}}}};
+  }
+  return mcgw::api::errorResponse(
+      "unknown command '" + command +
+      "'; known: status, show-config, show-tunnels, show-routes, show-counters, reload, set-line");
 }
 
 }  // namespace
@@ -160,7 +188,7 @@ int main(int argc, char** argv) {
   Gateway& gw = **started;
 
   mcgw::api::Server server(
-      [&gw](const std::string& cmd, const json&) { return handleRequest(gw, cmd); });
+      [&gw](const std::string& cmd, const json& args) { return handleRequest(gw, cmd, args); });
   if (auto r = server.listen(gw.config()->api.socket, gw.config()->api.group); !r) {
     spdlog::critical("{}", r.error());
     notify("STATUS=" + r.error());
@@ -182,15 +210,16 @@ int main(int argc, char** argv) {
 
   bool running = true;
   int exit_code = 0;
+  auto next_tick = std::chrono::steady_clock::now();
   while (running) {
     std::vector<pollfd> fds{{sfd, POLLIN, 0}};
     server.pollFds(fds);
-    int timeout_ms = 1000;
+    int timeout_ms = kTickMs;
     if (watchdog) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                       next_kick - std::chrono::steady_clock::now())
                       .count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, kTickMs));
     }
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       spdlog::critical("poll: {}", std::strerror(errno));
@@ -210,6 +239,10 @@ int main(int argc, char** argv) {
       }
     }
     server.handle(fds);
+    if (std::chrono::steady_clock::now() >= next_tick) {
+      gw.tick();
+      next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTickMs);
+    }
     if (watchdog && std::chrono::steady_clock::now() >= next_kick) {
       notify("WATCHDOG=1");
       next_kick = std::chrono::steady_clock::now() + watchdog_every;

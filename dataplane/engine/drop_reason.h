@@ -20,6 +20,13 @@
   X(TTL_EXPIRED, "ttl-expired", "TTL or hop limit reached zero")                        \
   X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable")                \
   X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                             \
-  X(TX_FULL, "tx-full", "the transmit queue was full")
+  X(TX_FULL, "tx-full", "the transmit queue was full")                                  \
+  X(NOT_IP, "not-ip", "not an untagged IPv4/IPv6 frame (ARP, LLDP, VLAN): not forwarded") \
+  X(OTHER_HOST, "other-host", "destination MAC is not the port's own")                  \
+  X(LOCAL, "local", "addressed to the gateway itself: not forwarded")                    \
+  X(NOT_OVERLAY, "not-overlay", "non-overlay packet on a WAN port: not forwarded")       \
+  X(NO_NEIGHBOR, "no-neighbor", "the next hop's MAC address is unknown")                 \
+  X(NO_TENANT, "no-tenant", "arrived on a LAN port that carries no tenant")              \
+  X(SEGMENTED, "segmented", "a frame in several buffers (larger than one mbuf)")
 
 #endif

@@ -29,7 +29,9 @@ Result<std::unique_ptr<TenantFib>, std::string> TenantFib::build(const std::stri
   fib->v6_ = rte_lpm6_create(tableName("l6", name).c_str(), static_cast<int>(rte_socket_id()), &c6);
   if (!fib->v4_ || !fib->v6_) {
     return unexpected("FIB " + name +
-                      ": cannot create the route tables: " + rte_strerror(rte_errno));
+                      ": cannot create the route tables: " + rte_strerror(rte_errno) +
+                      " (each tenant needs about 130 MiB, twice while its routes change: "
+                      "raise eal.memory-mb)");
   }
   for (const auto& r : routes) {
     if (r.next_hop > kMaxNextHop) {

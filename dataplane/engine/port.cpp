@@ -50,7 +50,7 @@ uint64_t ownerId() {
 }
 
 Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& c,
-                                                      rte_mempool* pool) {
+                                                      rte_mempool* pool, uint16_t tx_queues) {
   const std::string dev = c.deviceName();
   uint16_t id = 0;
   bool probed = false;
@@ -95,7 +95,13 @@ Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& 
     conf.rx_adv_conf.rss_conf.rss_hf =
         (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
   }
-  if (int rc = rte_eth_dev_configure(id, rxq, 1, &conf); rc != 0) {
+  if (tx_queues > info.max_tx_queues) {
+    return unexpected("port " + c.name + ": the device has " + std::to_string(info.max_tx_queues) +
+                      " TX queues; the fast path needs one per worker (" +
+                      std::to_string(tx_queues) + ")");
+  }
+  port->rx_queues_ = rxq;
+  if (int rc = rte_eth_dev_configure(id, rxq, tx_queues, &conf); rc != 0) {
     return unexpected(err(c.name, "cannot configure " + std::to_string(rxq) + " RX queues", rc));
   }
   uint16_t nb_rxd = c.rx_descriptors, nb_txd = c.tx_descriptors;
@@ -107,8 +113,10 @@ Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& 
       return unexpected(err(c.name, "cannot set up RX queue " + std::to_string(q), rc));
     }
   }
-  if (int rc = rte_eth_tx_queue_setup(id, 0, nb_txd, socket, nullptr); rc != 0) {
-    return unexpected(err(c.name, "cannot set up TX queue", rc));
+  for (uint16_t q = 0; q < tx_queues; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(id, q, nb_txd, socket, nullptr); rc != 0) {
+      return unexpected(err(c.name, "cannot set up TX queue " + std::to_string(q), rc));
+    }
   }
   // Some virtual devices cannot change their MTU; the port then keeps the
   // device's own and status shows it.
@@ -181,6 +189,14 @@ Result<bool, std::string> Port::setMtu(uint16_t mtu) {
   }
   config_.mtu = mtu;
   return true;
+}
+
+std::array<uint8_t, 6> Port::mac() const {
+  rte_ether_addr a{};
+  rte_eth_macaddr_get(port_id_, &a);
+  std::array<uint8_t, 6> out;
+  std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), out.begin());
+  return out;
 }
 
 }  // namespace mcgw::engine

@@ -2,6 +2,7 @@
 // what an operator asks of it (link, MTU, MAC, counters).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,15 +32,18 @@ struct PortStatus {
 class Port {
  public:
   // Probes the device (vdev args or PCI address), configures queues and MTU,
-  // and starts it.  On failure nothing is left behind.
+  // and starts it.  tx_queues: one per worker.  On failure nothing is left
+  // behind.
   static Result<std::unique_ptr<Port>, std::string> open(const config::PortConfig& config,
-                                                         rte_mempool* pool);
+                                                         rte_mempool* pool, uint16_t tx_queues);
   ~Port();  // stops, closes and detaches the device
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
 
   const config::PortConfig& config() const { return config_; }
   uint16_t id() const { return port_id_; }
+  uint16_t rxQueues() const { return rx_queues_; }
+  std::array<uint8_t, 6> mac() const;
   PortStatus status() const;
 
   // Applies a new MTU to the running port.
@@ -52,6 +56,7 @@ class Port {
   config::PortConfig config_;
   uint16_t port_id_;
   bool probed_;  // we attached the device, so we detach it
+  uint16_t rx_queues_ = 1;
 };
 
 }  // namespace mcgw::engine

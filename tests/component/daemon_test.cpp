@@ -20,7 +20,7 @@ std::atomic<int> instance{0};
 std::string nullConfig(const std::string& socket, const std::string& prefix,
                        const std::string& extra = "") {
   return "node:\n  name: gw-test\n  site: lab\n"
-         "eal:\n  hugepages: false\n  memory-mb: 128\n  mbufs: 2047\n  file-prefix: " +
+         "eal:\n  hugepages: false\n  memory-mb: 512\n  mbufs: 2047\n  file-prefix: " +
          prefix +
          "\n"
          "ports:\n"
@@ -164,7 +164,7 @@ TEST_F(DaemonTest, SighupWithBrokenFileKeepsOldConfig) {
   ASSERT_EQ(s["ports"].size(), 3u);
   EXPECT_EQ(s["ports"][2]["name"], "lan1");
   json changes = s["config"]["last_reload"]["changes"];
-  EXPECT_EQ(changes.size(), 2u) << changes.dump();
+  EXPECT_EQ(changes.size(), 3u) << changes.dump();  // and lan0 now carries blue
   EXPECT_NE(changes.dump().find("port lan1: added"), std::string::npos);
   EXPECT_NE(changes.dump().find("tenant blue: added"), std::string::npos);
 }
@@ -184,7 +184,7 @@ TEST_F(DaemonTest, ApiReloadReturnsErrorsAndRefusesRestartChanges) {
 
   // EAL settings cannot change under a running DPDK: refused, not half-applied.
   std::string text = nullConfig(socket_, prefix_);
-  text.replace(text.find("memory-mb: 128"), 14, "memory-mb: 256");
+  text.replace(text.find("memory-mb: 512"), 14, "memory-mb: 640");
   writeFile(config_, text);
   r = ctl("reload");
   EXPECT_EQ(r.code, 1);
@@ -203,7 +203,7 @@ std::string twoPorts(const std::string& socket, const std::string& prefix, const
                      const std::string& a_dev, const std::string& b, const std::string& b_dev,
                      const std::string& extra = "") {
   return "node:\n  name: gw-test\n  site: lab\n"
-         "eal:\n  hugepages: false\n  memory-mb: 128\n  mbufs: 2047\n  file-prefix: " +
+         "eal:\n  hugepages: false\n  memory-mb: 512\n  mbufs: 2047\n  file-prefix: " +
          prefix + "\nports:\n  - name: " + a + "\n    role: lan\n    vdev: \"" + a_dev +
          "\"\n  - name: " + b + "\n    role: wan\n    vdev: \"" + b_dev + "\"\n" + extra +
          "api:\n  socket: " + socket + "\n";
@@ -248,7 +248,7 @@ TEST_F(DaemonTest, ReloadRenamesSwapsAndRemovesPorts) {
   // Remove a port: one left.
   writeFile(config_, nullConfig(socket_, prefix_).substr(0, 0) +
                          "node:\n  name: gw-test\n  site: lab\neal:\n  hugepages: false\n"
-                         "  memory-mb: 128\n  mbufs: 2047\n  file-prefix: " +
+                         "  memory-mb: 512\n  mbufs: 2047\n  file-prefix: " +
                          prefix_ +
                          "\nports:\n  - name: lan1\n    role: lan\n    vdev: "
                          "net_null1\napi:\n  socket: " +

@@ -1,0 +1,254 @@
+#include "dataplane/engine/dataplane.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <rte_rcu_qsbr.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+
+namespace mcgw::engine {
+
+namespace {
+
+// Back-off of an idle worker: spin for kSpinPolls empty polls, then pause
+// for kPausePolls more, then sleep 1, 2, 4, ... µs up to the configured bound.
+constexpr unsigned kSpinPolls = 64;
+constexpr unsigned kPausePolls = 1024;
+constexpr unsigned kPausesPerPoll = 16;
+// TX buffers are flushed at least this often while packets arrive.
+constexpr uint64_t kDrainUs = 100;
+
+}  // namespace
+
+struct Dataplane::Worker {
+  Dataplane* dp = nullptr;
+  unsigned index = 0;
+  int lcore = -1;
+  std::thread thread;  // when lcore < 0
+  std::unique_ptr<WorkerCounters> counters = std::make_unique<WorkerCounters>();
+  std::atomic<bool> running{false};
+};
+
+Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
+    const std::vector<uint16_t>& lcores, rte_mempool* pool) {
+  std::unique_ptr<Dataplane> dp(new Dataplane());
+  dp->pool_ = pool;
+  dp->baseline_ = std::make_unique<CountersSnapshot>();
+  const unsigned n = std::max<unsigned>(1, static_cast<unsigned>(lcores.size()));
+  const size_t size = rte_rcu_qsbr_get_memsize(n);
+  dp->qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("mcgw_qsbr", size, RTE_CACHE_LINE_SIZE));
+  if (!dp->qsbr_ || rte_rcu_qsbr_init(dp->qsbr_, n) != 0) {
+    return unexpected(std::string("cannot set up RCU for the workers"));
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->dp = dp.get();
+    w->index = i;
+    w->lcore = lcores.empty() ? -1 : lcores[i];
+    dp->workers_.push_back(std::move(w));
+  }
+  for (auto& w : dp->workers_) {
+    w->running = true;
+    if (w->lcore < 0) {
+      w->thread = std::thread([w = w.get()] { run(w); });
+    } else if (int rc = rte_eal_remote_launch(run, w.get(), static_cast<unsigned>(w->lcore));
+               rc != 0) {
+      w->running = false;
+      return unexpected("cannot start the worker on lcore " + std::to_string(w->lcore) +
+                        " (is it in the EAL core list?)");
+    }
+  }
+  return dp;
+}
+
+Dataplane::~Dataplane() {
+  stop();
+  delete current_.exchange(nullptr);
+  rte_free(qsbr_);
+}
+
+void Dataplane::stop() {
+  stop_.store(true);
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) {
+      w->thread.join();
+    } else if (w->lcore >= 0 && w->running) {
+      rte_eal_wait_lcore(static_cast<unsigned>(w->lcore));
+    }
+    w->running = false;
+  }
+}
+
+void Dataplane::publish(std::unique_ptr<ForwardingTables> tables) {
+  ForwardingTables* old = current_.exchange(tables.release(), std::memory_order_acq_rel);
+  // Every online worker passes a quiescent point after the swap; a worker
+  // that saw the old tables flushes its TX buffers before it does.
+  rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+  delete old;
+}
+
+int Dataplane::run(void* arg) {
+  auto* w = static_cast<Worker*>(arg);
+  Dataplane* dp = w->dp;
+  if (w->lcore < 0) {
+    rte_thread_register();  // an lcore id: mempool caches for this thread
+  }
+  prctl(PR_SET_TIMERSLACK, 1000UL);  // short back-off sleeps stay short (ns)
+  WorkerCounters& c = *w->counters;
+  {
+    Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_);
+    rte_rcu_qsbr_thread_register(dp->qsbr_, w->index);
+    rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
+    const uint64_t drain_tsc = rte_get_tsc_hz() * kDrainUs / 1000000;
+    uint64_t last_drain = rte_rdtsc();
+    unsigned idle = 0;
+    uint32_t sleep_us = 0;
+    rte_mbuf* pkts[kBurst];
+    while (!dp->stop_.load(std::memory_order_relaxed)) {
+      const ForwardingTables* t = dp->current_.load(std::memory_order_acquire);
+      const uint64_t start = rte_rdtsc();
+      unsigned got = 0;
+      uint32_t sleep_max = 0;
+      if (t) {
+        sleep_max = t->idle_sleep_max_us;
+        for (const RxQueue& q : t->poll[w->index]) {
+          const uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, kBurst);
+          if (n) {
+            pipeline.process(*t, pkts, n);
+            got += n;
+          }
+        }
+      }
+      const uint64_t now = rte_rdtsc();
+      c.polls.add();
+      if (got) {
+        c.busy_polls.add();
+        c.busy_cycles.add(now - start);
+      }
+      if (pipeline.pending() && (got == 0 || now - last_drain >= drain_tsc)) {
+        pipeline.flush();
+        last_drain = now;
+      }
+      if (t != dp->current_.load(std::memory_order_acquire)) {
+        pipeline.flush();  // nothing of the old tables' ports stays buffered
+      }
+      rte_rcu_qsbr_quiescent(dp->qsbr_, w->index);
+      if (got) {
+        if (idle) {
+          idle = 0;
+          sleep_us = 0;
+          c.sleep_us.store(0, std::memory_order_relaxed);
+          c.state.store(WorkerState::kPolling, std::memory_order_relaxed);
+        }
+        continue;
+      }
+      ++idle;
+      if (idle < kSpinPolls) {
+        continue;
+      }
+      if (sleep_max == 0 || idle < kSpinPolls + kPausePolls) {
+        c.state.store(WorkerState::kPausing, std::memory_order_relaxed);
+        for (unsigned i = 0; i < kPausesPerPoll; ++i) {
+          rte_pause();
+        }
+        continue;
+      }
+      sleep_us = std::min(sleep_max, sleep_us ? sleep_us * 2 : 1);
+      c.state.store(WorkerState::kSleeping, std::memory_order_relaxed);
+      c.sleep_us.store(sleep_us, std::memory_order_relaxed);
+      c.sleeps.add();
+      rte_rcu_qsbr_thread_offline(dp->qsbr_, w->index);
+      timespec ts{0, static_cast<long>(sleep_us) * 1000};
+      nanosleep(&ts, nullptr);
+      rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
+    }
+    pipeline.flush();
+    rte_rcu_qsbr_thread_offline(dp->qsbr_, w->index);
+    rte_rcu_qsbr_thread_unregister(dp->qsbr_, w->index);
+  }
+  c.state.store(WorkerState::kStopped);
+  if (w->lcore < 0) {
+    rte_thread_unregister();
+  }
+  return 0;
+}
+
+CountersSnapshot Dataplane::counters() const {
+  CountersSnapshot s;
+  auto add = [](CountersSnapshot::PB& to, const PacketsBytes& from) {
+    to.packets += from.packets.get();
+    to.bytes += from.bytes.get();
+  };
+  const ForwardingTables* t = tables();
+  for (const auto& w : workers_) {
+    const WorkerCounters& c = *w->counters;
+    for (size_t i = 0; i < kDropReasonCount; ++i) {
+      s.drops[i] += c.drops[i].get();
+    }
+    for (size_t i = 0; i < kMaxLines; ++i) {
+      add(s.line_tx[i], c.line_tx[i]);
+      add(s.line_rx[i], c.line_rx[i]);
+    }
+    for (size_t i = 0; i < kMaxTunnels; ++i) {
+      add(s.tunnel_tx[i], c.tunnel_tx[i]);
+      add(s.tunnel_rx[i], c.tunnel_rx[i]);
+    }
+    add(s.lan_rx, c.lan_rx);
+    add(s.lan_tx, c.lan_tx);
+    add(s.wan_rx, c.wan_rx);
+    add(s.wan_tx, c.wan_tx);
+    s.icmp_sent += c.icmp_sent.get();
+    s.icmp_suppressed += c.icmp_suppressed.get();
+    WorkerStatus ws;
+    ws.index = w->index;
+    ws.lcore = w->lcore;
+    ws.state = c.state.load(std::memory_order_relaxed);
+    ws.sleep_us = c.sleep_us.load(std::memory_order_relaxed);
+    ws.polls = c.polls.get();
+    ws.busy_polls = c.busy_polls.get();
+    ws.busy_cycles = c.busy_cycles.get();
+    ws.sleeps = c.sleeps.get();
+    ws.packets = c.lan_rx.packets.get() + c.wan_rx.packets.get();
+    if (t && w->index < t->poll.size()) {
+      ws.queues = t->poll[w->index];
+    }
+    s.workers.push_back(std::move(ws));
+  }
+  auto sub = [](CountersSnapshot::PB& v, const CountersSnapshot::PB& base) {
+    v.packets -= std::min(v.packets, base.packets);
+    v.bytes -= std::min(v.bytes, base.bytes);
+  };
+  for (size_t i = 0; i < kMaxLines; ++i) {
+    sub(s.line_tx[i], baseline_->line_tx[i]);
+    sub(s.line_rx[i], baseline_->line_rx[i]);
+  }
+  for (size_t i = 0; i < kMaxTunnels; ++i) {
+    sub(s.tunnel_tx[i], baseline_->tunnel_tx[i]);
+    sub(s.tunnel_rx[i], baseline_->tunnel_rx[i]);
+  }
+  return s;
+}
+
+void Dataplane::resetLineSlot(uint16_t slot) {
+  CountersSnapshot now = counters();
+  baseline_->line_tx[slot].packets += now.line_tx[slot].packets;
+  baseline_->line_tx[slot].bytes += now.line_tx[slot].bytes;
+  baseline_->line_rx[slot].packets += now.line_rx[slot].packets;
+  baseline_->line_rx[slot].bytes += now.line_rx[slot].bytes;
+}
+
+void Dataplane::resetTunnelSlot(uint16_t slot) {
+  CountersSnapshot now = counters();
+  baseline_->tunnel_tx[slot].packets += now.tunnel_tx[slot].packets;
+  baseline_->tunnel_tx[slot].bytes += now.tunnel_tx[slot].bytes;
+  baseline_->tunnel_rx[slot].packets += now.tunnel_rx[slot].packets;
+  baseline_->tunnel_rx[slot].bytes += now.tunnel_rx[slot].bytes;
+}
+
+}  // namespace mcgw::engine

@@ -1,0 +1,92 @@
+// The running fast path: worker lcores polling their RX queues, the
+// published ForwardingTables, line health and the counters.
+//
+// Publication (rte_rcu_qsbr): control swaps the table pointer, then waits
+// until every online worker has passed a quiescent point (the end of a poll
+// loop, where a worker that sees new tables first flushes its TX buffers);
+// only then is the old snapshot freed or a port it referenced closed.
+// Forwarding never pauses.  A sleeping worker is offline and not waited for.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/result.hpp"
+#include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/pipeline.hpp"
+#include "dataplane/engine/tables.hpp"
+
+struct rte_rcu_qsbr;
+struct rte_mempool;
+
+namespace mcgw::engine {
+
+struct WorkerStatus {
+  unsigned index = 0;
+  int lcore = -1;  // -1: a registered non-EAL thread (no eal.workers)
+  WorkerState state = WorkerState::kPolling;
+  uint32_t sleep_us = 0;
+  uint64_t polls = 0, busy_polls = 0, busy_cycles = 0, sleeps = 0;
+  uint64_t packets = 0;  // received (LAN + WAN)
+  std::vector<RxQueue> queues;
+};
+
+struct CountersSnapshot {
+  std::array<uint64_t, kDropReasonCount> drops{};
+  struct PB {
+    uint64_t packets = 0, bytes = 0;
+  };
+  std::array<PB, kMaxLines> line_tx{}, line_rx{};
+  std::array<PB, kMaxTunnels> tunnel_tx{}, tunnel_rx{};
+  PB lan_rx, lan_tx, wan_rx, wan_tx;
+  uint64_t icmp_sent = 0, icmp_suppressed = 0;
+  std::vector<WorkerStatus> workers;
+};
+
+class Dataplane {
+ public:
+  // Starts one worker per lcore in `lcores` (EAL worker lcores), or one
+  // registered thread when the list is empty.  Workers poll nothing until
+  // tables are published.
+  static Result<std::unique_ptr<Dataplane>, std::string> start(const std::vector<uint16_t>& lcores,
+                                                               rte_mempool* pool);
+  ~Dataplane();  // stops the workers
+  Dataplane(const Dataplane&) = delete;
+  Dataplane& operator=(const Dataplane&) = delete;
+
+  unsigned workers() const { return static_cast<unsigned>(workers_.size()); }
+
+  // Publishes new tables and returns once no worker uses the old ones (which
+  // are then freed).  Control thread only.
+  void publish(std::unique_ptr<ForwardingTables> tables);
+  // The published tables, for the control thread (which alone replaces them).
+  const ForwardingTables* tables() const { return current_.load(std::memory_order_acquire); }
+
+  void setLineUp(uint16_t slot, bool up) { health_.up[slot].store(up, std::memory_order_relaxed); }
+  bool lineUp(uint16_t slot) const { return health_.up[slot].load(std::memory_order_relaxed); }
+  // Counters of slots that a new line or tunnel took over start from zero.
+  void resetLineSlot(uint16_t slot);
+  void resetTunnelSlot(uint16_t slot);
+
+  CountersSnapshot counters() const;
+
+ private:
+  struct Worker;
+  Dataplane() = default;
+  static int run(void* worker);
+  void stop();
+
+  rte_mempool* pool_ = nullptr;
+  rte_rcu_qsbr* qsbr_ = nullptr;
+  std::atomic<ForwardingTables*> current_{nullptr};
+  std::atomic<bool> stop_{false};
+  LineHealth health_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  // Counter values at the time a slot was (re)assigned.
+  std::unique_ptr<CountersSnapshot> baseline_;
+};
+
+}  // namespace mcgw::engine

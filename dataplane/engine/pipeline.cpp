@@ -1,0 +1,467 @@
+#include "dataplane/engine/pipeline.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_hash_crc.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "dataplane/engine/decap.hpp"
+#include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/icmp.hpp"
+#include "dataplane/proto/ipv4.hpp"
+#include "dataplane/proto/ipv6.hpp"
+#include "dataplane/proto/tcp.hpp"
+#include "dataplane/proto/tunnel.hpp"
+
+namespace mcgw::engine {
+
+namespace {
+
+using proto::Bytes;
+using proto::MutableBytes;
+
+constexpr size_t kEth = 14;
+// ICMP errors: at most kIcmpRate per second per worker, bursts of kIcmpBurst.
+constexpr uint64_t kIcmpRate = 1000;
+constexpr uint64_t kIcmpBurst = 100;
+
+// The decapsulation lookups over one snapshot.  `tenant` answers with the
+// tunnel index (which names the tenant); the matched VTEP's line is kept.
+struct DecapLookup {
+  const ForwardingTables& t;
+  mutable uint16_t line = 0;
+
+  bool peer(bool ipv6, const uint8_t* src, uint32_t* peer_id) const {
+    const size_t n = ipv6 ? 16 : 4;
+    for (const auto& v : t.vteps) {
+      if (v.ipv6 == ipv6 && std::memcmp(v.address.data(), src, n) == 0) {
+        *peer_id = v.peer;
+        line = v.line;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool tenant(uint32_t peer_id, uint32_t vni, uint32_t* tunnel) const {
+    uint16_t idx = 0;
+    if (!t.tunnelFor(static_cast<uint16_t>(peer_id), vni, &idx)) {
+      return false;
+    }
+    *tunnel = idx;
+    return true;
+  }
+  // No Geneve option is understood yet: every critical one drops the packet.
+  bool knownGeneveOption(uint16_t, uint8_t) const { return false; }
+};
+
+void txErrorCallback(rte_mbuf** pkts, uint16_t unsent, void* userdata) {
+  auto* c = static_cast<WorkerCounters*>(userdata);
+  c->drops[static_cast<size_t>(DropReason::kTX_FULL)].add(unsent);
+  rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+bool sameMac(const uint8_t* a, const Mac& b) {
+  return std::memcmp(a, b.data(), 6) == 0;
+}
+
+// The inner flow hash: addresses, protocol and (when present) ports.
+uint32_t flowHash4(const proto::Ipv4Header* ip, const uint8_t* l4, size_t l4_len) {
+  uint32_t h = rte_hash_crc(ip->src, 8, ip->protocol);
+  if (!ip->isFragment() && l4_len >= 4 &&
+      (ip->protocol == proto::kIpProtoTcp || ip->protocol == proto::kIpProtoUdp)) {
+    h = rte_hash_crc(l4, 4, h);
+  }
+  return h;
+}
+
+uint32_t flowHash6(const proto::Ipv6Header* ip, const uint8_t* l4, size_t l4_len) {
+  uint32_t h = rte_hash_crc(ip->src, 32, ip->next_header);
+  if (l4_len >= 4 &&
+      (ip->next_header == proto::kIpProtoTcp || ip->next_header == proto::kIpProtoUdp)) {
+    h = rte_hash_crc(l4, 4, h);
+  }
+  return h;
+}
+
+}  // namespace
+
+Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
+                   const LineHealth* health)
+    : tx_queue_(tx_queue), pool_(pool), counters_(counters), health_(health) {
+  for (auto& b : tx_) {
+    b = static_cast<rte_eth_dev_tx_buffer*>(
+        rte_zmalloc("mcgw_txbuf", RTE_ETH_TX_BUFFER_SIZE(kBurst), RTE_CACHE_LINE_SIZE));
+    if (b) {
+      rte_eth_tx_buffer_init(b, kBurst);
+      rte_eth_tx_buffer_set_err_callback(b, txErrorCallback, counters_);
+    }
+  }
+  tsc_hz_ = rte_get_tsc_hz();
+  icmp_tokens_ = kIcmpBurst;
+  icmp_last_tsc_ = rte_rdtsc();
+}
+
+Pipeline::~Pipeline() {
+  for (auto& b : tx_) {
+    if (b) {
+      rte_pktmbuf_free_bulk(b->pkts, b->length);
+      rte_free(b);
+    }
+  }
+}
+
+void Pipeline::flush() {
+  uint32_t mask = pending_mask_;
+  pending_mask_ = 0;
+  while (mask) {
+    const unsigned port = static_cast<unsigned>(__builtin_ctz(mask));
+    mask &= mask - 1;
+    rte_eth_tx_buffer_flush(static_cast<uint16_t>(port), tx_queue_, tx_[port]);
+  }
+}
+
+void Pipeline::drop(rte_mbuf* m, DropReason why) {
+  counters_->drops[static_cast<size_t>(why)].add();
+  rte_pktmbuf_free(m);
+}
+
+void Pipeline::transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m) {
+  if (port >= kMaxPorts || !t.ports[port].present || !tx_[port]) {
+    drop(m, DropReason::kNO_ROUTE);
+    return;
+  }
+  (t.ports[port].lan ? counters_->lan_tx : counters_->wan_tx).add(m->pkt_len);
+  pending_mask_ |= 1u << port;
+  rte_eth_tx_buffer(port, tx_queue_, tx_[port], m);
+}
+
+void Pipeline::process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) {
+      rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+    }
+    handle(t, pkts[i]);
+  }
+}
+
+void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
+  const uint16_t port = m->port;
+  if (port >= kMaxPorts || !t.ports[port].present) {
+    drop(m, DropReason::kNO_TENANT);
+    return;
+  }
+  const PortEntry& pe = t.ports[port];
+  (pe.lan ? counters_->lan_rx : counters_->wan_rx).add(m->pkt_len);
+  if (!rte_pktmbuf_is_contiguous(m)) {
+    drop(m, DropReason::kSEGMENTED);
+    return;
+  }
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  if (m->data_len < kEth) {
+    drop(m, DropReason::kMALFORMED);
+    return;
+  }
+  if (!sameMac(data, pe.mac)) {
+    drop(m, DropReason::kOTHER_HOST);
+    return;
+  }
+  if (pe.lan) {
+    const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);
+    if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) {
+      drop(m, DropReason::kNOT_IP);
+      return;
+    }
+    if (pe.tenant == kNoTenant) {
+      drop(m, DropReason::kNO_TENANT);
+      return;
+    }
+    forward(t, m, pe.tenant, port);
+    return;
+  }
+  DecapLookup lookup{t};
+  DecapResult r =
+      decapsulate(MutableBytes(reinterpret_cast<std::byte*>(data), m->data_len), lookup);
+  if (r.kind == DecapResult::Kind::kNotTunnel) {
+    drop(m, DropReason::kNOT_OVERLAY);
+    return;
+  }
+  if (r.kind == DecapResult::Kind::kDrop) {
+    drop(m, r.reason);
+    return;
+  }
+  const TunnelEntry& tunnel = t.tunnels[r.tenant];
+  counters_->line_rx[t.lines[lookup.line].slot].add(m->pkt_len);
+  rte_pktmbuf_adj(m, static_cast<uint16_t>(r.inner_offset));
+  counters_->tunnel_rx[tunnel.slot].add(m->pkt_len);
+  data = rte_pktmbuf_mtod(m, uint8_t*);
+  const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);
+  if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) {
+    drop(m, DropReason::kNOT_IP);
+    return;
+  }
+  forward(t, m, tunnel.tenant, port);
+}
+
+void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port) {
+  using namespace proto;
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  const size_t len = m->data_len;
+  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
+  std::optional<uint32_t> nh_index;
+  uint32_t flow_hash = 0;
+  const uint8_t* dst = nullptr;
+  if (!v6) {
+    if (len < kEth + sizeof(Ipv4Header)) {
+      drop(m, DropReason::kMALFORMED);
+      return;
+    }
+    auto* ip = reinterpret_cast<Ipv4Header*>(data + kEth);
+    const size_t hl = ip->headerLength();
+    const size_t total = ip->total_length.get();
+    if (ip->version() != 4 || hl < sizeof(Ipv4Header) || total < hl || total > len - kEth) {
+      drop(m, DropReason::kMALFORMED);
+      return;
+    }
+    if (total < len - kEth) {  // Ethernet padding stays behind
+      rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
+    }
+    dst = ip->dst;
+    if (dst[0] >= 224 || t.isLocal(false, dst)) {  // multicast, broadcast, ours
+      drop(m, DropReason::kLOCAL);
+      return;
+    }
+    if (ip->ttl <= 1) {
+      timeExceeded(t, m, tenant, rx_port);
+      return;
+    }
+    nh_index = t.tenants[tenant].fib->lookup4(dst);
+    if (!nh_index) {
+      drop(m, DropReason::kNO_ROUTE);
+      return;
+    }
+    const uint16_t old_word = static_cast<uint16_t>(ip->ttl << 8 | ip->protocol);
+    --ip->ttl;
+    ip->checksum.set(checksumUpdate16(ip->checksum.get(), old_word,
+                                      static_cast<uint16_t>(ip->ttl << 8 | ip->protocol)));
+    flow_hash = flowHash4(ip, data + kEth + hl, total - hl);
+  } else {
+    if (len < kEth + sizeof(Ipv6Header)) {
+      drop(m, DropReason::kMALFORMED);
+      return;
+    }
+    auto* ip = reinterpret_cast<Ipv6Header*>(data + kEth);
+    const size_t total = sizeof(Ipv6Header) + ip->payload_length.get();
+    if (ip->version() != 6 || total > len - kEth) {
+      drop(m, DropReason::kMALFORMED);
+      return;
+    }
+    if (total < len - kEth) {
+      rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
+    }
+    dst = ip->dst;
+    // Multicast and link-local destinations are never routed.
+    if (dst[0] == 0xff || (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80) || t.isLocal(true, dst)) {
+      drop(m, DropReason::kLOCAL);
+      return;
+    }
+    if (ip->hop_limit <= 1) {
+      timeExceeded(t, m, tenant, rx_port);
+      return;
+    }
+    nh_index = t.tenants[tenant].fib->lookup6(dst);
+    if (!nh_index) {
+      drop(m, DropReason::kNO_ROUTE);
+      return;
+    }
+    --ip->hop_limit;
+    flow_hash = flowHash6(ip, data + kEth + sizeof(Ipv6Header), total - sizeof(Ipv6Header));
+  }
+  const NextHop& nh = t.next_hops[*nh_index];
+  switch (nh.kind) {
+    case NextHop::Kind::kTunnel:
+      encapsulate(t, m, t.tunnels[nh.tunnel], flow_hash);
+      return;
+    case NextHop::Kind::kGateway:
+      if (!nh.resolved) {
+        drop(m, DropReason::kNO_NEIGHBOR);
+        return;
+      }
+      std::memcpy(data, nh.mac.data(), 6);
+      break;
+    case NextHop::Kind::kConnected: {
+      Mac mac;
+      if (!t.neighbor(nh.port, v6, dst, &mac)) {
+        drop(m, DropReason::kNO_NEIGHBOR);
+        return;
+      }
+      std::memcpy(data, mac.data(), 6);
+      break;
+    }
+  }
+  std::memcpy(data + 6, t.ports[nh.port].mac.data(), 6);
+  transmit(t, nh.port, m);
+}
+
+void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
+                           uint32_t flow_hash) {
+  // The line: the first healthy one (active-backup), or one of the healthy
+  // ones by flow hash (ECMP).  A line whose next hop has no MAC is unusable.
+  std::array<uint16_t, kMaxLinesPerPeer> healthy;
+  unsigned n = 0;
+  for (unsigned i = 0; i < tunnel.n_lines; ++i) {
+    const LineEntry& l = t.lines[tunnel.lines[i]];
+    if (l.resolved && health_->up[l.slot].load(std::memory_order_relaxed)) {
+      healthy[n++] = tunnel.lines[i];
+      if (!tunnel.ecmp) {
+        break;
+      }
+    }
+  }
+  if (n == 0) {
+    drop(m, DropReason::kNO_TUNNEL);
+    return;
+  }
+  const LineEntry& line = t.lines[healthy[n == 1 ? 0 : flow_hash % n]];
+  const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
+  const size_t inner_len = m->data_len;
+  // The outer IP packet must fit the line's MTU: the gateway never
+  // fragments outer packets (RFC 7348 4.3).
+  if (inner_len + overhead - kEth > line.mtu) {
+    drop(m, DropReason::kTOO_BIG);
+    return;
+  }
+  auto* inner = rte_pktmbuf_mtod(m, uint8_t*);
+  std::memcpy(inner, tunnel.inner_dst.data(), 6);
+  std::memcpy(inner + 6, line.header.src_mac, 6);
+  auto* outer =
+      reinterpret_cast<std::byte*>(rte_pktmbuf_prepend(m, static_cast<uint16_t>(overhead)));
+  if (!outer) {
+    drop(m, DropReason::kNO_BUFFER);
+    return;
+  }
+  if (proto::encodeTunnelHeaders(MutableBytes(outer, overhead), line.header, tunnel.vni,
+                                 Bytes(outer + overhead, inner_len), flow_hash) == 0) {
+    drop(m, DropReason::kMALFORMED);
+    return;
+  }
+  counters_->tunnel_tx[tunnel.slot].add(inner_len);
+  counters_->line_tx[line.slot].add(m->pkt_len);
+  transmit(t, line.port, m);
+}
+
+bool Pipeline::icmpAllowed() {
+  const uint64_t now = rte_rdtsc();
+  const uint64_t earned = (now - icmp_last_tsc_) * kIcmpRate / tsc_hz_;
+  if (earned > 0) {
+    icmp_tokens_ = std::min(kIcmpBurst, icmp_tokens_ + earned);
+    icmp_last_tsc_ = now;
+  }
+  if (icmp_tokens_ == 0) {
+    return false;
+  }
+  --icmp_tokens_;
+  return true;
+}
+
+// ICMP time exceeded (RFC 792 / RFC 4443 §3.3) for an expired packet, sent
+// from the tenant's LAN address and routed like any packet.  The expired
+// packet itself is dropped and counted.  Never in answer to an ICMP error, a
+// later fragment or a multicast source.
+void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant,
+                            uint16_t rx_port) {
+  using namespace proto;
+  const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
+  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
+  const uint8_t* ip_bytes = data + kEth;
+  const size_t ip_len = m->data_len - kEth;
+  const TenantEntry& te = t.tenants[tenant];
+  bool answer = true;
+  if (!v6) {
+    const auto* ip = reinterpret_cast<const Ipv4Header*>(ip_bytes);
+    const size_t hl = ip->headerLength();
+    if (ip->fragmentOffset() != 0 || ip->src[0] >= 224 || !te.icmp_source4) {
+      answer = false;
+    } else if (ip->protocol == kIpProtoIcmp) {
+      answer = ip_len > hl && !isIcmpError(ip_bytes[hl]);
+    }
+  } else {
+    const auto* ip = reinterpret_cast<const Ipv6Header*>(ip_bytes);
+    if (ip->src[0] == 0xff || !te.icmp_source6) {
+      answer = false;
+    } else if (ip->next_header == kIpProtoIpv6Icmp) {
+      answer = ip_len > sizeof(Ipv6Header) && !isIcmp6Error(ip_bytes[sizeof(Ipv6Header)]);
+    }
+  }
+  rte_mbuf* e = nullptr;
+  if (answer && icmpAllowed()) {
+    e = rte_pktmbuf_alloc(pool_);
+  }
+  if (!e) {
+    counters_->icmp_suppressed.add();
+    drop(m, DropReason::kTTL_EXPIRED);
+    return;
+  }
+  // As much of the packet as fits in 576 (IPv4, RFC 1812 4.3.2.3) or 1280
+  // (IPv6, RFC 4443 2.4) bytes.
+  const size_t ip_header = v6 ? sizeof(Ipv6Header) : sizeof(Ipv4Header);
+  const size_t limit = (v6 ? 1280 : 576) - ip_header - sizeof(IcmpHeader);
+  const size_t quote = std::min(
+      {ip_len, limit,
+       static_cast<size_t>(rte_pktmbuf_tailroom(e)) - kEth - ip_header - sizeof(IcmpHeader)});
+  const size_t total = kEth + ip_header + sizeof(IcmpHeader) + quote;
+  auto* out = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(e, static_cast<uint16_t>(total)));
+  if (!out) {
+    rte_pktmbuf_free(e);
+    counters_->icmp_suppressed.add();
+    drop(m, DropReason::kTTL_EXPIRED);
+    return;
+  }
+  std::memcpy(out, data + 6, 6);  // rewritten when forwarded
+  std::memcpy(out + 6, data, 6);
+  out[12] = data[12];
+  out[13] = data[13];
+  auto* icmp = reinterpret_cast<IcmpHeader*>(out + kEth + ip_header);
+  std::memcpy(reinterpret_cast<uint8_t*>(icmp) + sizeof(IcmpHeader), ip_bytes, quote);
+  icmp->code = 0;
+  icmp->rest.set(0);
+  icmp->checksum.set(0);
+  const uint16_t icmp_len = static_cast<uint16_t>(sizeof(IcmpHeader) + quote);
+  const Bytes icmp_bytes(reinterpret_cast<const std::byte*>(icmp), icmp_len);
+  if (!v6) {
+    const auto* orig = reinterpret_cast<const Ipv4Header*>(ip_bytes);
+    auto* ip = reinterpret_cast<Ipv4Header*>(out + kEth);
+    *ip = Ipv4Header{};
+    ip->version_ihl = 0x45;
+    ip->total_length.set(static_cast<uint16_t>(ip_header + icmp_len));
+    ip->ttl = 64;
+    ip->protocol = kIpProtoIcmp;
+    std::memcpy(ip->src, te.icmp_source4->data(), 4);
+    std::memcpy(ip->dst, orig->src, 4);
+    ip->checksum.set(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), ip_header)));
+    icmp->type = kIcmpTimeExceeded;
+    icmp->checksum.set(internetChecksum(icmp_bytes));
+  } else {
+    const auto* orig = reinterpret_cast<const Ipv6Header*>(ip_bytes);
+    auto* ip = reinterpret_cast<Ipv6Header*>(out + kEth);
+    *ip = Ipv6Header{};
+    ip->ver_tc_flow.set(6u << 28);
+    ip->payload_length.set(icmp_len);
+    ip->next_header = kIpProtoIpv6Icmp;
+    ip->hop_limit = 64;
+    std::memcpy(ip->src, te.icmp_source6->data(), 16);
+    std::memcpy(ip->dst, orig->src, 16);
+    icmp->type = kIcmp6TimeExceeded;
+    icmp->checksum.set(
+        internetChecksum(icmp_bytes, pseudoHeaderV6(ip->src, ip->dst, kIpProtoIpv6Icmp, icmp_len)));
+  }
+  e->port = rx_port;
+  drop(m, DropReason::kTTL_EXPIRED);
+  counters_->icmp_sent.add();
+  forward(t, e, tenant, rx_port);
+}
+
+}  // namespace mcgw::engine

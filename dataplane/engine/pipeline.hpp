@@ -1,0 +1,74 @@
+// The per-packet work of one worker, run to completion on a burst:
+//
+//   LAN rx ─► checks ─► TTL ─► tenant FIB ─► tunnel: line choice ─► encap ─► WAN tx
+//                                        └─► LAN next hop / connected ─► LAN tx
+//   WAN rx ─► decap (peer VTEP, VNI, Geneve C bit, RFC 6040) ─► the same forwarding
+//
+// A Pipeline belongs to one worker: it owns that worker's TX buffers (one per
+// port, on the worker's own TX queue) and writes only its own counters.  No
+// locks, allocation (beyond mbufs from the mempool for ICMP errors), syscalls
+// or exceptions per packet.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/tables.hpp"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_eth_dev_tx_buffer;
+
+namespace mcgw::engine {
+
+// Line health as the control plane sets it (link state now, BFD later),
+// indexed by line slot.  Workers read it per packet.
+struct LineHealth {
+  std::array<std::atomic<bool>, kMaxLines> up{};
+};
+
+inline constexpr uint16_t kBurst = 32;
+
+class Pipeline {
+ public:
+  // tx_queue: the TX queue this worker owns on every port.
+  Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
+           const LineHealth* health);
+  ~Pipeline();  // frees whatever is still buffered
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Processes received packets (each mbuf's `port` is its RX port); every
+  // mbuf is either buffered for TX or freed and counted as a drop.
+  void process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n);
+
+  // Sends what the TX buffers hold (the drain timer, and before a quiescent
+  // point that adopts new tables).
+  void flush();
+  bool pending() const { return pending_mask_ != 0; }
+
+ private:
+  void handle(const ForwardingTables& t, rte_mbuf* m);
+  void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port);
+  void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
+                   uint32_t flow_hash);
+  void timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port);
+  void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
+  void drop(rte_mbuf* m, DropReason why);
+  bool icmpAllowed();
+
+  uint16_t tx_queue_;
+  rte_mempool* pool_;
+  WorkerCounters* counters_;
+  const LineHealth* health_;
+  std::array<rte_eth_dev_tx_buffer*, kMaxPorts> tx_{};
+  uint32_t pending_mask_ = 0;  // ports whose buffer holds packets
+  // ICMP error token bucket (per worker): tokens refill at kIcmpRate per second.
+  uint64_t icmp_tokens_ = 0;
+  uint64_t icmp_last_tsc_ = 0;
+  uint64_t tsc_hz_ = 0;
+};
+
+}  // namespace mcgw::engine
