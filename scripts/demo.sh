@@ -71,6 +71,9 @@ for port in lan0 wan0; do
   ip -n "$ns" link set "demo-$port" up
   ip -n "$ns" link set "peer-$port" up
 done
+# Fixed MACs: the config names them as static neighbours (ARP/ND comes later).
+ip -n "$ns" link set peer-lan0 address 02:00:00:00:0a:0a
+ip -n "$ns" link set peer-wan0 address 02:00:00:00:0b:02
 ip -n "$ns" addr add 10.1.0.10/24 dev peer-lan0
 ip -n "$ns" addr add 198.51.100.2/30 dev peer-wan0
 

@@ -7,26 +7,26 @@
 #ifndef MCGW_DATAPLANE_ENGINE_DROP_REASON_H
 #define MCGW_DATAPLANE_ENGINE_DROP_REASON_H
 
-#define MCGW_DROP_REASONS(X)                                                            \
-  X(MALFORMED, "malformed", "a header could not be parsed")                             \
-  X(OUTER_FRAGMENT, "outer-fragment", "a fragmented tunnel packet (RFC 7348 4.3)")      \
-  X(UNKNOWN_VTEP, "unknown-vtep", "tunnel packet from an address that is no peer VTEP") \
-  X(UNKNOWN_VNI, "unknown-vni", "tunnel packet with a VNI the peer does not carry")     \
-  X(CRITICAL_OPTION, "critical-option", "Geneve option marked critical not understood") \
-  X(OAM, "oam", "Geneve control packet (O bit): never forwarded to a tenant")           \
-  X(ECN, "ecn", "CE outside a Not-ECT packet (RFC 6040)")                               \
-  X(NO_ROUTE, "no-route", "no route in the tenant's table")                             \
-  X(NO_TUNNEL, "no-tunnel", "route to a peer without a healthy line")                   \
-  X(TTL_EXPIRED, "ttl-expired", "TTL or hop limit reached zero")                        \
-  X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable")                \
-  X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                             \
-  X(TX_FULL, "tx-full", "the transmit queue was full")                                  \
-  X(NOT_IP, "not-ip", "not an untagged IPv4/IPv6 frame (ARP, LLDP, VLAN): not forwarded") \
-  X(OTHER_HOST, "other-host", "destination MAC is not the port's own")                  \
-  X(LOCAL, "local", "addressed to the gateway itself: not forwarded")                    \
-  X(NOT_OVERLAY, "not-overlay", "non-overlay packet on a WAN port: not forwarded")       \
-  X(NO_NEIGHBOR, "no-neighbor", "the next hop's MAC address is unknown")                 \
-  X(NO_TENANT, "no-tenant", "arrived on a LAN port that carries no tenant")              \
+#define MCGW_DROP_REASONS(X)                                                                     \
+  X(MALFORMED, "malformed", "a header could not be parsed")                                      \
+  X(OUTER_FRAGMENT, "outer-fragment", "a fragmented tunnel packet (RFC 7348 4.3)")               \
+  X(UNKNOWN_VTEP, "unknown-vtep", "tunnel packet from an address that is no peer VTEP")          \
+  X(UNKNOWN_VNI, "unknown-vni", "tunnel packet with a VNI the peer does not carry")              \
+  X(CRITICAL_OPTION, "critical-option", "Geneve option marked critical not understood")          \
+  X(OAM, "oam", "Geneve control packet (O bit): never forwarded to a tenant")                    \
+  X(ECN, "ecn", "CE outside a Not-ECT packet (RFC 6040)")                                        \
+  X(NO_ROUTE, "no-route", "no route in the tenant's table")                                      \
+  X(NO_TUNNEL, "no-tunnel", "route to a peer without a usable line")                             \
+  X(TTL_EXPIRED, "ttl-expired", "TTL or hop limit reached zero")                                 \
+  X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable")                         \
+  X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                                      \
+  X(TX_FULL, "tx-full", "the transmit queue was full")                                           \
+  X(NOT_IP, "not-ip", "not an untagged IPv4/IPv6 frame (ARP, LLDP, VLAN): not forwarded")        \
+  X(OTHER_HOST, "other-host", "destination MAC is not the port's own")                           \
+  X(LOCAL, "local", "addressed to the gateway itself (or multicast, link-local): not forwarded") \
+  X(NOT_OVERLAY, "not-overlay", "non-overlay packet on a WAN port: not forwarded")               \
+  X(NO_NEIGHBOR, "no-neighbor", "the next hop's MAC address is unknown")                         \
+  X(NO_TENANT, "no-tenant", "arrived on a LAN port that carries no tenant")                      \
   X(SEGMENTED, "segmented", "a frame in several buffers (larger than one mbuf)")
 
 #endif
