@@ -120,7 +120,7 @@ int Dataplane::run(void* arg) {
         for (const RxQueue& q : t->poll[w->index]) {
           const uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, kBurst);
           if (n) {
-            pipeline.process(*t, pkts, n);
+            pipeline.process(*t, q.port, pkts, n);
             got += n;
           }
         }

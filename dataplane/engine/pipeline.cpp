@@ -139,6 +139,13 @@ void Pipeline::transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m) {
   rte_eth_tx_buffer(port, tx_queue_, tx_[port], m);
 }
 
+void Pipeline::process(const ForwardingTables& t, uint16_t rx_port, rte_mbuf** pkts, uint16_t n) {
+  for (uint16_t i = 0; i < n; ++i) {
+    pkts[i]->port = rx_port;
+  }
+  process(t, pkts, n);
+}
+
 void Pipeline::process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) {
@@ -206,7 +213,8 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
   forward(t, m, tunnel.tenant, port);
 }
 
-void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port) {
+void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
+                       bool originated) {
   using namespace proto;
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t len = m->data_len;
@@ -234,7 +242,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       drop(m, DropReason::kLOCAL);
       return;
     }
-    if (ip->ttl <= 1) {
+    if (ip->ttl <= 1 && !originated) {
       timeExceeded(t, m, tenant, rx_port);
       return;
     }
@@ -243,10 +251,12 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       drop(m, DropReason::kNO_ROUTE);
       return;
     }
-    const uint16_t old_word = static_cast<uint16_t>(ip->ttl << 8 | ip->protocol);
-    --ip->ttl;
-    ip->checksum.set(checksumUpdate16(ip->checksum.get(), old_word,
-                                      static_cast<uint16_t>(ip->ttl << 8 | ip->protocol)));
+    if (!originated) {
+      const uint16_t old_word = static_cast<uint16_t>(ip->ttl << 8 | ip->protocol);
+      --ip->ttl;
+      ip->checksum.set(checksumUpdate16(ip->checksum.get(), old_word,
+                                        static_cast<uint16_t>(ip->ttl << 8 | ip->protocol)));
+    }
     flow_hash = flowHash4(ip, data + kEth + hl, total - hl);
   } else {
     if (len < kEth + sizeof(Ipv6Header)) {
@@ -268,7 +278,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       drop(m, DropReason::kLOCAL);
       return;
     }
-    if (ip->hop_limit <= 1) {
+    if (ip->hop_limit <= 1 && !originated) {
       timeExceeded(t, m, tenant, rx_port);
       return;
     }
@@ -277,7 +287,9 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       drop(m, DropReason::kNO_ROUTE);
       return;
     }
-    --ip->hop_limit;
+    if (!originated) {
+      --ip->hop_limit;
+    }
     flow_hash = flowHash6(ip, data + kEth + sizeof(Ipv6Header), total - sizeof(Ipv6Header));
   }
   const NextHop& nh = t.next_hops[*nh_index];
@@ -308,24 +320,39 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
 
 void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                            uint32_t flow_hash) {
-  // The line: the first healthy one (active-backup), or one of the healthy
-  // ones by flow hash (ECMP).  A line whose next hop has no MAC is unusable.
-  std::array<uint16_t, kMaxLinesPerPeer> healthy;
-  unsigned n = 0;
-  for (unsigned i = 0; i < tunnel.n_lines; ++i) {
-    const LineEntry& l = t.lines[tunnel.lines[i]];
-    if (l.resolved && health_->up[l.slot].load(std::memory_order_relaxed)) {
-      healthy[n++] = tunnel.lines[i];
-      if (!tunnel.ecmp) {
-        break;
-      }
+  // The line.  active-backup: the first usable one.  ECMP: the flow's own
+  // line (hash over all lines) while it is usable, so flows on lines that
+  // stay up never move; the flows of a line that is not usable are spread
+  // over the usable ones by another part of the hash.
+  auto usable = [&](uint16_t i) {
+    const LineEntry& l = t.lines[i];
+    return l.resolved && health_->up[l.slot].load(std::memory_order_relaxed);
+  };
+  const LineEntry* chosen = nullptr;
+  if (tunnel.ecmp && tunnel.n_lines > 0) {
+    const uint16_t own = tunnel.lines[flow_hash % tunnel.n_lines];
+    if (usable(own)) {
+      chosen = &t.lines[own];
     }
   }
-  if (n == 0) {
-    drop(m, DropReason::kNO_TUNNEL);
-    return;
+  if (!chosen) {
+    std::array<uint16_t, kMaxLinesPerPeer> healthy;
+    unsigned n = 0;
+    for (unsigned i = 0; i < tunnel.n_lines; ++i) {
+      if (usable(tunnel.lines[i])) {
+        healthy[n++] = tunnel.lines[i];
+        if (!tunnel.ecmp) {
+          break;
+        }
+      }
+    }
+    if (n == 0) {
+      drop(m, DropReason::kNO_TUNNEL);
+      return;
+    }
+    chosen = &t.lines[healthy[n == 1 ? 0 : (flow_hash >> 16) % n]];
   }
-  const LineEntry& line = t.lines[healthy[n == 1 ? 0 : flow_hash % n]];
+  const LineEntry& line = *chosen;
   const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
   const size_t inner_len = m->data_len;
   // The outer IP packet must fit the line's MTU: the gateway never
@@ -379,18 +406,27 @@ void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t ten
   const uint8_t* ip_bytes = data + kEth;
   const size_t ip_len = m->data_len - kEth;
   const TenantEntry& te = t.tenants[tenant];
+  // From the address of the port the packet arrived on (a LAN port), else
+  // the tenant's first LAN address: routable back to the sender.
+  const PortEntry& rx = t.ports[rx_port];
+  const auto* source4 = rx.lan && rx.icmp_source4 ? &*rx.icmp_source4
+                        : te.icmp_source4         ? &*te.icmp_source4
+                                                  : nullptr;
+  const auto* source6 = rx.lan && rx.icmp_source6 ? &*rx.icmp_source6
+                        : te.icmp_source6         ? &*te.icmp_source6
+                                                  : nullptr;
   bool answer = true;
   if (!v6) {
     const auto* ip = reinterpret_cast<const Ipv4Header*>(ip_bytes);
     const size_t hl = ip->headerLength();
-    if (ip->fragmentOffset() != 0 || ip->src[0] >= 224 || !te.icmp_source4) {
+    if (ip->fragmentOffset() != 0 || ip->src[0] >= 224 || !source4) {
       answer = false;
     } else if (ip->protocol == kIpProtoIcmp) {
       answer = ip_len > hl && !isIcmpError(ip_bytes[hl]);
     }
   } else {
     const auto* ip = reinterpret_cast<const Ipv6Header*>(ip_bytes);
-    if (ip->src[0] == 0xff || !te.icmp_source6) {
+    if (ip->src[0] == 0xff || !source6) {
       answer = false;
     } else if (ip->next_header == kIpProtoIpv6Icmp) {
       answer = ip_len > sizeof(Ipv6Header) && !isIcmp6Error(ip_bytes[sizeof(Ipv6Header)]);
@@ -439,7 +475,7 @@ void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t ten
     ip->total_length.set(static_cast<uint16_t>(ip_header + icmp_len));
     ip->ttl = 64;
     ip->protocol = kIpProtoIcmp;
-    std::memcpy(ip->src, te.icmp_source4->data(), 4);
+    std::memcpy(ip->src, source4->data(), 4);
     std::memcpy(ip->dst, orig->src, 4);
     ip->checksum.set(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), ip_header)));
     icmp->type = kIcmpTimeExceeded;
@@ -452,7 +488,7 @@ void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t ten
     ip->payload_length.set(icmp_len);
     ip->next_header = kIpProtoIpv6Icmp;
     ip->hop_limit = 64;
-    std::memcpy(ip->src, te.icmp_source6->data(), 16);
+    std::memcpy(ip->src, source6->data(), 16);
     std::memcpy(ip->dst, orig->src, 16);
     icmp->type = kIcmp6TimeExceeded;
     icmp->checksum.set(
@@ -461,7 +497,7 @@ void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t ten
   e->port = rx_port;
   drop(m, DropReason::kTTL_EXPIRED);
   counters_->icmp_sent.add();
-  forward(t, e, tenant, rx_port);
+  forward(t, e, tenant, rx_port, true);
 }
 
 }  // namespace mcgw::engine

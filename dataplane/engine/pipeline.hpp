@@ -40,8 +40,11 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Processes received packets (each mbuf's `port` is its RX port); every
-  // mbuf is either buffered for TX or freed and counted as a drop.
+  // Processes packets received on rx_port; every mbuf is either buffered
+  // for TX or freed and counted as a drop.  (Not every driver sets the
+  // mbuf's `port`: net_ring does not.)
+  void process(const ForwardingTables& t, uint16_t rx_port, rte_mbuf** pkts, uint16_t n);
+  // The same for packets whose mbuf `port` names their RX port.
   void process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n);
 
   // Sends what the TX buffers hold (the drain timer, and before a quiescent
@@ -51,7 +54,10 @@ class Pipeline {
 
  private:
   void handle(const ForwardingTables& t, rte_mbuf* m);
-  void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port);
+  // originated: a packet the gateway made (an ICMP error): routed without
+  // the TTL check and decrement.
+  void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
+               bool originated = false);
   void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                    uint32_t flow_hash);
   void timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port);

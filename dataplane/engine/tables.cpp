@@ -159,8 +159,14 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
         std::array<uint8_t, 4> b;
         std::copy_n(a.address.bytes.begin(), 4, b.begin());
         t->local4.push_back(b);
+        if (!pe.icmp_source4) {
+          pe.icmp_source4 = b;
+        }
       } else {
         t->local6.push_back(a.address.bytes);
+        if (!pe.icmp_source6) {
+          pe.icmp_source6 = a.address.bytes;
+        }
       }
     }
   }

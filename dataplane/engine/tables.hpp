@@ -43,6 +43,9 @@ struct PortEntry {
   std::string name;
   // The port's own addresses (packets to them are not forwarded).
   std::vector<config::InterfaceAddress> addresses;
+  // Its first address of each family: the source of ICMP errors.
+  std::optional<std::array<uint8_t, 4>> icmp_source4;
+  std::optional<std::array<uint8_t, 16>> icmp_source6;
 };
 
 struct LineEntry {

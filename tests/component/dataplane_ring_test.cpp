@@ -1,0 +1,1199 @@
+// The fast path end to end in one process, on real DPDK ports: net_ring
+// devices made from rte_rings (rte_eth_from_rings), one LAN and two WAN.  The
+// test enqueues mbufs into a port's RX ring and dequeues what the worker
+// transmitted from its TX ring.  Tables come from YAML through the loader and
+// TablesBuilder; one Dataplane worker thread forwards (EAL --no-huge).
+//
+// Cases: active-backup failover and failback, ECMP flow stickiness across a
+// line failure, route-table swaps under traffic, the idle worker's back-off,
+// and ICMP time exceeded for an expired TTL.
+#include <gtest/gtest.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/loader.hpp"
+#include "dataplane/engine/dataplane.hpp"
+#include "dataplane/engine/tables.hpp"
+#include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/ethernet.hpp"
+#include "dataplane/proto/icmp.hpp"
+#include "dataplane/proto/ipv4.hpp"
+#include "dataplane/proto/udp.hpp"
+#include "dataplane/proto/vxlan.hpp"
+
+namespace mcgw::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Ip4 = std::array<uint8_t, 4>;
+
+constexpr unsigned kRxRingSize = 4096;  // what the test enqueues (capacity 4095)
+constexpr unsigned kTxRingSize = 8192;  // what the worker transmits
+constexpr unsigned kMbufs = 16383;
+constexpr unsigned kWorkers = 1;  // one TX queue per worker on every port
+constexpr uint32_t kVni = 5001;
+constexpr uint32_t kMagic = 0x6d636777;  // "mcgw": marks the test's payloads
+
+constexpr Mac kHostMac = {0x02, 0, 0, 0, 0x01, 0x10};        // 10.1.0.10, lan0's neighbour
+constexpr Mac kWan0RouterMac = {0x02, 0, 0, 0, 0x02, 0xfe};  // 203.0.113.254
+constexpr Mac kWan1RouterMac = {0x02, 0, 0, 0, 0x03, 0xfe};  // 198.51.100.254
+constexpr Mac kInnerMacB = {0x02, 0, 0, 0, 0x0b, 0x01};
+constexpr Mac kInnerMacC = {0x02, 0, 0, 0, 0x0c, 0x01};
+
+constexpr Ip4 kHost = {10, 1, 0, 10};
+constexpr Ip4 kLanAddress = {10, 1, 0, 1};
+constexpr Ip4 kWan0Address = {203, 0, 113, 1};
+constexpr Ip4 kWan1Address = {198, 51, 100, 1};
+constexpr Ip4 kRemoteB1 = {192, 0, 2, 1};  // peer b, line over wan0
+constexpr Ip4 kRemoteB2 = {192, 0, 2, 2};  // peer b, line over wan1
+constexpr Ip4 kRemoteC1 = {192, 0, 2, 3};  // peer c, line over wan1
+
+proto::Bytes bytes(const void* p, size_t n) {
+  return proto::Bytes(static_cast<const std::byte*>(p), n);
+}
+
+// ------------------------------------------------------------- EAL and ports
+
+struct RingPort {
+  std::string name;  // the config's port name
+  uint16_t id = 0;
+  rte_ring* rx = nullptr;  // the test enqueues, the port receives
+  rte_ring* tx = nullptr;  // the port transmits, the test dequeues
+  Mac mac{};
+};
+
+void freeRing(rte_ring* r) {
+  if (!r) {
+    return;
+  }
+  void* objs[64];
+  unsigned n;
+  while ((n = rte_ring_dequeue_burst(r, objs, 64, nullptr)) > 0) {
+    rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), n);
+  }
+}
+
+class RingEnv : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    // Each tenant's FIB takes ~130 MiB (rte_lpm + rte_lpm6) and a route
+    // change holds two of them for a moment: 1 GiB leaves ample room.
+    std::string prefix = "ringtest" + std::to_string(::getpid());
+    std::vector<std::string> args{"dataplane_ring_test",
+                                  "-l",
+                                  "0",
+                                  "--no-huge",
+                                  "--no-shconf",
+                                  "-m",
+                                  "1024",
+                                  "--no-pci",
+                                  "--file-prefix",
+                                  prefix,
+                                  "--log-level=*:error"};
+    std::vector<char*> argv;
+    for (auto& a : args) {
+      argv.push_back(a.data());
+    }
+    ASSERT_GE(rte_eal_init(static_cast<int>(argv.size()), argv.data()), 0)
+        << rte_strerror(rte_errno);
+    pool = rte_pktmbuf_pool_create("ringtest_pool", kMbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                   static_cast<int>(rte_socket_id()));
+    ASSERT_NE(pool, nullptr) << rte_strerror(rte_errno);
+    for (const char* name : {"lan0", "wan0", "wan1"}) {
+      ASSERT_NO_FATAL_FAILURE(addPort(name));
+    }
+  }
+
+  void TearDown() override {
+    for (auto& p : ports) {
+      rte_eth_dev_stop(p.id);
+      rte_eth_dev_close(p.id);
+      freeRing(p.rx);
+      freeRing(p.tx);
+      rte_ring_free(p.rx);
+      rte_ring_free(p.tx);
+    }
+    ports.clear();
+    rte_mempool_free(pool);
+    rte_eal_cleanup();
+  }
+
+  const RingPort& port(const std::string& name) const {
+    for (const auto& p : ports) {
+      if (p.name == name) {
+        return p;
+      }
+    }
+    ADD_FAILURE() << "no port " << name;
+    return ports.front();
+  }
+
+  std::map<std::string, OpenPort> openPorts() const {
+    std::map<std::string, OpenPort> m;
+    for (const auto& p : ports) {
+      m[p.name] = OpenPort{p.id, p.mac, 1};
+    }
+    return m;
+  }
+
+  rte_mempool* pool = nullptr;
+  std::vector<RingPort> ports;
+
+ private:
+  void addPort(const std::string& name) {
+    const int socket = static_cast<int>(rte_socket_id());
+    RingPort p;
+    p.name = name;
+    p.rx = rte_ring_create(("rx_" + name).c_str(), kRxRingSize, socket, 0);
+    p.tx = rte_ring_create(("tx_" + name).c_str(), kTxRingSize, socket, 0);
+    ASSERT_TRUE(p.rx && p.tx) << rte_strerror(rte_errno);
+    // One RX ring; a TX ring for each worker's queue (the pipeline transmits
+    // on queue = worker index): the same ring for all, created
+    // multi-producer so that several workers could share it.
+    rte_ring* rx[1] = {p.rx};
+    std::array<rte_ring*, kWorkers> tx;
+    tx.fill(p.tx);
+    const int id =
+        rte_eth_from_rings(name.c_str(), rx, 1, tx.data(), kWorkers, static_cast<unsigned>(socket));
+    ASSERT_GE(id, 0) << "rte_eth_from_rings " << name << ": " << rte_strerror(rte_errno);
+    p.id = static_cast<uint16_t>(id);
+    rte_eth_conf conf{};
+    ASSERT_EQ(rte_eth_dev_configure(p.id, 1, kWorkers, &conf), 0);
+    ASSERT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool),
+              0);
+    for (uint16_t q = 0; q < kWorkers; ++q) {
+      ASSERT_EQ(rte_eth_tx_queue_setup(p.id, q, 1024, static_cast<unsigned>(socket), nullptr), 0);
+    }
+    ASSERT_EQ(rte_eth_dev_start(p.id), 0);
+    // net_ring ports all have the MAC 00:00:00:00:00:00 and cannot change it
+    // (mac_addr_set: ENOTSUP).  The fast path knows a port's MAC only from
+    // OpenPort, so the test gives each port its own there, as if the device
+    // had it.
+    rte_ether_addr a{};
+    ASSERT_EQ(rte_eth_macaddr_get(p.id, &a), 0);
+    std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), p.mac.begin());
+    if (p.mac == Mac{}) {
+      p.mac = {0x02, 0x00, 0x5e, 0x00, 0x00, static_cast<uint8_t>(0x10 + ports.size())};
+    }
+    for (const auto& other : ports) {
+      ASSERT_NE(other.mac, p.mac) << "ports " << other.name << " and " << name
+                                  << " share a MAC address";
+    }
+    ports.push_back(p);
+  }
+};
+
+RingEnv* const env = static_cast<RingEnv*>(::testing::AddGlobalTestEnvironment(new RingEnv));
+
+// ------------------------------------------------------------------ configs
+
+// Ports: lan0 (10.1.0.1/24, host 10.1.0.10), wan0 (203.0.113.1/24, router
+// .254), wan1 (198.51.100.1/24, router .254).  Tenant blue, VNI 5001.
+std::string configYaml(const std::string& routes, const std::string& peers,
+                       uint32_t idle_sleep_max_us = 200) {
+  return R"(node:
+  name: gw-test
+  site: lab
+eal:
+  hugepages: false
+ports:
+  - name: lan0
+    role: lan
+    vdev: net_ring0
+    addresses: [10.1.0.1/24]
+    tenant: blue
+    neighbors:
+      - address: 10.1.0.10
+        mac: 02:00:00:00:01:10
+  - name: wan0
+    role: wan
+    vdev: net_ring1
+    addresses: [203.0.113.1/24]
+    neighbors:
+      - address: 203.0.113.254
+        mac: 02:00:00:00:02:fe
+  - name: wan1
+    role: wan
+    vdev: net_ring2
+    addresses: [198.51.100.1/24]
+    neighbors:
+      - address: 198.51.100.254
+        mac: 02:00:00:00:03:fe
+tenants:
+  - name: blue
+    vni: 5001
+    routes:
+)" + routes +
+         "peers:\n" + peers +
+         "fast-path:\n  idle-sleep-max-us: " + std::to_string(idle_sleep_max_us) + "\n";
+}
+
+std::string route(const std::string& prefix, const std::string& peer) {
+  return "      - prefix: " + prefix + "\n        peer: " + peer + "\n";
+}
+
+// Peer b over two lines: b1 on wan0 (preferred), b2 on wan1.
+std::string peerB2Lines(const std::string& mode) {
+  return R"(  - name: b
+    line-mode: )" +
+         mode + R"(
+    inner-mac: 02:00:00:00:0b:01
+    lines:
+      - name: b1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 192.0.2.1
+        next-hop: 203.0.113.254
+      - name: b2
+        port: wan1
+        local-vtep: 198.51.100.1
+        remote-vtep: 192.0.2.2
+        next-hop: 198.51.100.254
+)";
+}
+
+// Peers b (one line on wan0) and c (one line on wan1).
+const char* const kPeersBC = R"(  - name: b
+    inner-mac: 02:00:00:00:0b:01
+    lines:
+      - name: b1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 192.0.2.1
+        next-hop: 203.0.113.254
+  - name: c
+    inner-mac: 02:00:00:00:0c:01
+    lines:
+      - name: c1
+        port: wan1
+        local-vtep: 198.51.100.1
+        remote-vtep: 192.0.2.3
+        next-hop: 198.51.100.254
+)";
+
+config::ConfigPtr load(const std::string& yaml) {
+  auto c = config::loadConfigText(yaml, "dataplane_ring_test.yaml");
+  if (!c.ok()) {
+    std::string all;
+    for (const auto& e : c.error()) {
+      all += e.toString() + "\n";
+    }
+    ADD_FAILURE() << "config refused:\n" << all << yaml;
+    return nullptr;
+  }
+  return *c;
+}
+
+// ------------------------------------------------------------------ packets
+
+struct Flow {
+  Ip4 src = kHost;
+  Ip4 dst = {10, 2, 0, 5};
+  uint16_t sport = 40000;
+  uint16_t dport = 5001;
+  uint8_t ttl = 64;
+  Mac src_mac = kHostMac;
+};
+
+constexpr size_t kPayload = 16;  // magic, sequence number, filler
+constexpr size_t kFrameLen = 14 + 20 + 8 + kPayload;
+
+// An IPv4/UDP frame from the LAN host to lan0's MAC, received on lan0.
+rte_mbuf* lanPacket(const Flow& f, uint32_t seq) {
+  rte_mbuf* m = rte_pktmbuf_alloc(env->pool);
+  if (!m) {
+    return nullptr;
+  }
+  auto* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrameLen));
+  std::memset(d, 0, kFrameLen);
+  auto* eth = reinterpret_cast<proto::EthernetHeader*>(d);
+  std::memcpy(eth->dst, env->port("lan0").mac.data(), 6);
+  std::memcpy(eth->src, f.src_mac.data(), 6);
+  eth->ether_type.set(proto::kEtherTypeIpv4);
+  auto* ip = reinterpret_cast<proto::Ipv4Header*>(d + 14);
+  ip->version_ihl = 0x45;
+  ip->total_length.set(static_cast<uint16_t>(20 + 8 + kPayload));
+  ip->id.set(static_cast<uint16_t>(seq));
+  ip->ttl = f.ttl;
+  ip->protocol = proto::kIpProtoUdp;
+  std::memcpy(ip->src, f.src.data(), 4);
+  std::memcpy(ip->dst, f.dst.data(), 4);
+  ip->checksum.set(proto::internetChecksum(bytes(ip, 20)));
+  auto* udp = reinterpret_cast<proto::UdpHeader*>(d + 34);
+  udp->src_port.set(f.sport);
+  udp->dst_port.set(f.dport);
+  udp->length.set(static_cast<uint16_t>(8 + kPayload));
+  auto* payload = reinterpret_cast<proto::Be32*>(d + 42);
+  payload[0].set(kMagic);
+  payload[1].set(seq);
+  m->port = RTE_MBUF_PORT_INVALID;  // the worker sets the RX port (net_ring does not)
+  return m;
+}
+
+struct Inner {
+  Mac dst{}, src{};
+  Ip4 src_ip{}, dst_ip{};
+  uint8_t ttl = 0;
+  uint16_t sport = 0, dport = 0;
+  uint32_t seq = 0;
+};
+
+struct Tunneled {
+  Mac dst{}, src{};
+  Ip4 src_ip{}, dst_ip{};
+  uint8_t ttl = 0;
+  uint16_t sport = 0, dport = 0;
+  uint32_t vni = 0;
+  Inner inner;
+};
+
+Mac macAt(const uint8_t* p) {
+  Mac m;
+  std::memcpy(m.data(), p, 6);
+  return m;
+}
+Ip4 ipAt(const uint8_t* p) {
+  Ip4 a;
+  std::memcpy(a.data(), p, 4);
+  return a;
+}
+
+// An IPv4/UDP frame of the test's making, as the codecs parse it.
+std::optional<Inner> decodeInner(proto::Bytes frame, std::string* why) {
+  auto eth = proto::parseEthernet(frame);
+  if (!eth.eth.ok() || eth.ether_type != proto::kEtherTypeIpv4) {
+    *why = "inner: not Ethernet/IPv4";
+    return std::nullopt;
+  }
+  auto ip = proto::parseIpv4(eth.eth.payload);
+  if (!ip.ok() || ip.header->protocol != proto::kIpProtoUdp) {
+    *why = "inner: not IPv4/UDP";
+    return std::nullopt;
+  }
+  if (proto::internetChecksum(bytes(ip.header, ip.header_length)) != 0) {
+    *why = "inner: bad IPv4 header checksum";
+    return std::nullopt;
+  }
+  auto udp = proto::parseUdp(ip.payload);
+  if (!udp.ok() || udp.payload.size() != kPayload) {
+    *why = "inner: bad UDP";
+    return std::nullopt;
+  }
+  const auto* p = reinterpret_cast<const proto::Be32*>(udp.payload.data());
+  if (p[0].get() != kMagic) {
+    *why = "inner: not the test's payload";
+    return std::nullopt;
+  }
+  Inner in;
+  in.dst = macAt(eth.eth.header->dst);
+  in.src = macAt(eth.eth.header->src);
+  in.src_ip = ipAt(ip.header->src);
+  in.dst_ip = ipAt(ip.header->dst);
+  in.ttl = ip.header->ttl;
+  in.sport = udp.header->src_port.get();
+  in.dport = udp.header->dst_port.get();
+  in.seq = p[1].get();
+  return in;
+}
+
+// An IPv4 VXLAN packet carrying a test frame.
+std::optional<Tunneled> decodeTunneled(const rte_mbuf* m, std::string* why) {
+  if (m->nb_segs != 1) {
+    *why = "segmented mbuf";
+    return std::nullopt;
+  }
+  auto frame = bytes(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+  auto eth = proto::parseEthernet(frame);
+  if (!eth.eth.ok() || eth.ether_type != proto::kEtherTypeIpv4) {
+    *why = "outer: not Ethernet/IPv4";
+    return std::nullopt;
+  }
+  auto ip = proto::parseIpv4(eth.eth.payload);
+  if (!ip.ok() || ip.header->protocol != proto::kIpProtoUdp) {
+    *why = "outer: not IPv4/UDP";
+    return std::nullopt;
+  }
+  if (proto::internetChecksum(bytes(ip.header, ip.header_length)) != 0) {
+    *why = "outer: bad IPv4 header checksum";
+    return std::nullopt;
+  }
+  auto udp = proto::parseUdp(ip.payload);
+  if (!udp.ok() || udp.header->dst_port.get() != proto::kVxlanPort) {
+    *why = "outer: not UDP to the VXLAN port";
+    return std::nullopt;
+  }
+  auto vx = proto::parseVxlan(udp.payload);
+  if (!vx.ok()) {
+    *why = "outer: bad VXLAN header";
+    return std::nullopt;
+  }
+  auto inner = decodeInner(vx.payload, why);
+  if (!inner) {
+    return std::nullopt;
+  }
+  Tunneled t;
+  t.dst = macAt(eth.eth.header->dst);
+  t.src = macAt(eth.eth.header->src);
+  t.src_ip = ipAt(ip.header->src);
+  t.dst_ip = ipAt(ip.header->dst);
+  t.ttl = ip.header->ttl;
+  t.sport = udp.header->src_port.get();
+  t.dport = udp.header->dst_port.get();
+  t.vni = vx.header->vni();
+  t.inner = *inner;
+  return t;
+}
+
+// ---------------------------------------------------------------- rings I/O
+
+template <typename F>
+bool waitUntil(F done, std::chrono::milliseconds timeout) {
+  const auto end = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() > end) {
+      return false;
+    }
+    std::this_thread::sleep_for(200us);
+  }
+  return true;
+}
+
+// Enqueues every packet into lan0's RX ring (waiting for room).
+void sendAll(const std::vector<rte_mbuf*>& pkts) {
+  const RingPort& lan = env->port("lan0");
+  size_t done = 0;
+  const auto end = Clock::now() + 10s;
+  while (done < pkts.size()) {
+    done += rte_ring_enqueue_burst(lan.rx, reinterpret_cast<void* const*>(pkts.data() + done),
+                                   static_cast<unsigned>(pkts.size() - done), nullptr);
+    if (done < pkts.size()) {
+      ASSERT_LT(Clock::now(), end) << "lan0's RX ring stays full";
+      std::this_thread::sleep_for(50us);
+    }
+  }
+}
+
+// What left through the ports' TX rings, by port name; frees the mbufs.
+class Captured {
+ public:
+  Captured() = default;
+  Captured(Captured&& o) noexcept : by_port(std::move(o.by_port)) { o.by_port.clear(); }
+  Captured& operator=(Captured&&) = delete;
+  ~Captured() {
+    for (auto& [name, v] : by_port) {
+      for (rte_mbuf* m : v) {
+        rte_pktmbuf_free(m);
+      }
+    }
+  }
+  size_t total() const {
+    size_t n = 0;
+    for (const auto& [name, v] : by_port) {
+      n += v.size();
+    }
+    return n;
+  }
+  const std::vector<rte_mbuf*>& on(const std::string& port) { return by_port[port]; }
+
+  std::map<std::string, std::vector<rte_mbuf*>> by_port;
+};
+
+// Collects until n packets left (any port), then a little longer to catch
+// any that should not have.
+Captured collect(size_t n, std::chrono::milliseconds timeout = 5000ms) {
+  Captured c;
+  auto drain = [&] {
+    for (const auto& p : env->ports) {
+      void* objs[64];
+      unsigned k;
+      while ((k = rte_ring_dequeue_burst(p.tx, objs, 64, nullptr)) > 0) {
+        auto& v = c.by_port[p.name];
+        for (unsigned i = 0; i < k; ++i) {
+          v.push_back(static_cast<rte_mbuf*>(objs[i]));
+        }
+      }
+    }
+  };
+  waitUntil(
+      [&] {
+        drain();
+        return c.total() >= n;
+      },
+      timeout);
+  std::this_thread::sleep_for(20ms);
+  drain();
+  return c;
+}
+
+std::string nonZeroDrops(const CountersSnapshot& c) {
+  std::string s;
+  for (size_t i = 0; i < kDropReasonCount; ++i) {
+    if (c.drops[i]) {
+      s += std::string(toString(static_cast<DropReason>(i))) + "=" + std::to_string(c.drops[i]) +
+           " ";
+    }
+  }
+  return s;
+}
+
+std::string ip4String(const Ip4& a) {
+  return std::to_string(a[0]) + "." + std::to_string(a[1]) + "." + std::to_string(a[2]) + "." +
+         std::to_string(a[3]);
+}
+
+// ------------------------------------------------------------------ traffic
+
+// A sender thread feeding lan0 and a receiver thread draining every TX ring,
+// with at most `window` packets in flight (so no ring ever overflows and a
+// lost packet shows as a stall, not as a hang: wait() times out).  Every
+// packet must come out of a WAN port as VXLAN towards the remote VTEP that
+// `remote` names for that port.
+class Traffic {
+ public:
+  struct Options {
+    uint64_t min_packets = 100000;  // sends at least this many ...
+    bool until_stopped = false;     // ... and goes on until stopSending()
+    unsigned window = 1024;
+    std::map<std::string, Ip4> remote;  // WAN port -> expected outer destination
+    std::function<Flow(uint64_t seq)> flow = [](uint64_t seq) {
+      Flow f;
+      f.sport = static_cast<uint16_t>(40000 + seq % 64);
+      return f;
+    };
+  };
+
+  explicit Traffic(Options o) : o_(std::move(o)) {
+    seen_.resize(o_.min_packets * 64);  // grown by the sender only before sending
+    sender_ = std::thread([this] { send(); });
+    receiver_ = std::thread([this] { receive(); });
+  }
+  ~Traffic() {
+    abort_ = true;
+    join();
+  }
+
+  void stopSending() { stop_sending_ = true; }
+  bool senderDone() const { return sender_done_; }
+
+  // Waits until the sender is done and everything it sent came out.
+  bool wait(std::chrono::milliseconds timeout) {
+    bool ok = waitUntil([&] { return sender_done_ && received_.load() == sent_.load(); }, timeout);
+    abort_ = true;
+    join();
+    return ok;
+  }
+
+  uint64_t sent() const { return sent_; }
+  uint64_t received() const { return received_; }
+  uint64_t on(const std::string& port) const {
+    for (size_t i = 0; i < env->ports.size(); ++i) {
+      if (env->ports[i].name == port) {
+        return per_port_[i];
+      }
+    }
+    return 0;
+  }
+  // After wait(): problems the receiver saw.
+  uint64_t duplicates() const { return duplicates_; }
+  uint64_t missing() const {
+    uint64_t n = 0;
+    for (uint64_t s = 0; s < sent_; ++s) {
+      n += seen_[s] ? 0 : 1;
+    }
+    return n;
+  }
+  uint64_t bad() const { return bad_; }
+  std::string firstError() {
+    std::lock_guard<std::mutex> l(mu_);
+    return first_error_;
+  }
+
+ private:
+  void join() {
+    if (sender_.joinable()) {
+      sender_.join();
+    }
+    if (receiver_.joinable()) {
+      receiver_.join();
+    }
+  }
+
+  void send() {
+    const RingPort& lan = env->port("lan0");
+    uint64_t seq = 0;
+    while (!abort_ && (seq < o_.min_packets || (o_.until_stopped && !stop_sending_))) {
+      if (seq >= seen_.size()) {
+        break;  // the receiver's bitmap is full: enough
+      }
+      if (seq - received_.load(std::memory_order_acquire) + kBurst > o_.window) {
+        std::this_thread::yield();
+        continue;
+      }
+      rte_mbuf* burst[kBurst];
+      unsigned n = 0;
+      while (n < kBurst) {
+        burst[n] = lanPacket(o_.flow(seq + n), static_cast<uint32_t>(seq + n));
+        if (!burst[n]) {
+          break;
+        }
+        ++n;
+      }
+      unsigned put = 0;
+      while (put < n && !abort_) {
+        put +=
+            rte_ring_enqueue_burst(lan.rx, reinterpret_cast<void**>(burst + put), n - put, nullptr);
+      }
+      if (put < n) {
+        rte_pktmbuf_free_bulk(burst + put, n - put);
+      }
+      seq += put;
+      sent_.store(seq, std::memory_order_release);
+      if (n < kBurst) {
+        std::this_thread::yield();  // the mempool ran dry for a moment
+      }
+    }
+    sender_done_ = true;
+  }
+
+  void receive() {
+    while (!abort_) {
+      bool any = false;
+      for (size_t i = 0; i < env->ports.size(); ++i) {
+        const RingPort& p = env->ports[i];
+        void* objs[64];
+        const unsigned k = rte_ring_dequeue_burst(p.tx, objs, 64, nullptr);
+        if (k == 0) {
+          continue;
+        }
+        any = true;
+        for (unsigned j = 0; j < k; ++j) {
+          check(p, static_cast<rte_mbuf*>(objs[j]));
+        }
+        rte_pktmbuf_free_bulk(reinterpret_cast<rte_mbuf**>(objs), k);
+        per_port_[i] += k;
+        received_.fetch_add(k, std::memory_order_release);
+      }
+      if (!any) {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  void check(const RingPort& p, const rte_mbuf* m) {
+    std::string why;
+    auto t = decodeTunneled(m, &why);
+    auto it = o_.remote.find(p.name);
+    if (t && it == o_.remote.end()) {
+      why = "a packet on " + p.name;
+      t.reset();
+    } else if (t && t->dst_ip != it->second) {
+      why = "on " + p.name + " to " + ip4String(t->dst_ip) + ", expected " + ip4String(it->second);
+      t.reset();
+    }
+    if (!t) {
+      ++bad_;
+      std::lock_guard<std::mutex> l(mu_);
+      if (first_error_.empty()) {
+        first_error_ = why;
+      }
+      return;
+    }
+    if (t->inner.seq >= seen_.size() || seen_[t->inner.seq]) {
+      ++duplicates_;
+      return;
+    }
+    seen_[t->inner.seq] = 1;
+  }
+
+  Options o_;
+  std::thread sender_, receiver_;
+  std::atomic<bool> abort_{false}, stop_sending_{false}, sender_done_{false};
+  std::atomic<uint64_t> sent_{0}, received_{0};
+  std::array<std::atomic<uint64_t>, 8> per_port_{};
+  std::vector<uint8_t> seen_;  // receiver only (read after join)
+  uint64_t duplicates_ = 0, bad_ = 0;
+  std::mutex mu_;
+  std::string first_error_;
+};
+
+// ------------------------------------------------------------------ fixture
+
+class DataplaneRing : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(env->pool, nullptr) << "no EAL";
+    ASSERT_EQ(env->ports.size(), 3u);
+    for (const auto& p : env->ports) {
+      freeRing(p.rx);
+      freeRing(p.tx);
+    }
+  }
+
+  void TearDown() override {
+    dp_.reset();  // stops the worker (it flushes what it buffered)
+    for (const auto& p : env->ports) {
+      freeRing(p.rx);
+      freeRing(p.tx);
+    }
+  }
+
+  // Starts a worker, publishes the config's tables and brings every line up.
+  void start(const std::string& yaml) {
+    config::ConfigPtr c = load(yaml);
+    ASSERT_TRUE(c);
+    auto dp = Dataplane::start({}, env->pool);
+    ASSERT_TRUE(dp.ok()) << dp.error();
+    dp_ = std::move(*dp);
+    ASSERT_NO_FATAL_FAILURE(publish(*c));
+    for (const auto& l : dp_->tables()->lines) {
+      dp_->setLineUp(l.slot, true);
+    }
+  }
+
+  void publish(const config::Config& c) {
+    auto t = builder_.build(c, env->openPorts(), kWorkers, dp_->tables());
+    ASSERT_TRUE(t.ok()) << t.error();
+    dp_->publish(std::move(*t));
+  }
+
+  uint16_t slot(const std::string& peer, const std::string& line) {
+    for (const auto& l : dp_->tables()->lines) {
+      if (l.peer == peer && l.name == line) {
+        return l.slot;
+      }
+    }
+    ADD_FAILURE() << "no line " << peer << "/" << line;
+    return 0;
+  }
+
+  TablesBuilder builder_;
+  std::unique_ptr<Dataplane> dp_;
+};
+
+// The frame of a flow, tunnelled by peer b's line over `port`.
+void expectTunnelled(const rte_mbuf* m, const std::string& port, const Flow& f) {
+  std::string why;
+  auto t = decodeTunneled(m, &why);
+  ASSERT_TRUE(t) << why;
+  const bool wan0 = port == "wan0";
+  EXPECT_EQ(t->src, env->port(port).mac);
+  EXPECT_EQ(t->dst, wan0 ? kWan0RouterMac : kWan1RouterMac);
+  EXPECT_EQ(t->src_ip, wan0 ? kWan0Address : kWan1Address);
+  EXPECT_EQ(t->dst_ip, wan0 ? kRemoteB1 : kRemoteB2);
+  EXPECT_EQ(t->ttl, 64);
+  EXPECT_GE(t->sport, 49152);
+  EXPECT_EQ(t->vni, kVni);
+  EXPECT_EQ(t->inner.dst, kInnerMacB);
+  EXPECT_EQ(t->inner.src, env->port(port).mac);
+  EXPECT_EQ(t->inner.src_ip, f.src);
+  EXPECT_EQ(t->inner.dst_ip, f.dst);
+  EXPECT_EQ(t->inner.ttl, f.ttl - 1);
+  EXPECT_EQ(t->inner.sport, f.sport);
+  EXPECT_EQ(t->inner.dport, f.dport);
+}
+
+// -------------------------------------------------------------------- cases
+
+TEST_F(DataplaneRing, ActiveBackupFailsOverWithoutLossAndFailsBack) {
+  ASSERT_NO_FATAL_FAILURE(
+      start(configYaml(route("10.2.0.0/16", "b"), peerB2Lines("active-backup"))));
+  const uint16_t b1 = slot("b", "b1"), b2 = slot("b", "b2");
+  constexpr uint32_t kN = 200;
+  uint32_t seq = 0;
+  // Sends kN packets (a few flows) and expects all of them on `port`.
+  auto phase = [&](const std::string& port) {
+    SCOPED_TRACE("phase towards " + port);
+    std::vector<rte_mbuf*> pkts;
+    std::vector<Flow> flows;
+    for (uint32_t i = 0; i < kN; ++i) {
+      Flow f;
+      f.sport = static_cast<uint16_t>(40000 + i % 8);
+      flows.push_back(f);
+      pkts.push_back(lanPacket(f, seq + i));
+      ASSERT_NE(pkts.back(), nullptr);
+    }
+    ASSERT_NO_FATAL_FAILURE(sendAll(pkts));
+    Captured out = collect(kN);
+    ASSERT_EQ(out.total(), kN) << "every packet sent comes out, once";
+    ASSERT_EQ(out.on(port).size(), kN);
+    std::vector<bool> seen(kN);
+    for (rte_mbuf* m : out.on(port)) {
+      std::string why;
+      auto t = decodeTunneled(m, &why);
+      ASSERT_TRUE(t) << why;
+      ASSERT_GE(t->inner.seq, seq);
+      ASSERT_LT(t->inner.seq, seq + kN);
+      EXPECT_FALSE(seen[t->inner.seq - seq]);
+      seen[t->inner.seq - seq] = true;
+      ASSERT_NO_FATAL_FAILURE(expectTunnelled(m, port, flows[t->inner.seq - seq]));
+    }
+    seq += kN;
+  };
+
+  ASSERT_NO_FATAL_FAILURE(phase("wan0"));  // b1 is preferred
+  dp_->setLineUp(b1, false);
+  ASSERT_NO_FATAL_FAILURE(phase("wan1"));  // b2 takes over
+  dp_->setLineUp(b1, true);
+  ASSERT_NO_FATAL_FAILURE(phase("wan0"));  // back to b1
+
+  CountersSnapshot c = dp_->counters();
+  EXPECT_EQ(c.line_tx[b1].packets, 2 * kN);
+  EXPECT_EQ(c.line_tx[b2].packets, kN);
+  // Outer packets: the inner frame plus 50 bytes of outer headers.
+  EXPECT_EQ(c.line_tx[b1].bytes, 2 * kN * (kFrameLen + 50));
+  EXPECT_EQ(c.lan_rx.packets, 3 * kN);
+  EXPECT_EQ(c.wan_tx.packets, 3 * kN);
+  EXPECT_EQ(nonZeroDrops(c), "");
+
+  // The line flaps under load: every packet still comes out, on one line or
+  // the other.
+  Traffic::Options o;
+  o.min_packets = 60000;
+  o.remote = {{"wan0", kRemoteB1}, {"wan1", kRemoteB2}};
+  Traffic traffic(o);
+  unsigned flaps = 0;
+  while (!traffic.senderDone()) {
+    dp_->setLineUp(b1, flaps % 2 == 1);
+    ++flaps;
+    std::this_thread::sleep_for(1ms);
+  }
+  dp_->setLineUp(b1, true);
+  ASSERT_TRUE(traffic.wait(10s)) << "sent " << traffic.sent() << ", came out " << traffic.received()
+                                 << "; drops " << nonZeroDrops(dp_->counters());
+  EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+  EXPECT_EQ(traffic.duplicates(), 0u);
+  EXPECT_EQ(traffic.missing(), 0u);
+  EXPECT_GT(flaps, 2u);
+  EXPECT_GT(traffic.on("wan0"), 0u);
+  EXPECT_GT(traffic.on("wan1"), 0u);
+  c = dp_->counters();
+  EXPECT_EQ(nonZeroDrops(c), "");
+  EXPECT_EQ(c.line_tx[b1].packets + c.line_tx[b2].packets, 3 * kN + traffic.sent());
+  EXPECT_EQ(c.line_tx[b1].packets, 2 * kN + traffic.on("wan0"));
+  EXPECT_EQ(c.line_tx[b2].packets, kN + traffic.on("wan1"));
+}
+
+TEST_F(DataplaneRing, EcmpFlowsStickAndMoveOffAFailedLine) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), peerB2Lines("ecmp"))));
+  const uint16_t b1 = slot("b", "b1"), b2 = slot("b", "b2");
+  constexpr unsigned kFlows = 100;
+  auto flow = [](unsigned i) {
+    Flow f;
+    f.dst = {10, 2, static_cast<uint8_t>(i / 10), static_cast<uint8_t>(1 + i % 10)};
+    f.sport = static_cast<uint16_t>(30000 + 7 * i);
+    return f;
+  };
+  uint32_t seq = 0;
+  // Sends `rounds` packets of every flow; returns each flow's port(s).
+  auto round = [&](unsigned rounds) {
+    std::vector<rte_mbuf*> pkts;
+    for (unsigned r = 0; r < rounds; ++r) {
+      for (unsigned i = 0; i < kFlows; ++i) {
+        pkts.push_back(lanPacket(flow(i), seq++));
+      }
+    }
+    std::vector<std::map<std::string, unsigned>> where(kFlows);
+    sendAll(pkts);
+    Captured out = collect(pkts.size());
+    EXPECT_EQ(out.total(), pkts.size()) << "every packet sent comes out, once";
+    std::map<uint16_t, uint16_t> outer_sport;  // inner source port -> outer
+    for (const std::string port : {"wan0", "wan1"}) {
+      for (rte_mbuf* m : out.on(port)) {
+        std::string why;
+        auto t = decodeTunneled(m, &why);
+        if (!t) {
+          ADD_FAILURE() << why;
+          continue;
+        }
+        const unsigned i = (t->inner.sport - 30000) / 7;
+        EXPECT_EQ(t->dst_ip, port == "wan0" ? kRemoteB1 : kRemoteB2);
+        EXPECT_EQ(t->inner.dst_ip, flow(i).dst);
+        ++where[i][port];
+        // The outer UDP source port follows the flow too.
+        auto [it, added] = outer_sport.emplace(t->inner.sport, t->sport);
+        EXPECT_EQ(it->second, t->sport);
+      }
+    }
+    return where;
+  };
+
+  auto before = round(3);
+  std::map<std::string, unsigned> flows_on;
+  std::vector<std::string> line_of(kFlows);
+  for (unsigned i = 0; i < kFlows; ++i) {
+    ASSERT_EQ(before[i].size(), 1u) << "flow " << i << " was split over both lines";
+    line_of[i] = before[i].begin()->first;
+    EXPECT_EQ(before[i].begin()->second, 3u);
+    ++flows_on[line_of[i]];
+  }
+  EXPECT_GE(flows_on["wan0"], 10u) << "flows spread over both lines";
+  EXPECT_GE(flows_on["wan1"], 10u) << "flows spread over both lines";
+
+  dp_->setLineUp(b1, false);
+  auto during = round(2);
+  for (unsigned i = 0; i < kFlows; ++i) {
+    EXPECT_EQ(during[i]["wan1"], 2u) << "flow " << i << " moves to the remaining line";
+    EXPECT_EQ(during[i].size(), 1u) << "flow " << i;
+  }
+
+  dp_->setLineUp(b1, true);
+  auto after = round(2);
+  for (unsigned i = 0; i < kFlows; ++i) {
+    EXPECT_EQ(after[i][line_of[i]], 2u) << "flow " << i << " returns to its line";
+    EXPECT_EQ(after[i].size(), 1u) << "flow " << i;
+  }
+
+  CountersSnapshot c = dp_->counters();
+  EXPECT_EQ(nonZeroDrops(c), "");
+  EXPECT_EQ(c.line_tx[b1].packets, 5u * flows_on["wan0"]);
+  EXPECT_EQ(c.line_tx[b2].packets, 5u * flows_on["wan1"] + 2u * kFlows);
+  EXPECT_EQ(c.lan_rx.packets, 7u * kFlows);
+}
+
+TEST_F(DataplaneRing, RouteSwapsUnderTrafficLoseNothing) {
+  // A: 10.2.0.0/16 via b (wan0).  B: via c (wan1), plus a route that makes
+  // B's route list differ from A's, so each swap builds a new FIB.
+  const config::ConfigPtr a = load(configYaml(route("10.2.0.0/16", "b"), kPeersBC));
+  const config::ConfigPtr b =
+      load(configYaml(route("10.2.0.0/16", "c") + route("10.99.0.0/16", "c"), kPeersBC));
+  ASSERT_TRUE(a && b);
+  auto dp = Dataplane::start({}, env->pool);
+  ASSERT_TRUE(dp.ok()) << dp.error();
+  dp_ = std::move(*dp);
+  ASSERT_NO_FATAL_FAILURE(publish(*a));
+  for (const auto& l : dp_->tables()->lines) {
+    dp_->setLineUp(l.slot, true);
+  }
+  const uint16_t b1 = slot("b", "b1"), c1 = slot("c", "c1");
+
+  // Unchanged routes share the FIB with the previous tables.  (The test
+  // holds the FIBs it compares, so that no new one reuses a freed address.)
+  std::shared_ptr<const TenantFib> fib_a = dp_->tables()->tenants[0].fib;
+  ASSERT_NO_FATAL_FAILURE(publish(*a));
+  EXPECT_EQ(dp_->tables()->tenants[0].fib, fib_a);
+
+  // How long a build with a new FIB takes here.
+  auto t0 = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(publish(*b));
+  ASSERT_NO_FATAL_FAILURE(publish(*a));
+  const auto build_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() / 2;
+  EXPECT_NE(dp_->tables()->tenants[0].fib, fib_a);
+  fib_a.reset();
+  std::printf("build + publish with a new FIB: %lld ms\n", static_cast<long long>(build_ms));
+
+  Traffic::Options o;
+  o.min_packets = 200000;
+  o.until_stopped = true;
+  o.remote = {{"wan0", kRemoteB1}, {"wan1", kRemoteC1}};
+  o.flow = [](uint64_t seq) {
+    Flow f;
+    f.dst = {10, 2, static_cast<uint8_t>(seq % 7), static_cast<uint8_t>(1 + seq % 200)};
+    f.sport = static_cast<uint16_t>(40000 + seq % 512);
+    return f;
+  };
+  // 200 swaps, or as many as fit in ~15 s (at least 20).
+  const unsigned kSwaps = 200, kMinSwaps = 20;
+  const auto deadline = Clock::now() + 15s;
+  unsigned swaps = 0;
+  std::shared_ptr<const TenantFib> last_fib = dp_->tables()->tenants[0].fib;
+  unsigned new_fibs = 0;
+  auto start = Clock::now();
+  Traffic traffic(o);
+  while (swaps < kSwaps && (swaps < kMinSwaps || Clock::now() < deadline)) {
+    ASSERT_NO_FATAL_FAILURE(publish(swaps % 2 == 0 ? *b : *a));
+    ++swaps;
+    std::shared_ptr<const TenantFib> fib = dp_->tables()->tenants[0].fib;
+    new_fibs += fib != last_fib ? 1 : 0;
+    last_fib = std::move(fib);
+  }
+  traffic.stopSending();
+  ASSERT_TRUE(traffic.wait(20s)) << "sent " << traffic.sent() << ", came out " << traffic.received()
+                                 << "; drops " << nonZeroDrops(dp_->counters());
+  const auto secs =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() / 1e3;
+  std::printf("%u swaps (%u new FIBs), %llu packets (wan0 %llu, wan1 %llu) in %.1f s\n", swaps,
+              new_fibs, static_cast<unsigned long long>(traffic.sent()),
+              static_cast<unsigned long long>(traffic.on("wan0")),
+              static_cast<unsigned long long>(traffic.on("wan1")), secs);
+  EXPECT_GE(swaps, kMinSwaps);
+  EXPECT_EQ(new_fibs, swaps) << "each swap changes the routes";
+  EXPECT_GE(traffic.sent(), o.min_packets);
+  EXPECT_EQ(traffic.received(), traffic.sent());
+  EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+  EXPECT_EQ(traffic.duplicates(), 0u);
+  EXPECT_EQ(traffic.missing(), 0u);
+  EXPECT_EQ(traffic.on("lan0"), 0u);
+  EXPECT_GT(traffic.on("wan0"), 0u);
+  EXPECT_GT(traffic.on("wan1"), 0u);
+  CountersSnapshot c = dp_->counters();
+  EXPECT_EQ(nonZeroDrops(c), "");
+  // The warm-up sent nothing: the lines' counters are the traffic's.
+  EXPECT_EQ(c.line_tx[b1].packets, traffic.on("wan0"));
+  EXPECT_EQ(c.line_tx[c1].packets, traffic.on("wan1"));
+  EXPECT_EQ(c.lan_rx.packets, traffic.sent());
+}
+
+TEST_F(DataplaneRing, IdleWorkerBacksOffToTheConfiguredSleep) {
+  constexpr uint32_t kMaxSleep = 50;
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC, kMaxSleep)));
+  auto worker = [&] { return dp_->counters().workers.at(0); };
+  // Idle: it pauses, then sleeps 1, 2, 4, ... µs up to the bound.
+  uint32_t max_seen = 0;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        WorkerStatus w = worker();
+        if (w.state == WorkerState::kSleeping) {
+          max_seen = std::max(max_seen, w.sleep_us);
+        }
+        return w.state == WorkerState::kSleeping && w.sleep_us == kMaxSleep;
+      },
+      5000ms))
+      << "state " << static_cast<int>(worker().state) << ", sleep " << worker().sleep_us << " µs";
+  for (int i = 0; i < 200; ++i) {
+    WorkerStatus w = worker();
+    EXPECT_EQ(w.state, WorkerState::kSleeping);
+    EXPECT_LE(w.sleep_us, kMaxSleep);
+    EXPECT_GT(w.sleep_us, 0u);
+    std::this_thread::sleep_for(100us);
+  }
+  EXPECT_LE(max_seen, kMaxSleep);
+  const uint64_t sleeps = worker().sleeps;
+  EXPECT_GT(sleeps, 0u);
+
+  // Traffic wakes it: it polls again and forwards everything.
+  Traffic::Options o;
+  o.min_packets = 100000;
+  o.remote = {{"wan0", kRemoteB1}};
+  bool saw_polling = false;
+  {
+    Traffic traffic(o);
+    while (!traffic.senderDone()) {
+      WorkerStatus w = worker();
+      saw_polling = saw_polling || w.state == WorkerState::kPolling;
+      std::this_thread::sleep_for(50us);
+    }
+    ASSERT_TRUE(traffic.wait(10s))
+        << "sent " << traffic.sent() << ", came out " << traffic.received() << "; drops "
+        << nonZeroDrops(dp_->counters());
+    EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+    EXPECT_EQ(traffic.missing(), 0u);
+    EXPECT_EQ(traffic.on("wan0"), o.min_packets);
+  }
+  EXPECT_TRUE(saw_polling) << "the worker polls while packets arrive";
+  EXPECT_EQ(nonZeroDrops(dp_->counters()), "");
+  EXPECT_GT(worker().busy_polls, 0u);
+
+  // Idle again: back to sleeping.
+  ASSERT_TRUE(waitUntil([&] { return worker().state == WorkerState::kSleeping; }, 5000ms));
+  EXPECT_LE(worker().sleep_us, kMaxSleep);
+  EXPECT_GT(worker().sleeps, sleeps);
+}
+
+TEST_F(DataplaneRing, IdleWorkerNeverSleepsWhenTheBoundIsZero) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC, 0)));
+  auto worker = [&] { return dp_->counters().workers.at(0); };
+  ASSERT_TRUE(waitUntil([&] { return worker().state == WorkerState::kPausing; }, 5000ms));
+  const uint64_t polls = worker().polls;
+  for (int i = 0; i < 1000; ++i) {  // ~300 ms
+    WorkerStatus w = worker();
+    ASSERT_EQ(w.state, WorkerState::kPausing);
+    ASSERT_EQ(w.sleep_us, 0u);
+    ASSERT_EQ(w.sleeps, 0u);
+    std::this_thread::sleep_for(300us);
+  }
+  EXPECT_GT(worker().polls, polls) << "it keeps polling";
+  // And it forwards.
+  Flow f;
+  rte_mbuf* m = lanPacket(f, 0);
+  ASSERT_NE(m, nullptr);
+  sendAll({m});
+  Captured out = collect(1);
+  ASSERT_EQ(out.on("wan0").size(), 1u);
+  EXPECT_EQ(out.total(), 1u);
+}
+
+TEST_F(DataplaneRing, ExpiredTtlIsDroppedAndAnsweredWithTimeExceeded) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  Flow f;
+  f.ttl = 1;
+  // Another source MAC than the neighbour entry's: the answer is routed, so
+  // it goes to the neighbour's MAC, not back to whatever sent the frame.
+  f.src_mac = {0x02, 0, 0, 0, 0x99, 0x99};
+  rte_mbuf* m = lanPacket(f, 7);
+  ASSERT_NE(m, nullptr);
+  std::vector<uint8_t> original(rte_pktmbuf_mtod(m, uint8_t*) + 14,
+                                rte_pktmbuf_mtod(m, uint8_t*) + kFrameLen);
+  sendAll({m});
+  Captured out = collect(1);
+  ASSERT_EQ(out.total(), 1u) << "only the ICMP error comes out";
+  ASSERT_EQ(out.on("lan0").size(), 1u);
+  const rte_mbuf* e = out.on("lan0")[0];
+  auto frame = bytes(rte_pktmbuf_mtod(e, const uint8_t*), e->data_len);
+  auto eth = proto::parseEthernet(frame);
+  ASSERT_TRUE(eth.eth.ok());
+  ASSERT_EQ(eth.ether_type, proto::kEtherTypeIpv4);
+  EXPECT_EQ(macAt(eth.eth.header->dst), kHostMac) << "the sender's neighbour MAC";
+  EXPECT_EQ(macAt(eth.eth.header->src), env->port("lan0").mac);
+  auto ip = proto::parseIpv4(eth.eth.payload);
+  ASSERT_TRUE(ip.ok()) << toString(ip.error);
+  EXPECT_EQ(proto::internetChecksum(bytes(ip.header, ip.header_length)), 0)
+      << "IPv4 header checksum";
+  EXPECT_EQ(ipAt(ip.header->src), kLanAddress);
+  EXPECT_EQ(ipAt(ip.header->dst), kHost);
+  EXPECT_EQ(ip.header->protocol, proto::kIpProtoIcmp);
+  EXPECT_EQ(ip.header->ttl, 64) << "originated, not forwarded: never decremented";
+  EXPECT_FALSE(ip.header->isFragment());
+  auto icmp = proto::parseIcmp(ip.payload);
+  ASSERT_TRUE(icmp.ok());
+  EXPECT_EQ(icmp.header->type, proto::kIcmpTimeExceeded);
+  EXPECT_EQ(icmp.header->code, 0);
+  EXPECT_EQ(icmp.header->rest.get(), 0u);
+  EXPECT_EQ(proto::internetChecksum(ip.payload), 0) << "ICMP checksum";
+  // It quotes the original IP header and data, as received (TTL 1).
+  ASSERT_EQ(icmp.payload.size(), original.size());
+  EXPECT_EQ(std::memcmp(icmp.payload.data(), original.data(), original.size()), 0);
+
+  CountersSnapshot c = dp_->counters();
+  EXPECT_EQ(c.drops[static_cast<size_t>(DropReason::kTTL_EXPIRED)], 1u);
+  EXPECT_EQ(nonZeroDrops(c), "ttl-expired=1 ");
+  EXPECT_EQ(c.icmp_sent, 1u);
+  EXPECT_EQ(c.icmp_suppressed, 0u);
+  EXPECT_EQ(c.lan_tx.packets, 1u);
+  EXPECT_EQ(c.wan_tx.packets, 0u);
+
+  // TTL 2 still goes through, with TTL 1 inside the tunnel.
+  f.ttl = 2;
+  m = lanPacket(f, 8);
+  sendAll({m});
+  Captured out2 = collect(1);
+  ASSERT_EQ(out2.on("wan0").size(), 1u);
+  std::string why;
+  auto t = decodeTunneled(out2.on("wan0")[0], &why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_EQ(t->inner.ttl, 1);
+  EXPECT_EQ(dp_->counters().drops[static_cast<size_t>(DropReason::kTTL_EXPIRED)], 1u);
+}
+
+}  // namespace
+}  // namespace mcgw::engine
