@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     struct View {
       CLI::App* cmd;
       const char* request;
-      std::string (*render)(const json&);
+      std::string (*render)(json);
     };
     for (const View& v : {View{show_tunnels, "show-tunnels", mcgw::cli::renderTunnels},
                           View{show_routes, "show-routes", mcgw::cli::renderRoutes},

@@ -105,10 +105,10 @@ unsigned long long u(const json& j, const char* key) {
 
 }  // namespace
 
-std::string renderTunnels(const json& t) {
+std::string renderTunnels(json t) {
   std::ostringstream o;
   char line[320];
-  for (const auto& tu : t["tunnels"]) {
+  for (auto& tu : t["tunnels"]) {
     std::string active;
     for (const auto& a : tu["active_lines"]) {
       active += (active.empty() ? "" : ",") + a.get<std::string>();
@@ -116,14 +116,14 @@ std::string renderTunnels(const json& t) {
     o << "tunnel " << str(tu, "peer") << "/" << str(tu, "tenant") << "  vni " << tu.value("vni", 0)
       << "  " << str(tu, "encapsulation") << "  " << str(tu, "line_mode")
       << "  active: " << (active.empty() ? "NONE" : active) << "\n";
-    const json& k = tu["counters"];
+    json& k = tu["counters"];
     o << "  tx " << u(k, "tx_packets") << " pkts / " << u(k, "tx_bytes") << " B, rx "
       << u(k, "rx_packets") << " pkts / " << u(k, "rx_bytes") << " B\n";
     std::snprintf(line, sizeof line, "  %-10s %-6s %-6s %-24s %-24s %5s %5s %12s %12s\n", "LINE",
                   "PORT", "STATE", "LOCAL VTEP", "REMOTE VTEP", "MTU", "INNER", "TX PKTS",
                   "RX PKTS");
     o << line;
-    for (const auto& l : tu["lines"]) {
+    for (auto& l : tu["lines"]) {
       std::string state = l.value("up", false)          ? "up"
                           : !l.value("admin_up", true)  ? "admin"
                           : !l.value("resolved", false) ? "no-mac"
@@ -142,12 +142,12 @@ std::string renderTunnels(const json& t) {
   return o.str();
 }
 
-std::string renderRoutes(const json& r) {
+std::string renderRoutes(json r) {
   std::ostringstream o;
   char line[256];
   std::snprintf(line, sizeof line, "%-12s %-44s %s\n", "TENANT", "PREFIX", "VIA");
   o << line;
-  for (const auto& x : r["routes"]) {
+  for (auto& x : r["routes"]) {
     std::snprintf(line, sizeof line, "%-12s %-44s %s\n", str(x, "tenant").c_str(),
                   str(x, "prefix").c_str(), str(x, "via").c_str());
     o << line;
@@ -155,12 +155,12 @@ std::string renderRoutes(const json& r) {
   return o.str();
 }
 
-std::string renderCounters(const json& c) {
+std::string renderCounters(json c) {
   std::ostringstream o;
   char line[256];
   o << "Traffic            packets          bytes\n";
   for (const char* side : {"lan", "wan"}) {
-    const json& k = c[side];
+    json& k = c[side];
     std::snprintf(line, sizeof line, "  %s rx  %14llu %14llu\n  %s tx  %14llu %14llu\n", side,
                   u(k, "rx_packets"), u(k, "rx_bytes"), side, u(k, "tx_packets"), u(k, "tx_bytes"));
     o << line;
@@ -175,22 +175,30 @@ std::string renderCounters(const json& c) {
   }
   o << "\nICMP errors sent " << u(c["icmp"], "sent") << ", suppressed "
     << u(c["icmp"], "suppressed") << "\n";
+  if (c.contains("kernel")) {
+    o << "Kernel path: " << u(c["kernel"], "to_kernel_packets") << " packets to the kernel, "
+      << u(c["kernel"], "from_kernel_packets") << " from it\n";
+  }
+  if (c.contains("neighbors")) {
+    o << "Neighbours: " << u(c["neighbors"], "held_packets") << " packets held while resolving, "
+      << u(c["neighbors"], "resolutions_asked") << " resolutions asked\n";
+  }
   o << "\nLines                           tx pkts      rx pkts\n";
-  for (const auto& l : c["lines"]) {
+  for (auto& l : c["lines"]) {
     std::snprintf(line, sizeof line, "  %-28s %12llu %12llu %s\n",
                   (str(l, "peer") + "/" + str(l, "line")).c_str(), u(l["counters"], "tx_packets"),
                   u(l["counters"], "rx_packets"), l.value("up", false) ? "" : "(down)");
     o << line;
   }
   o << "\nTunnels                         tx pkts      rx pkts\n";
-  for (const auto& t : c["tunnels"]) {
+  for (auto& t : c["tunnels"]) {
     std::snprintf(line, sizeof line, "  %-28s %12llu %12llu\n",
                   (str(t, "peer") + "/" + str(t, "tenant")).c_str(), u(t["counters"], "tx_packets"),
                   u(t["counters"], "rx_packets"));
     o << line;
   }
   o << "\nWorkers     state      polls    busy polls   busy cycles   rx pkts\n";
-  for (const auto& w : c["workers"]) {
+  for (auto& w : c["workers"]) {
     std::snprintf(line, sizeof line, "  %-8d %-9s %10llu %12llu %13llu %9llu\n",
                   w.value("index", 0), str(w, "state").c_str(), u(w, "polls"), u(w, "busy_polls"),
                   u(w, "busy_cycles"), u(w, "rx_packets"));

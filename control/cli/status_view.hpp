@@ -11,8 +11,8 @@ namespace mcgw::cli {
 std::string renderStatus(nlohmann::json status);
 // `mcgwctl show tunnels|routes|counters` as tables (schemas mcgw.tunnels/1,
 // mcgw.routes/1, mcgw.counters/1).
-std::string renderTunnels(const nlohmann::json& tunnels);
-std::string renderRoutes(const nlohmann::json& routes);
-std::string renderCounters(const nlohmann::json& counters);
+std::string renderTunnels(nlohmann::json tunnels);
+std::string renderRoutes(nlohmann::json routes);
+std::string renderCounters(nlohmann::json counters);
 
 }  // namespace mcgw::cli

@@ -16,6 +16,8 @@
 
 #include "control/api/protocol.hpp"
 
+#include <net/if.h>
+
 namespace mcgw::daemon {
 
 using nlohmann::json;
@@ -91,6 +93,13 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
                  pc.pci.empty() ? pc.vdev : pc.pci, (*port)->id(), config::toString(pc.role));
     gw->ports_.push_back(std::move(*port));
   }
+  auto monitor = kernel::NeighborMonitor::open();
+  if (!monitor) {
+    return unexpected(std::vector<std::string>{"kernel neighbour table: " + monitor.error()});
+  }
+  gw->neighbors_ = std::move(*monitor);
+  gw->setUpKernelSides();
+  gw->keepNextHopsResolved();
   if (auto r = gw->publish(*gw->config_, gw->openPorts()); !r) {
     return unexpected(std::vector<std::string>{r.error()});
   }
@@ -102,17 +111,188 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 
 Gateway::~Gateway() {
   dataplane_.reset();  // workers stop before their ports close
+  kernel_.clear();     // TAPs
   ports_.clear();      // before the EAL goes
   eal_.reset();
+  for (const auto& set : {managed_, host_managed_}) {
+    for (const auto& [ifindex, address] : set) {
+      kernel::rtnl::deleteNeighbor(ifindex, address);
+    }
+  }
+}
+
+namespace {
+
+bool isAfXdp(const config::PortConfig& pc) {
+  return pc.vdev.rfind("net_af_xdp", 0) == 0;
+}
+bool needsTap(const config::PortConfig& pc) {
+  return !pc.pci.empty() || pc.vdev.rfind("net_af_packet", 0) == 0;
+}
+
+void writeSysctl(const std::string& path, const char* value) {
+  std::ofstream f(path);
+  f << value;
+  if (!f) {
+    spdlog::warn("cannot set {} to {}", path, value);
+  }
+}
+
+std::string macText(const std::array<uint8_t, 6>& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
+}
+
+}  // namespace
+
+// Gives every running port without one its kernel side: af_xdp ports use
+// their own interface; af_packet and PCI ports get a TAP with the port's MAC.
+// The interface gets the port's addresses.  Failures are logged and shown in
+// health; forwarding works without the kernel side, the control plane not.
+void Gateway::setUpKernelSides() {
+  kernel_errors_.clear();
+  for (const auto& p : ports_) {
+    const config::PortConfig& pc = p->config();
+    if (kernel_.count(pc.name)) {
+      continue;
+    }
+    KernelSide side;
+    if (isAfXdp(pc)) {
+      side.ifname = pc.kernelInterface();
+    } else if (needsTap(pc)) {
+      side.ifname = ("mcgw-" + pc.name).substr(0, IFNAMSIZ - 1);
+      config::PortConfig tc;
+      tc.name = pc.name + "-kernel";
+      tc.role = pc.role;
+      tc.vdev = "net_tap" + std::to_string(tap_serial_++) + ",iface=" + side.ifname +
+                ",mac=" + macText(p->mac());
+      tc.mtu = pc.mtu;
+      tc.rx_queues = 1;
+      tc.rx_descriptors = 256;
+      tc.tx_descriptors = 256;
+      auto tap = engine::Port::open(tc, eal_->mempool(), txQueues());
+      if (!tap) {
+        kernel_errors_.push_back("port " + pc.name + ": no kernel side: " + tap.error());
+        spdlog::error("{}", kernel_errors_.back());
+        continue;
+      }
+      side.tap = std::move(*tap);
+      if (const std::string phys = pc.kernelInterface(); !phys.empty()) {
+        // The kernel keeps off the af_packet interface: its addresses live on
+        // the TAP, so it must neither answer ARP nor speak IPv6 there.
+        writeSysctl("/proc/sys/net/ipv4/conf/" + phys + "/arp_ignore", "8");
+        writeSysctl("/proc/sys/net/ipv6/conf/" + phys + "/disable_ipv6", "1");
+      }
+    } else {
+      continue;  // null, ring, pcap, tap ports: no kernel side
+    }
+    side.ifindex = static_cast<int>(if_nametoindex(side.ifname.c_str()));
+    if (side.ifindex == 0) {
+      kernel_errors_.push_back("port " + pc.name + ": kernel interface " + side.ifname +
+                               " not found");
+      spdlog::error("{}", kernel_errors_.back());
+      continue;
+    }
+    if (side.tap) {
+      if (auto r = kernel::rtnl::setLinkUp(side.ifindex, pc.mtu); !r) {
+        spdlog::warn("port {}: {}: {}", pc.name, side.ifname, r.error());
+      }
+    }
+    for (const auto& a : pc.addresses) {
+      if (auto r = kernel::rtnl::addAddress(side.ifindex, a); !r) {
+        kernel_errors_.push_back("port " + pc.name + ": " + side.ifname + ": " + r.error());
+        spdlog::error("{}", kernel_errors_.back());
+      }
+    }
+    spdlog::info("port {}: kernel side {} (ifindex {}{})", pc.name, side.ifname, side.ifindex,
+                 side.tap ? ", TAP" : "");
+    kernel_[pc.name] = std::move(side);
+  }
+}
+
+// The next hops the config names (lines' underlay next hops, static routes'
+// LAN next hops) are kept resolved by the kernel (managed neighbour entries).
+void Gateway::keepNextHopsResolved() {
+  std::set<std::pair<int, config::IpAddress>> want;
+  auto ifindexOf = [&](const std::string& port) {
+    auto it = kernel_.find(port);
+    return it == kernel_.end() ? 0 : it->second.ifindex;
+  };
+  for (const auto& peer : config_->peers) {
+    for (const auto& l : peer.lines) {
+      if (int ifx = ifindexOf(l.port)) {
+        want.insert({ifx, l.next_hop.value_or(l.remote_vtep)});
+      }
+    }
+  }
+  for (const auto& t : config_->tenants) {
+    for (const auto& r : t.routes) {
+      if (!r.next_hop) {
+        continue;
+      }
+      for (const auto& pc : config_->ports) {
+        if (pc.role != config::PortRole::kLan || pc.tenant != t.name) {
+          continue;
+        }
+        for (const auto& a : pc.addresses) {
+          if (a.network().contains(*r.next_hop)) {
+            if (int ifx = ifindexOf(pc.name)) {
+              want.insert({ifx, *r.next_hop});
+            }
+          }
+        }
+      }
+    }
+  }
+  for (const auto& e : want) {
+    if (!managed_.count(e)) {
+      if (auto r = kernel::rtnl::addManagedNeighbor(e.first, e.second); !r) {
+        spdlog::warn("{}", r.error());
+      }
+    }
+  }
+  for (const auto& e : managed_) {
+    if (!want.count(e)) {
+      kernel::rtnl::deleteNeighbor(e.first, e.second);
+    }
+  }
+  managed_ = std::move(want);
+}
+
+void Gateway::onNeighborEvents() {
+  if (neighbors_ && neighbors_->receive()) {
+    if (auto r = publish(*config_, openPorts()); !r) {
+      spdlog::error("neighbour change: {}", r.error());
+    }
+  }
 }
 
 std::map<std::string, engine::OpenPort> Gateway::openPorts(
     const std::set<std::string>& without) const {
   std::map<std::string, engine::OpenPort> out;
   for (const auto& p : ports_) {
-    if (!without.count(p->config().name)) {
-      out[p->config().name] = {p->id(), p->mac(), p->rxQueues()};
+    const std::string& name = p->config().name;
+    if (without.count(name)) {
+      continue;
     }
+    engine::OpenPort op(p->id(), p->mac(), p->rxQueues());
+    if (auto k = kernel_.find(name); k != kernel_.end()) {
+      if (k->second.tap) {
+        op.tap_port_id = k->second.tap->id();
+      }
+      if (neighbors_) {
+        for (const auto& [key, n] : neighbors_->entries()) {
+          if (n.ifindex == k->second.ifindex && n.usable()) {
+            config::MacAddress mac;
+            std::copy(n.mac.begin(), n.mac.end(), mac.bytes.begin());
+            op.neighbors.push_back({n.address, mac});
+          }
+        }
+      }
+    }
+    out[name] = std::move(op);
   }
   return out;
 }
@@ -135,7 +315,33 @@ Result<bool, std::string> Gateway::publish(const config::Config& c,
 }
 
 void Gateway::tick() {
-  if (const engine::ForwardingTables* t = dataplane_->tables()) {
+  const engine::ForwardingTables* t = dataplane_->tables();
+  if (!t) {
+    return;
+  }
+  for (const auto& miss : dataplane_->takeMisses()) {
+    if (miss.port >= engine::kMaxPorts || !t->ports[miss.port].present) {
+      continue;
+    }
+    auto k = kernel_.find(t->ports[miss.port].name);
+    if (k == kernel_.end()) {
+      continue;  // no kernel side: the held packets time out (no-neighbor)
+    }
+    config::IpAddress a;
+    a.family = miss.v6 ? config::Family::V6 : config::Family::V4;
+    std::copy_n(miss.address, miss.v6 ? 16 : 4, a.bytes.begin());
+    std::pair<int, config::IpAddress> key{k->second.ifindex, a};
+    if (managed_.count(key) || host_managed_.count(key)) {
+      continue;  // already asked; the kernel answers when it can
+    }
+    if (auto r = kernel::rtnl::addManagedNeighbor(key.first, a); r) {
+      host_managed_.insert(key);
+      spdlog::debug("resolving {} on {}", a.toString(), k->second.ifname);
+    } else {
+      spdlog::warn("{}", r.error());
+    }
+  }
+  if (ticks_++ % 5 == 0) {
     refreshLineHealth(*t);
   }
 }
@@ -262,6 +468,7 @@ ReloadOutcome Gateway::reload() {
       (*it)();
     }
     sortPorts(*config_);
+    setUpKernelSides();
     if (auto r = publish(*config_, openPorts()); !r) {
       spdlog::error("reload rollback: {}", r.error());
     }
@@ -299,7 +506,8 @@ ReloadOutcome Gateway::reload() {
       continue;
     }
     config::PortConfig old = (*it)->config();
-    ports_.erase(it);  // stops and closes the device
+    kernel_.erase(name);  // its TAP, if any
+    ports_.erase(it);     // stops and closes the device
     undo.push_back([this, old] {
       auto port = engine::Port::open(old, eal_->mempool(), txQueues());
       if (port) {
@@ -356,8 +564,20 @@ ReloadOutcome Gateway::reload() {
       dataplane_->resetTunnelSlot(slot);
     }
     config_ = next;
+    std::erase_if(admin_down_, [&](const std::string& key) {  // lines that are gone
+      const auto slash = key.find('/');
+      const config::PeerConfig* p = next->findPeer(key.substr(0, slash));
+      return !p || std::none_of(p->lines.begin(), p->lines.end(),
+                                [&](const auto& l) { return l.name == key.substr(slash + 1); });
+    });
     refreshLineHealth(**tables);
     dataplane_->publish(std::move(*tables));
+    // Kernel sides of new ports (their TAPs join the tables in a second step).
+    setUpKernelSides();
+    keepNextHopsResolved();
+    if (auto r = publish(*config_, openPorts()); !r) {
+      spdlog::error("reload: {}", r.error());
+    }
   }
   if (log_level_override_.empty()) {
     spdlog::set_level(spdlog::level::from_str(next->logging.level));
@@ -426,6 +646,9 @@ std::vector<std::string> Gateway::healthReasons(
         reasons.push_back(text);
       }
     }
+  }
+  for (const auto& e : kernel_errors_) {
+    reasons.push_back(e);
   }
   if (last_reload_.attempted && !last_reload_.ok) {
     reasons.push_back("last reload failed at " + isoTime(last_reload_.at) +
@@ -690,6 +913,12 @@ json Gateway::counters() const {
           {"lan", pb(c.lan_tx, c.lan_rx)},
           {"wan", pb(c.wan_tx, c.wan_rx)},
           {"icmp", {{"sent", c.icmp_sent}, {"suppressed", c.icmp_suppressed}}},
+          {"kernel",
+           {{"to_kernel_packets", c.to_kernel.packets},
+            {"to_kernel_bytes", c.to_kernel.bytes},
+            {"from_kernel_packets", c.from_kernel.packets},
+            {"from_kernel_bytes", c.from_kernel.bytes}}},
+          {"neighbors", {{"held_packets", c.held}, {"resolutions_asked", c.neighbor_misses}}},
           {"ports", ports},
           {"lines", lines},
           {"tunnels", tunnels},

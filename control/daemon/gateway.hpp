@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "config/diff.hpp"
 #include "config/loader.hpp"
+#include "control/kernel/netlink.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
 #include "dataplane/engine/port.hpp"
@@ -60,9 +61,13 @@ class Gateway {
   // A one-line summary for systemd's STATUS=.
   std::string summary() const;
 
-  // Periodic work of the control loop (every 100 ms): line health from the
-  // ports' link state and the operator's admin state.
+  // Periodic work of the control loop (every 20 ms): neighbour misses from
+  // the workers become resolution requests to the kernel; every 100 ms line
+  // health from the ports' link state and the operator's admin state.
   void tick();
+  // The kernel neighbour table's notifications (fd to poll, and the handler).
+  int neighborFd() const { return neighbors_ ? neighbors_->fd() : -1; }
+  void onNeighborEvents();
   // `mcgwctl line PEER LINE up|down`: administratively takes a line out of
   // (or back into) use.  Not persisted: a restart brings every line back.
   Result<std::string, std::string> setLineAdmin(const std::string& peer, const std::string& line,
@@ -97,6 +102,24 @@ class Gateway {
   engine::TablesBuilder builder_;
   std::set<std::string> admin_down_;    // "peer/line"
   std::map<uint16_t, bool> port_link_;  // DPDK port id -> link up (tick)
+
+  // The kernel side of a port: the interface that carries its addresses and
+  // where its neighbours are resolved (the af_xdp interface itself, or a TAP
+  // mcgwd creates for af_packet and PCI ports).
+  struct KernelSide {
+    std::string ifname;
+    int ifindex = 0;
+    std::unique_ptr<engine::Port> tap;
+  };
+  std::map<std::string, KernelSide> kernel_;  // by port name
+  std::unique_ptr<kernel::NeighborMonitor> neighbors_;
+  std::set<std::pair<int, config::IpAddress>> managed_;       // next hops we keep resolved
+  std::set<std::pair<int, config::IpAddress>> host_managed_;  // hosts asked for by misses
+  unsigned ticks_ = 0;
+  unsigned tap_serial_ = 0;
+  std::vector<std::string> kernel_errors_;  // for health
+  void setUpKernelSides();
+  void keepNextHopsResolved();
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

@@ -27,8 +27,8 @@ namespace {
 // (RestartPreventExitStatus=78).
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
-// The control loop's period: line health follows link state this fast.
-constexpr int kTickMs = 100;
+// The control loop's period: neighbour misses reach the kernel this fast.
+constexpr int kTickMs = 20;
 constexpr int kExitConfig = 78;
 
 void setupLogging(const std::string& level) {
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   auto next_tick = std::chrono::steady_clock::now();
   while (running) {
-    std::vector<pollfd> fds{{sfd, POLLIN, 0}};
+    std::vector<pollfd> fds{{sfd, POLLIN, 0}, {gw.neighborFd(), POLLIN, 0}};
     server.pollFds(fds);
     int timeout_ms = kTickMs;
     if (watchdog) {
@@ -237,6 +237,9 @@ int main(int argc, char** argv) {
           running = false;
         }
       }
+    }
+    if (fds[1].revents & POLLIN) {
+      gw.onNeighborEvents();
     }
     server.handle(fds);
     if (std::chrono::steady_clock::now() >= next_tick) {

@@ -39,8 +39,11 @@ struct alignas(64) WorkerCounters {
   std::array<PacketsBytes, kMaxLines> line_tx, line_rx;
   std::array<PacketsBytes, kMaxTunnels> tunnel_tx, tunnel_rx;
   PacketsBytes lan_rx, lan_tx, wan_rx, wan_tx;
-  Counter icmp_sent;        // ICMP errors generated (time exceeded)
-  Counter icmp_suppressed;  // ... not sent: rate limit, no source address
+  PacketsBytes to_kernel, from_kernel;  // the exception path (TAP ports)
+  Counter held;                         // waited for a neighbour's MAC
+  Counter neighbor_misses;              // resolutions asked of the control plane
+  Counter icmp_sent;                    // ICMP errors generated (time exceeded)
+  Counter icmp_suppressed;              // ... not sent: rate limit, no source address
   Counter polls, busy_polls;
   Counter busy_cycles;  // TSC cycles of polls that received packets
   Counter sleeps;

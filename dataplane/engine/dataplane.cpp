@@ -7,6 +7,8 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -33,6 +35,8 @@ struct Dataplane::Worker {
   std::thread thread;  // when lcore < 0
   std::unique_ptr<WorkerCounters> counters = std::make_unique<WorkerCounters>();
   std::atomic<bool> running{false};
+  rte_ring* misses = nullptr;  // single producer (the worker), single consumer (control)
+  ~Worker() { rte_ring_free(misses); }
 };
 
 Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
@@ -51,6 +55,13 @@ Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
     w->dp = dp.get();
     w->index = i;
     w->lcore = lcores.empty() ? -1 : lcores[i];
+    const std::string ring = "mcgw_miss" + std::to_string(i);
+    w->misses = rte_ring_create_elem(ring.c_str(), sizeof(NeighborMiss), 256, SOCKET_ID_ANY,
+                                     RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!w->misses) {
+      return unexpected(std::string("cannot create the neighbour-miss ring of worker ") +
+                        std::to_string(i));
+    }
     dp->workers_.push_back(std::move(w));
   }
   for (auto& w : dp->workers_) {
@@ -102,7 +113,9 @@ int Dataplane::run(void* arg) {
   prctl(PR_SET_TIMERSLACK, 1000UL);  // short back-off sleeps stay short (ns)
   WorkerCounters& c = *w->counters;
   {
-    Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_);
+    Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_,
+                      w->misses);
+    const ForwardingTables* last = nullptr;
     rte_rcu_qsbr_thread_register(dp->qsbr_, w->index);
     rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
     const uint64_t drain_tsc = rte_get_tsc_hz() * kDrainUs / 1000000;
@@ -117,6 +130,10 @@ int Dataplane::run(void* arg) {
       uint32_t sleep_max = 0;
       if (t) {
         sleep_max = t->idle_sleep_max_us;
+        if (pipeline.held() && (t != last || rte_rdtsc() - last_drain >= drain_tsc)) {
+          pipeline.retryHeld(*t);  // new neighbours, or time to give up on some
+        }
+        last = t;
         for (const RxQueue& q : t->poll[w->index]) {
           const uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, kBurst);
           if (n) {
@@ -137,8 +154,14 @@ int Dataplane::run(void* arg) {
       }
       if (t != dp->current_.load(std::memory_order_acquire)) {
         pipeline.flush();  // nothing of the old tables' ports stays buffered
+        last = nullptr;    // the old tables may be freed after the quiescent point
       }
-      rte_rcu_qsbr_quiescent(dp->qsbr_, w->index);
+      // Quiescent only with nothing buffered: a packet buffered under old
+      // tables must not outlive the grace period that lets control close
+      // its port.  The drain timer bounds the wait to ~100 µs.
+      if (!pipeline.pending()) {
+        rte_rcu_qsbr_quiescent(dp->qsbr_, w->index);
+      }
       if (got) {
         if (idle) {
           idle = 0;
@@ -149,7 +172,7 @@ int Dataplane::run(void* arg) {
         continue;
       }
       ++idle;
-      if (idle < kSpinPolls) {
+      if (idle < kSpinPolls || pipeline.held()) {  // held packets wait for their MAC
         continue;
       }
       if (sleep_max == 0 || idle < kSpinPolls + kPausePolls) {
@@ -203,6 +226,10 @@ CountersSnapshot Dataplane::counters() const {
     add(s.lan_tx, c.lan_tx);
     add(s.wan_rx, c.wan_rx);
     add(s.wan_tx, c.wan_tx);
+    add(s.to_kernel, c.to_kernel);
+    add(s.from_kernel, c.from_kernel);
+    s.held += c.held.get();
+    s.neighbor_misses += c.neighbor_misses.get();
     s.icmp_sent += c.icmp_sent.get();
     s.icmp_suppressed += c.icmp_suppressed.get();
     WorkerStatus ws;
@@ -233,6 +260,19 @@ CountersSnapshot Dataplane::counters() const {
     sub(s.tunnel_rx[i], baseline_->tunnel_rx[i]);
   }
   return s;
+}
+
+std::vector<NeighborMiss> Dataplane::takeMisses() {
+  std::vector<NeighborMiss> out;
+  NeighborMiss batch[32];
+  for (auto& w : workers_) {
+    unsigned n;
+    while ((n = rte_ring_sc_dequeue_burst_elem(w->misses, batch, sizeof(NeighborMiss), 32,
+                                               nullptr)) > 0) {
+      out.insert(out.end(), batch, batch + n);
+    }
+  }
+  return out;
 }
 
 void Dataplane::resetLineSlot(uint16_t slot) {

@@ -41,8 +41,8 @@ struct CountersSnapshot {
   };
   std::array<PB, kMaxLines> line_tx{}, line_rx{};
   std::array<PB, kMaxTunnels> tunnel_tx{}, tunnel_rx{};
-  PB lan_rx, lan_tx, wan_rx, wan_tx;
-  uint64_t icmp_sent = 0, icmp_suppressed = 0;
+  PB lan_rx, lan_tx, wan_rx, wan_tx, to_kernel, from_kernel;
+  uint64_t icmp_sent = 0, icmp_suppressed = 0, held = 0, neighbor_misses = 0;
   std::vector<WorkerStatus> workers;
 };
 
@@ -72,6 +72,9 @@ class Dataplane {
   void resetTunnelSlot(uint16_t slot);
 
   CountersSnapshot counters() const;
+
+  // Neighbours the workers found unresolved since the last call.
+  std::vector<NeighborMiss> takeMisses();
 
  private:
   struct Worker;

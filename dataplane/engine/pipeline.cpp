@@ -5,6 +5,7 @@
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_ring_elem.h>
 
 #include <algorithm>
 #include <cstring>
@@ -90,8 +91,8 @@ uint32_t flowHash6(const proto::Ipv6Header* ip, const uint8_t* l4, size_t l4_len
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
-                   const LineHealth* health)
-    : tx_queue_(tx_queue), pool_(pool), counters_(counters), health_(health) {
+                   const LineHealth* health, rte_ring* misses)
+    : tx_queue_(tx_queue), pool_(pool), counters_(counters), health_(health), misses_(misses) {
   for (auto& b : tx_) {
     b = static_cast<rte_eth_dev_tx_buffer*>(
         rte_zmalloc("mcgw_txbuf", RTE_ETH_TX_BUFFER_SIZE(kBurst), RTE_CACHE_LINE_SIZE));
@@ -106,6 +107,9 @@ Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counter
 }
 
 Pipeline::~Pipeline() {
+  for (unsigned i = 0; i < n_held_; ++i) {
+    rte_pktmbuf_free(held_[i].m);
+  }
   for (auto& b : tx_) {
     if (b) {
       rte_pktmbuf_free_bulk(b->pkts, b->length);
@@ -162,6 +166,11 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
     return;
   }
   const PortEntry& pe = t.ports[port];
+  if (pe.tap) {  // the kernel's packets (ARP, ND, BGP, ...) leave as they are
+    counters_->from_kernel.add(m->pkt_len);
+    transmit(t, pe.phys, m);
+    return;
+  }
   (pe.lan ? counters_->lan_rx : counters_->wan_rx).add(m->pkt_len);
   if (!rte_pktmbuf_is_contiguous(m)) {
     drop(m, DropReason::kSEGMENTED);
@@ -173,13 +182,17 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
     return;
   }
   if (!sameMac(data, pe.mac)) {
-    drop(m, DropReason::kOTHER_HOST);
+    if (data[0] & 1) {  // broadcast, multicast: ARP, ND, ... for the kernel
+      toKernel(t, pe, m, DropReason::kOTHER_HOST);
+    } else {
+      drop(m, DropReason::kOTHER_HOST);
+    }
     return;
   }
   if (pe.lan) {
     const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);
     if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) {
-      drop(m, DropReason::kNOT_IP);
+      toKernel(t, pe, m, DropReason::kNOT_IP);
       return;
     }
     if (pe.tenant == kNoTenant) {
@@ -193,7 +206,7 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
   DecapResult r =
       decapsulate(MutableBytes(reinterpret_cast<std::byte*>(data), m->data_len), lookup);
   if (r.kind == DecapResult::Kind::kNotTunnel) {
-    drop(m, DropReason::kNOT_OVERLAY);
+    toKernel(t, pe, m, DropReason::kNOT_OVERLAY);  // BGP, BFD, SSH, ping, ARP
     return;
   }
   if (r.kind == DecapResult::Kind::kDrop) {
@@ -203,6 +216,9 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
   const TunnelEntry& tunnel = t.tunnels[r.tenant];
   counters_->line_rx[t.lines[lookup.line].slot].add(m->pkt_len);
   rte_pktmbuf_adj(m, static_cast<uint16_t>(r.inner_offset));
+  if (m->data_len > r.inner.size()) {  // bytes past the outer UDP datagram
+    rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - r.inner.size()));
+  }
   counters_->tunnel_rx[tunnel.slot].add(m->pkt_len);
   data = rte_pktmbuf_mtod(m, uint8_t*);
   const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);
@@ -210,11 +226,12 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
     drop(m, DropReason::kNOT_IP);
     return;
   }
-  forward(t, m, tunnel.tenant, port);
+  forward(t, m, tunnel.tenant, port, Origin::kTunnel);
 }
 
 void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
-                       bool originated) {
+                       Origin origin) {
+  const bool originated = origin == Origin::kGateway;
   using namespace proto;
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t len = m->data_len;
@@ -239,7 +256,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     }
     dst = ip->dst;
     if (dst[0] >= 224 || t.isLocal(false, dst)) {  // multicast, broadcast, ours
-      drop(m, DropReason::kLOCAL);
+      localPacket(t, m, rx_port, origin);
       return;
     }
     if (ip->ttl <= 1 && !originated) {
@@ -275,7 +292,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     dst = ip->dst;
     // Multicast and link-local destinations are never routed.
     if (dst[0] == 0xff || (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80) || t.isLocal(true, dst)) {
-      drop(m, DropReason::kLOCAL);
+      localPacket(t, m, rx_port, origin);
       return;
     }
     if (ip->hop_limit <= 1 && !originated) {
@@ -292,14 +309,14 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     }
     flow_hash = flowHash6(ip, data + kEth + sizeof(Ipv6Header), total - sizeof(Ipv6Header));
   }
-  const NextHop& nh = t.next_hops[*nh_index];
+  const NextHop& nh = t.tenants[tenant].next_hops[*nh_index];
   switch (nh.kind) {
     case NextHop::Kind::kTunnel:
       encapsulate(t, m, t.tunnels[nh.tunnel], flow_hash);
       return;
     case NextHop::Kind::kGateway:
       if (!nh.resolved) {
-        drop(m, DropReason::kNO_NEIGHBOR);
+        drop(m, DropReason::kNO_NEIGHBOR);  // the kernel resolves configured next hops
         return;
       }
       std::memcpy(data, nh.mac.data(), 6);
@@ -307,7 +324,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     case NextHop::Kind::kConnected: {
       Mac mac;
       if (!t.neighbor(nh.port, v6, dst, &mac)) {
-        drop(m, DropReason::kNO_NEIGHBOR);
+        hold(m, nh.port, v6, dst);
         return;
       }
       std::memcpy(data, mac.data(), 6);
@@ -315,7 +332,92 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     }
   }
   std::memcpy(data + 6, t.ports[nh.port].mac.data(), 6);
+  if (m->data_len - kEth > t.ports[nh.port].mtu) {  // ICMP for it: issue 5 (PMTU)
+    drop(m, DropReason::kTOO_BIG);
+    return;
+  }
   transmit(t, nh.port, m);
+}
+
+// A packet for the kernel: to the port's TAP when it has one, else dropped
+// under `otherwise` (af_xdp ports: the XDP program passes such packets to
+// the kernel before DPDK sees them).
+void Pipeline::toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m,
+                        DropReason otherwise) {
+  if (pe.exception < 0) {
+    drop(m, otherwise);
+    return;
+  }
+  counters_->to_kernel.add(m->pkt_len);
+  transmit(t, static_cast<uint16_t>(pe.exception), m);
+}
+
+// Addressed to the gateway itself (or multicast / link-local): the kernel's,
+// when it arrived straight on a port; a packet from a tunnel to the
+// gateway's address is not forwarded.
+void Pipeline::localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_port,
+                           Origin origin) {
+  const PortEntry& pe = t.ports[rx_port];
+  if (origin != Origin::kPort || pe.tap) {
+    drop(m, DropReason::kLOCAL);
+    return;
+  }
+  toKernel(t, pe, m, DropReason::kLOCAL);
+}
+
+void Pipeline::hold(rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address) {
+  const size_t n = v6 ? 16 : 4;
+  if (n_held_ == kHoldPackets) {
+    drop(m, DropReason::kNO_NEIGHBOR);
+    return;
+  }
+  bool asked = false;
+  for (unsigned i = 0; i < n_held_ && !asked; ++i) {
+    asked = held_[i].port == port && held_[i].v6 == v6 &&
+            std::memcmp(held_[i].address, address, n) == 0;
+  }
+  Held& h = held_[n_held_++];
+  h = Held{};
+  h.m = m;
+  h.port = port;
+  h.v6 = v6;
+  std::memcpy(h.address, address, n);
+  h.since = rte_rdtsc();
+  counters_->held.add();
+  if (!asked && misses_) {
+    NeighborMiss miss;
+    miss.port = port;
+    miss.v6 = v6;
+    std::memcpy(miss.address, address, n);
+    if (rte_ring_sp_enqueue_elem(misses_, &miss, sizeof miss) == 0) {
+      counters_->neighbor_misses.add();
+    }
+  }
+}
+
+void Pipeline::retryHeld(const ForwardingTables& t) {
+  const uint64_t now = rte_rdtsc();
+  const uint64_t limit = tsc_hz_ / 1000 * kHoldMs;
+  unsigned kept = 0;
+  for (unsigned i = 0; i < n_held_; ++i) {
+    Held& h = held_[i];
+    Mac mac;
+    if (t.neighbor(h.port, h.v6, h.address, &mac)) {
+      auto* data = rte_pktmbuf_mtod(h.m, uint8_t*);
+      std::memcpy(data, mac.data(), 6);
+      std::memcpy(data + 6, t.ports[h.port].mac.data(), 6);
+      if (h.m->data_len - kEth > t.ports[h.port].mtu) {
+        drop(h.m, DropReason::kTOO_BIG);
+      } else {
+        transmit(t, h.port, h.m);
+      }
+    } else if (now - h.since > limit) {
+      drop(h.m, DropReason::kNO_NEIGHBOR);
+    } else {
+      held_[kept++] = h;
+    }
+  }
+  n_held_ = kept;
 }
 
 void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
@@ -382,7 +484,9 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
 
 bool Pipeline::icmpAllowed() {
   const uint64_t now = rte_rdtsc();
-  const uint64_t earned = (now - icmp_last_tsc_) * kIcmpRate / tsc_hz_;
+  // At most a second's worth: no overflow after a long quiet time.
+  const uint64_t elapsed = std::min(now - icmp_last_tsc_, tsc_hz_);
+  const uint64_t earned = elapsed * kIcmpRate / tsc_hz_;
   if (earned > 0) {
     icmp_tokens_ = std::min(kIcmpBurst, icmp_tokens_ + earned);
     icmp_last_tsc_ = now;
@@ -419,17 +523,27 @@ void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t ten
   if (!v6) {
     const auto* ip = reinterpret_cast<const Ipv4Header*>(ip_bytes);
     const size_t hl = ip->headerLength();
-    if (ip->fragmentOffset() != 0 || ip->src[0] >= 224 || !source4) {
+    // Never for a later fragment, a multicast, "this network" or loopback
+    // source (RFC 1812 4.3.2.7), nor an ICMP error.
+    if (ip->fragmentOffset() != 0 || ip->src[0] >= 224 || ip->src[0] == 0 || ip->src[0] == 127 ||
+        !source4) {
       answer = false;
     } else if (ip->protocol == kIpProtoIcmp) {
       answer = ip_len > hl && !isIcmpError(ip_bytes[hl]);
     }
   } else {
     const auto* ip = reinterpret_cast<const Ipv6Header*>(ip_bytes);
-    if (ip->src[0] == 0xff || !source6) {
+    static constexpr uint8_t kUnspecified[16] = {};
+    static constexpr uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    // RFC 4443 2.4 (e): never for an ICMPv6 error (behind any extension
+    // headers), a multicast, unspecified or loopback source; nor for a
+    // later fragment.
+    const Ipv6Packet p6 = parseIpv6(Bytes(reinterpret_cast<const std::byte*>(ip_bytes), ip_len));
+    if (ip->src[0] == 0xff || std::memcmp(ip->src, kUnspecified, 16) == 0 ||
+        std::memcmp(ip->src, kLoopback, 16) == 0 || !source6 || !p6.ip.ok() || !p6.first_fragment) {
       answer = false;
-    } else if (ip->next_header == kIpProtoIpv6Icmp) {
-      answer = ip_len > sizeof(Ipv6Header) && !isIcmp6Error(ip_bytes[sizeof(Ipv6Header)]);
+    } else if (p6.upper_protocol == kIpProtoIpv6Icmp) {
+      answer = !p6.upper.empty() && !isIcmp6Error(static_cast<uint8_t>(p6.upper[0]));
     }
   }
   rte_mbuf* e = nullptr;
@@ -497,7 +611,7 @@ void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t ten
   e->port = rx_port;
   drop(m, DropReason::kTTL_EXPIRED);
   counters_->icmp_sent.add();
-  forward(t, e, tenant, rx_port, true);
+  forward(t, e, tenant, rx_port, Origin::kGateway);
 }
 
 }  // namespace mcgw::engine

@@ -20,6 +20,7 @@
 struct rte_mbuf;
 struct rte_mempool;
 struct rte_eth_dev_tx_buffer;
+struct rte_ring;
 
 namespace mcgw::engine {
 
@@ -31,11 +32,27 @@ struct LineHealth {
 
 inline constexpr uint16_t kBurst = 32;
 
+// A destination whose MAC the fast path does not know: the worker tells the
+// control plane (a ring per worker), which asks the kernel to resolve it.
+struct NeighborMiss {
+  uint16_t port = 0;  // DPDK port id
+  uint8_t v6 = 0;
+  uint8_t pad = 0;
+  uint8_t address[16] = {};
+};
+static_assert(sizeof(NeighborMiss) == 20);
+
+// Packets held while their neighbour resolves: at most this many per worker,
+// each for at most kHoldMs.
+inline constexpr unsigned kHoldPackets = 64;
+inline constexpr uint64_t kHoldMs = 1000;
+
 class Pipeline {
  public:
   // tx_queue: the TX queue this worker owns on every port.
-  Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
-           const LineHealth* health);
+  // misses: where unresolved neighbours are reported (may be null).
+  Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters, const LineHealth* health,
+           rte_ring* misses = nullptr);
   ~Pipeline();  // frees whatever is still buffered
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -52,17 +69,27 @@ class Pipeline {
   void flush();
   bool pending() const { return pending_mask_ != 0; }
 
+  // Sends held packets whose neighbour the tables now know, and drops
+  // (no-neighbor) those held too long.  The worker calls it when tables
+  // change and now and then.
+  void retryHeld(const ForwardingTables& t);
+  unsigned held() const { return n_held_; }
+
  private:
   void handle(const ForwardingTables& t, rte_mbuf* m);
-  // originated: a packet the gateway made (an ICMP error): routed without
-  // the TTL check and decrement.
+  // Where a packet to route comes from: straight from a port, out of a
+  // tunnel, or made by the gateway (an ICMP error: no TTL check or decrement).
+  enum class Origin : uint8_t { kPort, kTunnel, kGateway };
   void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
-               bool originated = false);
+               Origin origin = Origin::kPort);
   void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                    uint32_t flow_hash);
   void timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port);
   void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
   void drop(rte_mbuf* m, DropReason why);
+  void toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m, DropReason otherwise);
+  void hold(rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address);
+  void localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_port, Origin origin);
   bool icmpAllowed();
 
   uint16_t tx_queue_;
@@ -71,6 +98,16 @@ class Pipeline {
   const LineHealth* health_;
   std::array<rte_eth_dev_tx_buffer*, kMaxPorts> tx_{};
   uint32_t pending_mask_ = 0;  // ports whose buffer holds packets
+  rte_ring* misses_ = nullptr;
+  struct Held {
+    rte_mbuf* m = nullptr;
+    uint16_t port = 0;
+    bool v6 = false;
+    uint8_t address[16] = {};
+    uint64_t since = 0;  // TSC
+  };
+  std::array<Held, kHoldPackets> held_{};
+  unsigned n_held_ = 0;
   // ICMP error token bucket (per worker): tokens refill at kIcmpRate per second.
   uint64_t icmp_tokens_ = 0;
   uint64_t icmp_last_tsc_ = 0;

@@ -43,7 +43,16 @@ bool sameRoutes(const std::vector<TenantFib::Route>& a, const std::vector<Tenant
          });
 }
 
-const config::MacAddress* staticNeighbor(const config::PortConfig& pc, const config::IpAddress& a) {
+// A neighbour's MAC: what the kernel resolved, else the config's entry.
+const config::MacAddress* findNeighbor(const config::PortConfig& pc, const OpenPort* op,
+                                       const config::IpAddress& a) {
+  if (op) {
+    for (const auto& n : op->neighbors) {
+      if (n.address == a) {
+        return &n.mac;
+      }
+    }
+  }
   for (const auto& n : pc.neighbors) {
     if (n.address == a) {
       return &n.mac;
@@ -154,6 +163,23 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     pe.name = pc.name;
     pe.addresses = pc.addresses;
     port_ids[pc.name] = op.port_id;
+    if (op.tap_port_id) {
+      if (*op.tap_port_id >= kMaxPorts) {
+        return unexpected("port " + pc.name +
+                          ": its TAP's DPDK port id is beyond the fast path's " +
+                          std::to_string(kMaxPorts));
+      }
+      pe.exception = *op.tap_port_id;
+      PortEntry& tap = t->ports[*op.tap_port_id];
+      tap.present = true;
+      tap.tap = true;
+      tap.phys = op.port_id;
+      tap.lan = pe.lan;
+      tap.tenant = kNoTenant;
+      tap.mtu = pc.mtu;
+      tap.mac = op.mac;
+      tap.name = pc.name + " (kernel)";
+    }
     for (const auto& a : pc.addresses) {
       if (a.address.family == Family::V4) {
         std::array<uint8_t, 4> b;
@@ -233,7 +259,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       if (auto it = port_ids.find(lc.port); it != port_ids.end() && pc) {
         le.port = it->second;
         std::copy_n(t->ports[le.port].mac.begin(), 6, le.header.src_mac);
-        if (const auto* mac = staticNeighbor(*pc, le.next_hop)) {
+        if (const auto* mac = findNeighbor(*pc, &open_ports.at(lc.port), le.next_hop)) {
           std::copy(mac->bytes.begin(), mac->bytes.end(), le.header.dst_mac);
           le.resolved = true;
         }
@@ -283,10 +309,11 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   tunnel_slots_.retain(tunnel_names);
 
   // Routes: static ones, then the LAN subnets (connected, so they win).
-  std::map<uint16_t, uint32_t> tunnel_next_hop;
   for (size_t ti = 0; ti < c.tenants.size(); ++ti) {
     const auto& tc = c.tenants[ti];
     std::vector<TenantFib::Route> routes;
+    std::vector<NextHop>& next_hops = t->tenants[ti].next_hops;
+    std::map<uint16_t, uint32_t> tunnel_next_hop;
     for (const auto& r : tc.routes) {
       if (!r.peer.empty()) {
         size_t pi = 0;
@@ -298,12 +325,12 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
           return unexpected("tenant " + tc.name + ", route " + r.prefix.toString() + ": peer " +
                             r.peer + " does not carry tenant " + tc.name);
         }
-        auto [nh, added] = tunnel_next_hop.try_emplace(it->second, t->next_hops.size());
+        auto [nh, added] = tunnel_next_hop.try_emplace(it->second, next_hops.size());
         if (added) {
           NextHop h;
           h.kind = NextHop::Kind::kTunnel;
           h.tunnel = it->second;
-          t->next_hops.push_back(h);
+          next_hops.push_back(h);
         }
         routes.push_back({r.prefix, nh->second});
         t->route_views.push_back({tc.name, r.prefix.network().toString(), "peer " + r.peer});
@@ -329,13 +356,13 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       h.kind = NextHop::Kind::kGateway;
       if (auto it = port_ids.find(via->name); it != port_ids.end()) {
         h.port = it->second;
-        if (const auto* mac = staticNeighbor(*via, *r.next_hop)) {
+        if (const auto* mac = findNeighbor(*via, &open_ports.at(via->name), *r.next_hop)) {
           h.mac = toMac(*mac);
           h.resolved = true;
         }
       }
-      routes.push_back({r.prefix, static_cast<uint32_t>(t->next_hops.size())});
-      t->next_hops.push_back(h);
+      routes.push_back({r.prefix, static_cast<uint32_t>(next_hops.size())});
+      next_hops.push_back(h);
       t->route_views.push_back(
           {tc.name, r.prefix.network().toString(), r.next_hop->toString() + " on " + via->name});
     }
@@ -347,8 +374,8 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       NextHop h;
       h.kind = NextHop::Kind::kConnected;
       h.port = it->second;
-      const auto idx = static_cast<uint32_t>(t->next_hops.size());
-      t->next_hops.push_back(h);
+      const auto idx = static_cast<uint32_t>(next_hops.size());
+      next_hops.push_back(h);
       for (const auto& a : pc.addresses) {
         routes.push_back({a.network(), idx});
         t->route_views.push_back({tc.name, a.network().toString(), "connected " + pc.name});
@@ -376,6 +403,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   size_t n_neighbors = 0;
   for (const auto& pc : c.ports) {
     n_neighbors += pc.neighbors.size();
+    if (auto it = open_ports.find(pc.name); it != open_ports.end()) {
+      n_neighbors += it->second.neighbors.size();
+    }
   }
   if (n_neighbors > 0) {
     static std::atomic<uint32_t> serial{0};
@@ -418,6 +448,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     }
     for (uint16_t q = 0; q < it->second.rx_queues; ++q) {
       t->poll[next++ % t->poll.size()].push_back({it->second.port_id, q});
+    }
+    if (it->second.tap_port_id) {  // what the kernel sends out through the port
+      t->poll[next++ % t->poll.size()].push_back({*it->second.tap_port_id, 0});
     }
   }
   return t;

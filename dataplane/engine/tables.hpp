@@ -37,6 +37,12 @@ using Mac = std::array<uint8_t, 6>;
 struct PortEntry {
   bool present = false;
   bool lan = false;
+  // The exception path: a TAP port (tap = true) carries the kernel's side of
+  // physical port `phys`; a physical port's `exception` is its TAP, or -1
+  // when the kernel sees its traffic otherwise (af_xdp: the XDP program).
+  bool tap = false;
+  uint16_t phys = 0;
+  int32_t exception = -1;
   uint16_t tenant = kNoTenant;  // LAN ports
   uint16_t mtu = 1500;
   Mac mac{};
@@ -86,6 +92,9 @@ struct TenantEntry {
   std::string name;
   uint32_t vni = 0;
   std::shared_ptr<const TenantFib> fib;
+  // The FIB's next-hop indexes point here: local to the tenant, so that a
+  // change in one tenant never shifts another's (and rebuilds its FIB).
+  std::vector<NextHop> next_hops;
   std::vector<TenantFib::Route> routes;  // what the FIB was built from (to reuse it)
   // Source of ICMP errors the gateway sends for this tenant: its first LAN
   // address of each family.
@@ -122,7 +131,6 @@ class ForwardingTables {
   uint64_t generation = 0;
   std::array<PortEntry, kMaxPorts> ports;
   std::vector<TenantEntry> tenants;
-  std::vector<NextHop> next_hops;
   std::vector<TunnelEntry> tunnels;
   std::vector<LineEntry> lines;
   std::vector<PeerVtep> vteps;
@@ -177,9 +185,16 @@ class SlotMap {
 
 // What the builder needs to know of an open port.
 struct OpenPort {
+  OpenPort() = default;
+  OpenPort(uint16_t id, const Mac& m, uint16_t rxq) : port_id(id), mac(m), rx_queues(rxq) {}
   uint16_t port_id = 0;
   Mac mac{};
   uint16_t rx_queues = 1;
+  // Neighbours the kernel resolved on the port's kernel interface (used
+  // before the static ones in the config).
+  std::vector<config::StaticNeighbor> neighbors;
+  // The port's TAP (exception path), if it has one.
+  std::optional<uint16_t> tap_port_id;
 };
 
 class TablesBuilder {
