@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
@@ -148,6 +149,18 @@ Result<bool, std::string> replaceAddresses(int fd, const char* what, size_t capa
 
 std::string defaultXdpObjectPath() {
   std::error_code ec;
+  if (const char* env = std::getenv("MCGW_XDP_OBJECT"); env && *env) {
+    return env;
+  }
+  // A binary run from the build tree uses the build tree's object, so an
+  // older installed copy never shadows a fresh build.
+  const std::filesystem::path build_dir =
+      std::filesystem::path(kXdpObjectBuildPath).parent_path().parent_path();
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (!ec && self.rfind(build_dir.string() + "/", 0) == 0 &&
+      std::filesystem::exists(kXdpObjectBuildPath, ec)) {
+    return kXdpObjectBuildPath;
+  }
   if (std::filesystem::exists(kXdpObjectInstallPath, ec)) {
     return kXdpObjectInstallPath;
   }

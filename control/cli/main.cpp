@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
   show_tunnels->add_flag("--json", as_json, "JSON (schema mcgw.tunnels/1)");
   auto* show_routes = show->add_subcommand("routes", "The fast path's routes per tenant");
   show_routes->add_flag("--json", as_json, "JSON (schema mcgw.routes/1)");
+  auto* show_neighbors = show->add_subcommand(
+      "neighbors", "Next-hop MACs the fast path uses (kernel-resolved and static)");
+  show_neighbors->add_flag("--json", as_json, "JSON (schema mcgw.neighbors/1)");
   auto* show_counters =
       show->add_subcommand("counters", "Fast-path counters: traffic, drops by reason, workers");
   show_counters->add_flag("--json", as_json, "JSON (schema mcgw.counters/1)");
@@ -164,7 +167,8 @@ int main(int argc, char** argv) {
     };
     for (const View& v : {View{show_tunnels, "show-tunnels", mcgw::cli::renderTunnels},
                           View{show_routes, "show-routes", mcgw::cli::renderRoutes},
-                          View{show_counters, "show-counters", mcgw::cli::renderCounters}}) {
+                          View{show_counters, "show-counters", mcgw::cli::renderCounters},
+                          View{show_neighbors, "show-neighbors", mcgw::cli::renderNeighbors}}) {
       if (*v.cmd) {
         auto r = request(socket, v.request, rc);
         if (!r) {

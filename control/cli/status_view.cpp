@@ -207,4 +207,19 @@ std::string renderCounters(json c) {
   return o.str();
 }
 
+std::string renderNeighbors(json n) {
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-10s %-40s %-18s %-7s %s\n", "PORT", "ADDRESS", "MAC",
+                "SOURCE", "IN FAST PATH");
+  o << line;
+  for (auto& x : n["neighbors"]) {
+    std::snprintf(line, sizeof line, "%-10s %-40s %-18s %-7s %s\n", str(x, "port").c_str(),
+                  str(x, "address").c_str(), str(x, "mac").c_str(), str(x, "source").c_str(),
+                  x.value("in_fast_path", true) ? "yes" : "no");
+    o << line;
+  }
+  return o.str();
+}
+
 }  // namespace mcgw::cli

@@ -14,5 +14,6 @@ std::string renderStatus(nlohmann::json status);
 std::string renderTunnels(nlohmann::json tunnels);
 std::string renderRoutes(nlohmann::json routes);
 std::string renderCounters(nlohmann::json counters);
+std::string renderNeighbors(nlohmann::json neighbors);
 
 }  // namespace mcgw::cli

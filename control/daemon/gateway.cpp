@@ -36,6 +36,14 @@ Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path) {
 
 namespace {
 
+// The af_xdp PMD loads mcgw's XDP program unless the operator named one.
+std::string extraDevargs(const config::PortConfig& pc) {
+  if (pc.vdev.rfind("net_af_xdp", 0) == 0 && pc.vdev.find("xdp_prog=") == std::string::npos) {
+    return ",xdp_prog=" + ebpf::defaultXdpObjectPath();
+  }
+  return "";
+}
+
 std::vector<std::string> errorLines(const config::ConfigErrors& errors) {
   std::vector<std::string> out;
   for (const auto& e : errors) {
@@ -85,7 +93,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   }
   gw->dataplane_ = std::move(*dp);
   for (const auto& pc : gw->config_->ports) {
-    auto port = engine::Port::open(pc, gw->eal_->mempool(), gw->txQueues());
+    auto port = engine::Port::open(pc, gw->eal_->mempool(), gw->txQueues(), extraDevargs(pc));
     if (!port) {
       return unexpected(std::vector<std::string>{port.error()});
     }
@@ -161,6 +169,15 @@ void Gateway::setUpKernelSides() {
     KernelSide side;
     if (isAfXdp(pc)) {
       side.ifname = pc.kernelInterface();
+      auto maps = ebpf::XdpMaps::attachToInterface(side.ifname);
+      if (maps) {
+        side.xdp.emplace(std::move(*maps));
+      } else {
+        kernel_errors_.push_back("port " + pc.name + ": the XDP program on " + side.ifname +
+                                 " is not mcgw's (" + maps.error() +
+                                 "): the kernel may not see its control traffic");
+        spdlog::warn("{}", kernel_errors_.back());
+      }
     } else if (needsTap(pc)) {
       side.ifname = ("mcgw-" + pc.name).substr(0, IFNAMSIZ - 1);
       config::PortConfig tc;
@@ -207,8 +224,51 @@ void Gateway::setUpKernelSides() {
       }
     }
     spdlog::info("port {}: kernel side {} (ifindex {}{})", pc.name, side.ifname, side.ifindex,
-                 side.tap ? ", TAP" : "");
+                 side.tap   ? ", TAP"
+                 : side.xdp ? ", XDP program"
+                            : "");
     kernel_[pc.name] = std::move(side);
+  }
+  updateXdpMaps();
+}
+
+// What mcgw's XDP program needs to decide: the port's role, our VTEPs on it
+// (overlay traffic to DPDK) and its own addresses with their subnet
+// broadcasts (to the kernel).
+void Gateway::updateXdpMaps() {
+  for (auto& [name, side] : kernel_) {
+    const config::PortConfig* pc = config_->findPort(name);
+    if (!side.xdp || !pc) {
+      continue;
+    }
+    std::vector<config::IpAddress> vteps, locals;
+    for (const auto& peer : config_->peers) {
+      for (const auto& l : peer.lines) {
+        if (l.port == name && std::find(vteps.begin(), vteps.end(), l.local_vtep) == vteps.end()) {
+          vteps.push_back(l.local_vtep);
+        }
+      }
+    }
+    for (const auto& a : pc->addresses) {
+      locals.push_back(a.address);
+      if (a.address.family == config::Family::V4 && a.length < 31) {
+        config::IpAddress b = a.network().address;
+        const uint32_t host = (a.length == 0 ? 0xffffffffu : (1u << (32 - a.length)) - 1);
+        for (int i = 0; i < 4; ++i) {
+          b.bytes[static_cast<size_t>(i)] |= static_cast<uint8_t>(host >> (24 - 8 * i));
+        }
+        locals.push_back(b);
+      }
+    }
+    auto role = side.xdp->setRole(pc->role == config::PortRole::kLan ? ebpf::XdpRole::kLan
+                                                                     : ebpf::XdpRole::kWan);
+    auto v = side.xdp->setVteps(vteps);
+    auto l = side.xdp->setLocalAddresses(locals);
+    for (const auto* r : {&role, &v, &l}) {
+      if (!*r) {
+        spdlog::error("port {}: XDP maps: {}", name, r->error());
+      }
+    }
   }
 }
 
@@ -476,7 +536,7 @@ ReloadOutcome Gateway::reload() {
     return finish(out);
   };
   auto open = [&](const config::PortConfig& pc) -> std::optional<std::string> {
-    auto port = engine::Port::open(pc, eal_->mempool(), txQueues());
+    auto port = engine::Port::open(pc, eal_->mempool(), txQueues(), extraDevargs(pc));
     if (!port) {
       return port.error();
     }
@@ -509,7 +569,7 @@ ReloadOutcome Gateway::reload() {
     kernel_.erase(name);  // its TAP, if any
     ports_.erase(it);     // stops and closes the device
     undo.push_back([this, old] {
-      auto port = engine::Port::open(old, eal_->mempool(), txQueues());
+      auto port = engine::Port::open(old, eal_->mempool(), txQueues(), extraDevargs(old));
       if (port) {
         ports_.push_back(std::move(*port));
       } else {
@@ -574,6 +634,7 @@ ReloadOutcome Gateway::reload() {
     dataplane_->publish(std::move(*tables));
     // Kernel sides of new ports (their TAPs join the tables in a second step).
     setUpKernelSides();
+    updateXdpMaps();
     keepNextHopsResolved();
     if (auto r = publish(*config_, openPorts()); !r) {
       spdlog::error("reload: {}", r.error());
@@ -923,6 +984,41 @@ json Gateway::counters() const {
           {"lines", lines},
           {"tunnels", tunnels},
           {"workers", workers}};
+}
+
+json Gateway::neighbors() const {
+  json out = json::array();
+  for (const auto& [name, op] : openPorts()) {
+    for (const auto& n : op.neighbors) {
+      engine::Mac mac{};
+      const bool in_fast_path = dataplane_->tables()->neighbor(
+          op.port_id, n.address.family == config::Family::V6, n.address.bytes.data(), &mac);
+      out.push_back({{"port", name},
+                     {"address", n.address.toString()},
+                     {"mac", n.mac.toString()},
+                     {"source", "kernel"},
+                     {"in_fast_path", in_fast_path}});
+    }
+    if (const config::PortConfig* pc = config_->findPort(name)) {
+      for (const auto& n : pc->neighbors) {
+        out.push_back({{"port", name},
+                       {"address", n.address.toString()},
+                       {"mac", n.mac.toString()},
+                       {"source", "config"}});
+      }
+    }
+  }
+  json kernel = json::array();
+  if (neighbors_) {
+    for (const auto& [key, n] : neighbors_->entries()) {
+      kernel.push_back({{"ifindex", n.ifindex},
+                        {"address", n.address.toString()},
+                        {"state", n.state},
+                        {"managed", n.managed},
+                        {"usable", n.usable()}});
+    }
+  }
+  return {{"schema", "mcgw.neighbors/1"}, {"neighbors", out}, {"kernel_table", kernel}};
 }
 
 }  // namespace mcgw::daemon

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
 #include "dataplane/engine/port.hpp"
+#include "ebpf/xdp_maps.hpp"
 
 namespace mcgw::daemon {
 
@@ -75,6 +77,7 @@ class Gateway {
   nlohmann::json tunnels() const;
   nlohmann::json routes() const;
   nlohmann::json counters() const;
+  nlohmann::json neighbors() const;
 
  private:
   Gateway() = default;
@@ -110,6 +113,7 @@ class Gateway {
     std::string ifname;
     int ifindex = 0;
     std::unique_ptr<engine::Port> tap;
+    std::optional<ebpf::XdpMaps> xdp;  // af_xdp: mcgw's XDP program's maps
   };
   std::map<std::string, KernelSide> kernel_;  // by port name
   std::unique_ptr<kernel::NeighborMonitor> neighbors_;
@@ -120,6 +124,7 @@ class Gateway {
   std::vector<std::string> kernel_errors_;  // for health
   void setUpKernelSides();
   void keepNextHopsResolved();
+  void updateXdpMaps();
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

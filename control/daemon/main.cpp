@@ -95,6 +95,9 @@ json handleRequest(Gateway& gw, const std::string& command, const json& args) {
   if (command == "show-routes") {
     return {{"ok", true}, {"result", gw.routes()}};
   }
+  if (command == "show-neighbors") {
+    return {{"ok", true}, {"result", gw.neighbors()}};
+  }
   if (command == "show-counters") {
     return {{"ok", true}, {"result", gw.counters()}};
   }
@@ -114,9 +117,9 @@ json handleRequest(Gateway& gw, const std::string& command, const json& args) {
     }
     return {{"ok", true}, {"result", {{"message", *r}}}};
   }
-  return mcgw::api::errorResponse(
-      "unknown command '" + command +
-      "'; known: status, show-config, show-tunnels, show-routes, show-counters, reload, set-line");
+  return mcgw::api::errorResponse("unknown command '" + command +
+                                  "'; known: status, show-config, show-tunnels, show-routes, "
+                                  "show-counters, show-neighbors, reload, set-line");
 }
 
 }  // namespace

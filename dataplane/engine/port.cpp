@@ -50,7 +50,8 @@ uint64_t ownerId() {
 }
 
 Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& c,
-                                                      rte_mempool* pool, uint16_t tx_queues) {
+                                                      rte_mempool* pool, uint16_t tx_queues,
+                                                      const std::string& extra_devargs) {
   const std::string dev = c.deviceName();
   uint16_t id = 0;
   bool probed = false;
@@ -62,7 +63,7 @@ Result<std::unique_ptr<Port>, std::string> Port::open(const config::PortConfig& 
     }
   } else {
     // A vdev, or a PCI device added by a reload.
-    const std::string args = c.pci.empty() ? c.vdev : dev;
+    const std::string args = c.pci.empty() ? c.vdev + extra_devargs : dev;
     int rc = rte_dev_probe(args.c_str());
     if (rc < 0) {
       return unexpected(err(c.name, "cannot attach device '" + args + "'", rc));

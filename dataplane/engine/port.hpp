@@ -34,8 +34,10 @@ class Port {
   // Probes the device (vdev args or PCI address), configures queues and MTU,
   // and starts it.  tx_queues: one per worker.  On failure nothing is left
   // behind.
+  // extra_devargs is appended to a vdev's arguments (",xdp_prog=...").
   static Result<std::unique_ptr<Port>, std::string> open(const config::PortConfig& config,
-                                                         rte_mempool* pool, uint16_t tx_queues);
+                                                         rte_mempool* pool, uint16_t tx_queues,
+                                                         const std::string& extra_devargs = "");
   ~Port();  // stops, closes and detaches the device
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;

@@ -399,7 +399,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     }
   }
 
-  // Static neighbours, for connected destinations.
+  // Neighbours (kernel-resolved and static), for connected destinations.
   size_t n_neighbors = 0;
   for (const auto& pc : c.ports) {
     n_neighbors += pc.neighbors.size();
@@ -426,13 +426,22 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       if (it == port_ids.end()) {
         continue;
       }
+      // What the kernel resolved first; a static entry for the same address
+      // then replaces it.
+      std::vector<const config::StaticNeighbor*> all;
+      for (const auto& n : open_ports.at(pc.name).neighbors) {
+        all.push_back(&n);
+      }
       for (const auto& n : pc.neighbors) {
+        all.push_back(&n);
+      }
+      for (const auto* n : all) {
         NeighborKey k =
-            neighborKey(it->second, n.address.family == Family::V6, n.address.bytes.data());
+            neighborKey(it->second, n->address.family == Family::V6, n->address.bytes.data());
         const uintptr_t idx = t->neighbor_macs_.size();
-        t->neighbor_macs_.push_back(toMac(n.mac));
+        t->neighbor_macs_.push_back(toMac(n->mac));
         if (rte_hash_add_key_data(t->neighbors_, &k, reinterpret_cast<void*>(idx)) < 0) {
-          return unexpected("cannot add neighbour " + n.address.toString());
+          return unexpected("cannot add neighbour " + n->address.toString());
         }
       }
     }
