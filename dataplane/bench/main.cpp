@@ -1,0 +1,1106 @@
+// mcgw-bench: a memory-only benchmark of the fast path (docs/performance.md).
+//
+// One worker (the main thread) runs the real engine::Pipeline over tables
+// built by the real engine::TablesBuilder.  Packets come from pre-built
+// templates: before each burst the benchmark allocates 32 mbufs, writes the
+// headers of the next 32 template variants (4,096 destinations) into them
+// and puts them on an rte_ring behind a net_ring port.  The timed part is
+// what a worker does per poll:
+//
+//   rte_eth_rx_burst(ring port) → Pipeline::process() → Pipeline::flush()
+//                                                        → net_null TX (frees)
+//
+// and the "I/O floor" is the same loop with rte_eth_tx_burst() to net_null in
+// place of the pipeline.  Only those TSC cycles are counted (never packet
+// generation).  Before timing, each scenario's output is captured on ring
+// ports and checked byte by byte; after timing, the pipeline's drop counters,
+// its TX counters and the net_null TX counters must account for every packet.
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_memcpy.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "config/config.hpp"
+#include "dataplane/bench/packets.hpp"
+#include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/fib.hpp"
+#include "dataplane/engine/pipeline.hpp"
+#include "dataplane/engine/port.hpp"
+#include "dataplane/engine/tables.hpp"
+
+namespace mcgw::bench {
+namespace {
+
+using engine::ForwardingTables;
+using engine::TenantFib;
+
+constexpr uint16_t kBurst = engine::kBurst;
+constexpr size_t kDestinations = 4096;  // a power of two
+constexpr uint32_t kVni = 1001;
+constexpr uint64_t kWarmupBursts = 1024;
+constexpr uint64_t kVerifyBursts = 4;
+// A burst that took this many times the median was interrupted (the VM's
+// vCPU preempted, a host interrupt): it is left out of the average.
+constexpr uint64_t kOutlierFactor = 10;
+constexpr unsigned kMbufs = 8191;
+constexpr unsigned kMemoryMb = 1024;
+
+// Addresses of the bench topology (see benchConfig()).
+const Mac kLan0Mac{0x02, 0, 0, 0, 0x01, 0x00};
+const Mac kLan1Mac{0x02, 0, 0, 0, 0x01, 0x01};
+const Mac kWan0Mac{0x02, 0, 0, 0, 0x02, 0x00};
+const Mac kWan1Mac{0x02, 0, 0, 0, 0x02, 0x01};
+const Mac kLanHostMac{0x02, 0, 0, 0, 0x0b, 0x01};     // sender on lan0
+const Mac kLanRouterMac{0x02, 0, 0, 0, 0x0a, 0xfe};   // 192.168.1.254 on lan1
+const Mac kPeerAMac{0x02, 0, 0, 0, 0x0c, 0x0a};       // peer A's VTEP 203.0.113.10 on wan0
+const Mac kWan1RouterMac{0x02, 0, 0, 0, 0x0c, 0xfe};  // 198.51.100.254 on wan1
+const Mac kPeerBInnerMac{0x02, 0, 0, 0, 0x0d, 0x01};
+const Mac kRemoteHostMac{0x02, 0, 0, 0, 0x0e, 0x01};  // inner source behind peer A
+const Ip4 kPeerAVtep{203, 0, 113, 10};
+const Ip4 kWan0Address{203, 0, 113, 1};
+const Ip4 kWan1Address{198, 51, 100, 1};
+const Ip4 kPeerBVtep{198, 51, 100, 10};
+
+[[noreturn]] void fail(const std::string& message) {
+  std::fprintf(stderr, "mcgw-bench: FAILED: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void note(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+}
+
+// ---------------------------------------------------------------- scenarios
+
+enum class Kind { kFloor, kRoute, kDecap, kEncap, kFull, kFibLookup };
+
+struct Scenario {
+  Kind kind;
+  const char* name;
+  bool wan_in;      // the input arrives VXLAN-encapsulated on a WAN port
+  bool tunnel_out;  // the output leaves VXLAN-encapsulated on a WAN port
+  const char* what;
+  std::optional<double> target;  // cycles above the I/O floor (the issue)
+};
+
+const std::vector<Scenario> kScenarios = {
+    {Kind::kFloor, "io-floor", false, false, "rx burst + tx burst, no processing", {}},
+    {Kind::kRoute, "route", false, false, "LAN in, IPv4 route to a LAN next hop", {}},
+    {Kind::kDecap, "decap", true, false, "VXLAN in from peer A, route, LAN out", 40},
+    {Kind::kEncap, "encap", false, true, "LAN in, route, VXLAN out to peer B", 50},
+    {Kind::kFull, "full", true, true, "VXLAN in from peer A, route, VXLAN out to peer B", 150},
+    {Kind::kFibLookup, "fib-lookup", false, false, "TenantFib::lookup4 alone (no packets)", {}},
+};
+
+// ------------------------------------------------------------------- config
+
+config::IpAddress ip(const char* text) {
+  auto a = config::IpAddress::parse(text);
+  if (!a) {
+    fail(std::string("bad address ") + text);
+  }
+  return *a;
+}
+
+config::IpPrefix prefix(const char* text) {
+  auto p = config::IpPrefix::parse(text);
+  if (!p) {
+    fail(std::string("bad prefix ") + text);
+  }
+  return *p;
+}
+
+config::MacAddress mac(const Mac& m) {
+  config::MacAddress out;
+  out.bytes = m;
+  return out;
+}
+
+config::PortConfig port(const char* name, config::PortRole role, const char* address) {
+  config::PortConfig p;
+  p.name = name;
+  p.role = role;
+  p.vdev = name;  // not used: the benchmark opens its ports itself
+  p.mtu = 1500;
+  p.addresses = {prefix(address)};
+  if (role == config::PortRole::kLan) {
+    p.tenant = "bench";
+  }
+  return p;
+}
+
+// The topology, as a Config filled by hand (no YAML, no validation):
+//
+//   lan0 192.168.0.1/24 (RX) ─┐                   ┌─ lan1 192.168.1.1/24 (TX)
+//                             ├─ tenant "bench" ─┤    next hop 192.168.1.254
+//   wan0 203.0.113.1/24 (RX) ─┘   VNI 1001        └─ wan1 198.51.100.1/24 (TX)
+//     peer-a VTEP 203.0.113.10                        peer-b VTEP 198.51.100.10
+//                                                     via 198.51.100.254
+//
+// One static route, 10.0.0.0/8, to peer-b (tunnel_out) or to the LAN next
+// hop.  Both peers use VXLAN and carry the tenant.
+config::Config benchConfig(bool tunnel_out) {
+  using config::PortRole;
+  config::Config c;
+  c.node.name = "mcgw-bench";
+  c.fast_path.idle_sleep_max_us = 0;
+  auto lan0 = port("lan0", PortRole::kLan, "192.168.0.1/24");
+  auto lan1 = port("lan1", PortRole::kLan, "192.168.1.1/24");
+  lan1.neighbors = {{ip("192.168.1.254"), mac(kLanRouterMac)}};
+  auto wan0 = port("wan0", PortRole::kWan, "203.0.113.1/24");
+  wan0.neighbors = {{ip("203.0.113.10"), mac(kPeerAMac)}};
+  auto wan1 = port("wan1", PortRole::kWan, "198.51.100.1/24");
+  wan1.neighbors = {{ip("198.51.100.254"), mac(kWan1RouterMac)}};
+  c.ports = {lan0, lan1, wan0, wan1};
+
+  config::TenantConfig t;
+  t.name = "bench";
+  t.vni = kVni;
+  config::StaticRoute r;
+  r.prefix = prefix("10.0.0.0/8");
+  if (tunnel_out) {
+    r.peer = "peer-b";
+  } else {
+    r.next_hop = ip("192.168.1.254");
+  }
+  t.routes = {r};
+  c.tenants = {t};
+
+  config::PeerConfig a;
+  a.name = "peer-a";
+  config::LineConfig la;
+  la.name = "a1";
+  la.port = "wan0";
+  la.local_vtep = ip("203.0.113.1");
+  la.remote_vtep = ip("203.0.113.10");
+  la.mtu = 1500;
+  a.lines = {la};
+  config::PeerConfig b;
+  b.name = "peer-b";
+  b.inner_mac = mac(kPeerBInnerMac);
+  config::LineConfig lb;
+  lb.name = "b1";
+  lb.port = "wan1";
+  lb.local_vtep = ip("198.51.100.1");
+  lb.remote_vtep = ip("198.51.100.10");
+  lb.next_hop = ip("198.51.100.254");
+  lb.mtu = 1500;
+  b.lines = {lb};
+  c.peers = {a, b};
+  return c;
+}
+
+// -------------------------------------------------------------------- ports
+
+struct RingPort {
+  uint16_t id = 0;
+  rte_ring* ring = nullptr;
+};
+
+// An ethdev over one rte_ring (RX and TX on the same ring).
+RingPort ringPort(const char* name, rte_mempool* pool) {
+  RingPort p;
+  const int socket = static_cast<int>(rte_socket_id());
+  p.ring = rte_ring_create(name, 1024, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (!p.ring) {
+    fail(std::string("cannot create ring ") + name + ": " + rte_strerror(rte_errno));
+  }
+  const int id = rte_eth_from_ring(p.ring);
+  if (id < 0) {
+    fail(std::string("cannot create a net_ring port on ") + name + ": " + rte_strerror(rte_errno));
+  }
+  p.id = static_cast<uint16_t>(id);
+  rte_eth_conf conf{};
+  if (rte_eth_dev_configure(p.id, 1, 1, &conf) != 0 ||
+      rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool) != 0 ||
+      rte_eth_tx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr) != 0 ||
+      rte_eth_dev_start(p.id) != 0) {
+    fail(std::string("cannot start the net_ring port ") + name);
+  }
+  return p;
+}
+
+struct Ports {
+  RingPort rx_lan, rx_wan;    // the benchmark feeds these
+  RingPort cap_lan, cap_wan;  // output captured for the checks
+  std::unique_ptr<engine::Port> null_lan, null_wan;
+};
+
+// The open ports as TablesBuilder wants them: lan0/wan0 receive from the
+// rings; lan1/wan1 transmit to net_null (timing) or to the capture rings.
+std::map<std::string, engine::OpenPort> openPorts(const Ports& p, bool capture) {
+  return {
+      {"lan0", {p.rx_lan.id, kLan0Mac, 1}},
+      {"wan0", {p.rx_wan.id, kWan0Mac, 1}},
+      {"lan1", {capture ? p.cap_lan.id : p.null_lan->id(), kLan1Mac, 1}},
+      {"wan1", {capture ? p.cap_wan.id : p.null_wan->id(), kWan1Mac, 1}},
+  };
+}
+
+uint64_t txPackets(uint16_t port) {
+  rte_eth_stats s{};
+  if (rte_eth_stats_get(port, &s) != 0) {
+    fail("cannot read port statistics");
+  }
+  return s.opackets;
+}
+
+// ------------------------------------------------------------------ packets
+
+// A frame in kDestinations variants that differ in their first `hdr` bytes.
+struct Templates {
+  std::vector<uint8_t> base;
+  size_t hdr = 0;
+  std::vector<uint8_t> headers;  // kDestinations × hdr
+};
+
+InnerSpec innerSpec(bool from_wan, const Ip4& dst, size_t v) {
+  InnerSpec s;
+  s.dst_mac = from_wan ? kPeerBInnerMac : kLan0Mac;  // any MAC inside a tunnel
+  s.src_mac = from_wan ? kRemoteHostMac : kLanHostMac;
+  s.src = from_wan ? Ip4{172, 16, 0, 10} : Ip4{192, 168, 0, 10};
+  s.dst = dst;
+  s.src_port = static_cast<uint16_t>(1024 + v);
+  s.dst_port = 5001;
+  s.ttl = 64;
+  return s;
+}
+
+Templates makeTemplates(bool from_wan, size_t size, const std::vector<Ip4>& dsts) {
+  Templates t;
+  proto::TunnelHeaderTemplate outer;
+  std::copy(kPeerAMac.begin(), kPeerAMac.end(), outer.src_mac);
+  std::copy(kWan0Mac.begin(), kWan0Mac.end(), outer.dst_mac);
+  std::copy(kPeerAVtep.begin(), kPeerAVtep.end(), outer.local);
+  std::copy(kWan0Address.begin(), kWan0Address.end(), outer.remote);
+  outer.ttl = 64;
+  outer.encapsulation = proto::Encapsulation::kVxlan;
+  t.hdr = (from_wan ? kVxlanOverhead : 0) + kEthLen + 20 + 8;
+  t.headers.resize(kDestinations * t.hdr);
+  for (size_t v = 0; v < kDestinations; ++v) {
+    auto inner = innerFrame(size, innerSpec(from_wan, dsts[v], v));
+    auto frame =
+        from_wan ? vxlanFrame(inner, outer, kVni, static_cast<uint32_t>(v * 2654435761u)) : inner;
+    if (frame.empty()) {
+      fail("cannot build the template packets");
+    }
+    if (v == 0) {
+      t.base = frame;
+    }
+    std::copy_n(frame.begin(), t.hdr, t.headers.begin() + static_cast<ptrdiff_t>(v * t.hdr));
+  }
+  return t;
+}
+
+// Puts bursts of template packets on a ring port's RX ring.
+//
+// Only the first `hdr` bytes of each packet are written per burst: every
+// mbuf of the pool is stamped with the whole template first, and since the
+// pipeline never writes past the headers, the payload stays in place across
+// uses.  So packet size changes what the headers say, not how many bytes the
+// generator drags through the caches (a NIC's DMA does not fill them either).
+class Feeder {
+ public:
+  Feeder(rte_mempool* pool, const RingPort& port, const Templates& t)
+      : pool_(pool), port_(port), t_(t) {
+    std::vector<rte_mbuf*> all;
+    while (rte_mbuf* m = rte_pktmbuf_alloc(pool_)) {
+      all.push_back(m);
+    }
+    for (rte_mbuf* m : all) {
+      if (rte_pktmbuf_tailroom(m) < t_.base.size()) {
+        fail("template larger than an mbuf");
+      }
+      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), t_.base.data(), t_.base.size());
+    }
+    rte_pktmbuf_free_bulk(all.data(), static_cast<unsigned>(all.size()));
+  }
+
+  void fill() {
+    rte_mbuf* m[kBurst];
+    if (rte_pktmbuf_alloc_bulk(pool_, m, kBurst) != 0) {
+      fail("the mempool ran dry: mbufs are leaking");
+    }
+    const size_t len = t_.base.size();
+    for (unsigned i = 0; i < kBurst; ++i) {
+      rte_memcpy(rte_pktmbuf_mtod(m[i], uint8_t*), t_.headers.data() + next_ * t_.hdr, t_.hdr);
+      m[i]->data_len = static_cast<uint16_t>(len);
+      m[i]->pkt_len = static_cast<uint32_t>(len);
+      m[i]->port = port_.id;  // net_ring does not set it
+      next_ = (next_ + 1) & (kDestinations - 1);
+    }
+    if (rte_ring_enqueue_bulk(port_.ring, reinterpret_cast<void**>(m), kBurst, nullptr) != kBurst) {
+      fail("the RX ring is full");
+    }
+    fed_ += kBurst;
+  }
+  uint64_t fed() const { return fed_; }
+
+ private:
+  rte_mempool* pool_;
+  RingPort port_;
+  const Templates& t_;
+  size_t next_ = 0;
+  uint64_t fed_ = 0;
+};
+
+// ---------------------------------------------------------------- measuring
+
+struct Measured {
+  double cycles_per_packet = 0;
+  uint64_t packets = 0;   // in the average
+  uint64_t outliers = 0;  // bursts left out
+};
+
+Measured summarize(std::vector<uint64_t>& samples, unsigned per_sample) {
+  std::vector<uint64_t> sorted = samples;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2),
+                   sorted.end());
+  const uint64_t limit = sorted[sorted.size() / 2] * kOutlierFactor;
+  uint64_t sum = 0, kept = 0;
+  for (uint64_t s : samples) {
+    if (s <= limit) {
+      sum += s;
+      ++kept;
+    }
+  }
+  Measured m;
+  m.packets = kept * per_sample;
+  m.outliers = samples.size() - kept;
+  m.cycles_per_packet = static_cast<double>(sum) / static_cast<double>(m.packets);
+  return m;
+}
+
+// Feeds warm-up plus `bursts` bursts; times rx_burst + body per burst.
+template <typename Body>
+Measured measure(Feeder& feed, uint16_t rx_port, uint64_t bursts, Body&& body) {
+  std::vector<uint64_t> samples;
+  samples.reserve(bursts);
+  rte_mbuf* pkts[kBurst];
+  for (uint64_t b = 0; b < kWarmupBursts + bursts; ++b) {
+    feed.fill();
+    const uint64_t t0 = rte_rdtsc();
+    const uint16_t n = rte_eth_rx_burst(rx_port, 0, pkts, kBurst);
+    body(pkts, n);
+    const uint64_t t1 = rte_rdtsc();
+    if (n != kBurst) {
+      fail("rx burst returned " + std::to_string(n) + " packets, not " + std::to_string(kBurst));
+    }
+    if (b >= kWarmupBursts) {
+      samples.push_back(t1 - t0);
+    }
+  }
+  return summarize(samples, kBurst);
+}
+
+// ------------------------------------------------------------------- routes
+
+struct BigRoutes {
+  std::vector<std::pair<uint32_t, uint8_t>> prefixes;  // host order, in 10.0.0.0/8
+};
+
+// `n` distinct random prefixes of length 24..32 in 10.0.0.0/8 and
+// kDestinations random addresses, each inside one of them (or anywhere in
+// 10.0.0.0/8 when n is 0).
+void randomRoutes(size_t n, uint64_t seed, BigRoutes* routes, std::vector<Ip4>* dsts) {
+  std::mt19937_64 rng(seed);
+  std::unordered_set<uint64_t> seen;
+  seen.reserve(n * 2);
+  routes->prefixes.reserve(n);
+  while (routes->prefixes.size() < n) {
+    const uint8_t len = static_cast<uint8_t>(24 + rng() % 9);
+    const uint32_t mask = len == 32 ? 0xffffffffu : ~(0xffffffffu >> len);
+    const uint32_t addr = (0x0a000000u | static_cast<uint32_t>(rng() & 0x00ffffff)) & mask;
+    if (seen.insert(static_cast<uint64_t>(addr) << 8 | len).second) {
+      routes->prefixes.emplace_back(addr, len);
+    }
+  }
+  dsts->clear();
+  for (size_t i = 0; i < kDestinations; ++i) {
+    uint32_t a = 0x0a000000u | static_cast<uint32_t>(rng() & 0x00ffffff);
+    if (n > 0) {
+      const auto& [p, len] = routes->prefixes[rng() % n];
+      const uint32_t mask = len == 32 ? 0xffffffffu : ~(0xffffffffu >> len);
+      a = p | (static_cast<uint32_t>(rng()) & ~mask);
+    }
+    dsts->push_back({static_cast<uint8_t>(a >> 24), static_cast<uint8_t>(a >> 16),
+                     static_cast<uint8_t>(a >> 8), static_cast<uint8_t>(a)});
+  }
+}
+
+size_t heapBytes() {
+  rte_malloc_socket_stats s{};
+  rte_malloc_get_socket_stats(static_cast<int>(rte_socket_id()), &s);
+  return s.heap_allocsz_bytes;
+}
+
+bool sameRoutes(const std::vector<TenantFib::Route>& a, const std::vector<TenantFib::Route>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+           return x.prefix == y.prefix && x.next_hop == y.next_hop;
+         });
+}
+
+// ---------------------------------------------------------------- the bench
+
+std::string fmt(const char* f, double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+struct Row {
+  std::string scenario;
+  size_t packet_size = 0;
+  size_t routes = 0;
+  double cycles = 0;  // the median of the repetitions
+  double min = 0, max = 0;
+  double above = 0;
+  double mpps = 0;
+  std::vector<double> repetitions;  // cycles per packet of each
+  uint64_t outliers = 0;            // interrupted bursts left out, all repetitions
+  std::optional<double> target;
+};
+
+class Bench {
+ public:
+  Bench(rte_mempool* pool, Ports& ports, uint64_t bursts, size_t big_routes, uint64_t seed)
+      : pool_(pool), ports_(ports), bursts_(bursts), big_n_(big_routes) {
+    for (auto& up : health_.up) {
+      up.store(true);
+    }
+    randomRoutes(big_n_, seed, &big_, &dsts_);
+    pool_size_ = rte_mempool_avail_count(pool_);
+  }
+
+  double bigBuildSeconds() const { return big_build_s_; }
+  size_t bigFibBytes() const { return big_bytes_; }
+  size_t builderFibBytes() const { return builder_bytes_; }
+
+  // One timed run of each kind (fresh tables, fresh counters).
+  Measured once(const Scenario& s, size_t size, bool big) {
+    switch (s.kind) {
+      case Kind::kFloor:
+        return floorOnce(size);
+      case Kind::kFibLookup:
+        return fibLookupOnce(big);
+      default:
+        return pipelineOnce(s, size, big);
+    }
+  }
+
+ private:
+  Measured floorOnce(size_t size) {
+    Templates t = makeTemplates(false, size, dsts_);
+    Feeder feed(pool_, ports_.rx_lan, t);
+    const uint16_t tx = ports_.null_lan->id();
+    rte_eth_stats_reset(tx);
+    Measured m = measure(feed, ports_.rx_lan.id, bursts_, [&](rte_mbuf** pkts, uint16_t n) {
+      if (rte_eth_tx_burst(tx, 0, pkts, n) != n) {
+        fail("net_null refused packets");
+      }
+    });
+    if (txPackets(tx) != feed.fed()) {
+      fail("io-floor: net_null sent " + std::to_string(txPackets(tx)) + " of " +
+           std::to_string(feed.fed()) + " packets");
+    }
+    checkMempool("io-floor");
+    return m;
+  }
+
+  Measured pipelineOnce(const Scenario& s, size_t size, bool big) {
+    const size_t routes = big ? big_n_ : 1;
+    const std::string label = std::string(s.name) + "/" + std::to_string(size) + "B/" +
+                              std::to_string(routes) + " routes";
+    config::Config c = benchConfig(s.tunnel_out);
+    const size_t heap_before = heapBytes();
+    auto built = builder_.build(c, openPorts(ports_, false), 1, nullptr);
+    if (!built) {
+      fail(label + ": TablesBuilder: " + built.error());
+    }
+    std::unique_ptr<ForwardingTables> tables = std::move(*built);
+    if (!builder_bytes_) {
+      builder_bytes_ = heapBytes() - heap_before;
+    }
+    if (big) {
+      // TablesBuilder builds every FIB with TenantFib's default limits (64Ki
+      // IPv4 rules), so the big FIB is built here with larger ones and put
+      // in place of the one the builder made, over the same next hops.
+      auto& te = tables->tenants.at(0);
+      bigFib(te.routes);
+      if (!sameRoutes(te.routes, big_base_)) {
+        fail(label + ": the builder's routes changed between scenarios");
+      }
+      te.fib = big_fib_;
+    }
+    auto vbuilt = builder_.build(c, openPorts(ports_, true), 1, tables.get());
+    if (!vbuilt) {
+      fail(label + ": TablesBuilder (capture): " + vbuilt.error());
+    }
+    std::unique_ptr<ForwardingTables> capture = std::move(*vbuilt);
+    capture->tenants.at(0).fib = tables->tenants.at(0).fib;
+
+    Templates t = makeTemplates(s.wan_in, size, dsts_);
+    const RingPort& rx = s.wan_in ? ports_.rx_wan : ports_.rx_lan;
+    verify(s, size, label, *capture, t, rx);
+
+    // Timed run on net_null.
+    const uint16_t tx = s.tunnel_out ? ports_.null_wan->id() : ports_.null_lan->id();
+    rte_eth_stats_reset(tx);
+    auto counters = std::make_unique<engine::WorkerCounters>();
+    Feeder feed(pool_, rx, t);
+    Measured m;
+    {
+      engine::Pipeline p(0, pool_, counters.get(), &health_);
+      m = measure(feed, rx.id, bursts_, [&](rte_mbuf** pkts, uint16_t n) {
+        p.process(*tables, pkts, n);
+        p.flush();
+      });
+    }
+    checkCounters(label, *counters, s, feed.fed());
+    if (txPackets(tx) != feed.fed()) {
+      fail(label + ": net_null sent " + std::to_string(txPackets(tx)) + " of " +
+           std::to_string(feed.fed()) + " packets");
+    }
+    checkMempool(label);
+    return m;
+  }
+
+  Measured fibLookupOnce(bool big) {
+    std::shared_ptr<const TenantFib> fib;
+    uint32_t expect = 0;
+    if (big) {
+      if (!big_fib_) {
+        // No pipeline scenario built it: the builder's routes for the bench
+        // config are needed for its next hops.
+        auto built = builder_.build(benchConfig(true), openPorts(ports_, false), 1, nullptr);
+        if (!built) {
+          fail("fib-lookup: TablesBuilder: " + built.error());
+        }
+        bigFib((*built)->tenants.at(0).routes);
+      }
+      fib = big_fib_;
+      expect = big_nh_;
+    } else {
+      auto f = TenantFib::build("bench-1", {{prefix("10.0.0.0/8"), 0}});
+      if (!f) {
+        fail("fib-lookup: " + f.error());
+      }
+      fib = std::move(*f);
+    }
+    std::vector<uint64_t> samples;
+    samples.reserve(bursts_);
+    size_t next = 0;
+    uint64_t misses = 0;
+    for (uint64_t b = 0; b < kWarmupBursts + bursts_; ++b) {
+      const uint64_t t0 = rte_rdtsc();
+      for (unsigned i = 0; i < kBurst; ++i) {
+        auto nh = fib->lookup4(dsts_[next].data());
+        misses += !nh || *nh != expect;
+        next = (next + 1) & (kDestinations - 1);
+      }
+      const uint64_t t1 = rte_rdtsc();
+      if (b >= kWarmupBursts) {
+        samples.push_back(t1 - t0);
+      }
+    }
+    if (misses) {
+      fail("fib-lookup: " + std::to_string(misses) + " lookups missed or gave a wrong next hop");
+    }
+    return summarize(samples, kBurst);
+  }
+
+  void bigFib(const std::vector<TenantFib::Route>& base) {
+    if (big_fib_) {
+      return;
+    }
+    // Every random prefix goes where 10.0.0.0/8 goes.
+    const auto wide = prefix("10.0.0.0/8");
+    auto it =
+        std::find_if(base.begin(), base.end(), [&](const auto& r) { return r.prefix == wide; });
+    if (it == base.end()) {
+      fail("the builder's routes lack 10.0.0.0/8");
+    }
+    big_nh_ = it->next_hop;
+    big_base_ = base;
+    std::vector<TenantFib::Route> routes = base;
+    routes.reserve(base.size() + big_.prefixes.size());
+    for (const auto& [a, len] : big_.prefixes) {
+      TenantFib::Route r;
+      r.prefix.address.family = config::Family::V4;
+      r.prefix.address.bytes = {static_cast<uint8_t>(a >> 24), static_cast<uint8_t>(a >> 16),
+                                static_cast<uint8_t>(a >> 8), static_cast<uint8_t>(a)};
+      r.prefix.length = len;
+      r.next_hop = big_nh_;
+      routes.push_back(r);
+    }
+    TenantFib::Limits limits;
+    limits.max_rules_v4 = static_cast<uint32_t>(routes.size() + 1024);
+    // At most one tbl8 group per /24 of 10.0.0.0/8 holds longer prefixes.
+    limits.tbl8s_v4 = (1u << 16) + 256;
+    limits.max_rules_v6 = 1024;
+    limits.tbl8s_v6 = 256;
+    note("building the " + std::to_string(routes.size()) + "-route FIB ...");
+    const size_t before = heapBytes();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto fib = TenantFib::build("bench-big", routes, limits);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!fib) {
+      fail("big FIB: " + fib.error());
+    }
+    big_fib_ = std::move(*fib);
+    big_build_s_ = secs;
+    big_bytes_ = heapBytes() - before;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  built in %.1f s, %.0f MiB", secs,
+                  static_cast<double>(big_bytes_) / (1 << 20));
+    note(buf);
+  }
+
+  void verify(const Scenario& s, size_t size, const std::string& label, const ForwardingTables& t,
+              const Templates& tpl, const RingPort& rx) {
+    auto counters = std::make_unique<engine::WorkerCounters>();
+    Feeder feed(pool_, rx, tpl);
+    {
+      engine::Pipeline p(0, pool_, counters.get(), &health_);
+      rte_mbuf* pkts[kBurst];
+      for (uint64_t b = 0; b < kVerifyBursts; ++b) {
+        feed.fill();
+        const uint16_t n = rte_eth_rx_burst(rx.id, 0, pkts, kBurst);
+        p.process(t, pkts, n);
+        p.flush();
+      }
+    }
+    checkCounters(label + " (capture)", *counters, s, feed.fed());
+    const RingPort& out = s.tunnel_out ? ports_.cap_wan : ports_.cap_lan;
+    const RingPort& other = s.tunnel_out ? ports_.cap_lan : ports_.cap_wan;
+    if (rte_ring_count(other.ring) != 0) {
+      fail(label + ": packets left through the wrong port");
+    }
+    std::vector<rte_mbuf*> got(kVerifyBursts * kBurst + 1);
+    const unsigned n = rte_ring_dequeue_burst(out.ring, reinterpret_cast<void**>(got.data()),
+                                              static_cast<unsigned>(got.size()), nullptr);
+    if (n != kVerifyBursts * kBurst) {
+      rte_pktmbuf_free_bulk(got.data(), n);
+      fail(label + ": " + std::to_string(n) + " packets came out of " +
+           std::to_string(kVerifyBursts * kBurst));
+    }
+    ExpectTunnel et;
+    et.dst_mac = kWan1RouterMac;
+    et.src_mac = kWan1Mac;
+    et.local = kWan1Address;
+    et.remote = kPeerBVtep;
+    et.ttl = 64;
+    et.vni = kVni;
+    et.inner_dst = kPeerBInnerMac;
+    et.inner_src = kWan1Mac;
+    ExpectLan el{kLanRouterMac, kLan1Mac};
+    for (unsigned i = 0; i < n; ++i) {
+      rte_mbuf* m = got[i];
+      const auto* f = rte_pktmbuf_mtod(m, const uint8_t*);
+      std::string err = rte_pktmbuf_is_contiguous(m) ? "" : "segmented output";
+      if (err.empty()) {
+        err = s.tunnel_out ? checkTunnel(f, m->data_len, size, dsts_[i % kDestinations], et)
+                           : checkLan(f, m->data_len, size, dsts_[i % kDestinations], el);
+      }
+      // The payload (what follows the inner UDP header) arrives unchanged.
+      const size_t payload = tpl.base.size() - tpl.hdr;
+      if (err.empty() &&
+          (m->data_len < payload ||
+           std::memcmp(f + m->data_len - payload, tpl.base.data() + tpl.hdr, payload) != 0)) {
+        err = "payload damaged";
+      }
+      if (!err.empty()) {
+        rte_pktmbuf_free_bulk(got.data(), n);
+        fail(label + ": output packet " + std::to_string(i) + ": " + err);
+      }
+    }
+    rte_pktmbuf_free_bulk(got.data(), n);
+    checkMempool(label + " (capture)");
+  }
+
+  void checkCounters(const std::string& label, const engine::WorkerCounters& c, const Scenario& s,
+                     uint64_t fed) {
+    for (size_t i = 0; i < engine::kDropReasonCount; ++i) {
+      if (uint64_t d = c.drops[i].get(); d != 0) {
+        fail(label + ": the pipeline dropped " + std::to_string(d) + " of " + std::to_string(fed) +
+             " packets as " + std::string(engine::kDropReasons[i].name));
+      }
+    }
+    const auto& rx = s.wan_in ? c.wan_rx : c.lan_rx;
+    const auto& tx = s.tunnel_out ? c.wan_tx : c.lan_tx;
+    if (rx.packets.get() != fed || tx.packets.get() != fed) {
+      fail(label + ": the pipeline received " + std::to_string(rx.packets.get()) + " and sent " +
+           std::to_string(tx.packets.get()) + " of " + std::to_string(fed) + " packets");
+    }
+  }
+
+  void checkMempool(const std::string& label) {
+    if (unsigned n = rte_mempool_avail_count(pool_); n != pool_size_) {
+      fail(label + ": " + std::to_string(pool_size_ - n) + " mbufs were not returned");
+    }
+  }
+
+  rte_mempool* pool_;
+  Ports& ports_;
+  uint64_t bursts_;
+  size_t big_n_;
+  unsigned pool_size_ = 0;
+  engine::LineHealth health_;
+  engine::TablesBuilder builder_;
+  BigRoutes big_;
+  std::vector<Ip4> dsts_;
+  std::shared_ptr<const TenantFib> big_fib_;
+  std::vector<TenantFib::Route> big_base_;
+  uint32_t big_nh_ = 0;
+  double big_build_s_ = 0;
+  size_t big_bytes_ = 0;
+  size_t builder_bytes_ = 0;
+};
+
+// The core clock relative to the TSC: a chain of dependent adds takes one
+// core cycle per add.  On a shared VM this moves with the host's load (an
+// SMT sibling, frequency), which is why rounds are repeated.
+double coreSpeed() {
+#if defined(__x86_64__)
+  constexpr uint64_t kIterations = 2'000'000;  // about 3 ms
+  uint64_t x = 0;
+  const uint64_t t0 = rte_rdtsc();
+  for (uint64_t i = 0; i < kIterations; ++i) {
+    asm volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+  }
+  const uint64_t t1 = rte_rdtsc();
+  return 4.0 * static_cast<double>(kIterations) / static_cast<double>(t1 - t0);
+#else
+  return 0;
+#endif
+}
+
+// Every measurement once per round, rounds repeated: a slow minute on the
+// shared host then hits every scenario alike.  Each row is the median of its
+// repetitions; "above floor" subtracts the median I/O floor of its size.
+struct Job {
+  const Scenario* scenario;
+  size_t size;  // 0: no packets (fib-lookup)
+  bool big;
+  Row row;
+};
+
+std::vector<Row> runRounds(Bench& bench, std::vector<Job>& jobs, unsigned repeat, size_t big_n,
+                           std::vector<double>* speeds) {
+  for (Job& j : jobs) {
+    j.row.scenario = j.scenario->name;
+    j.row.packet_size = j.size;
+    j.row.routes = j.scenario->kind == Kind::kFloor ? 0 : j.big ? big_n : 1;
+    j.row.target = j.scenario->target;
+  }
+  for (int i = 0; i < 50; ++i) {
+    coreSpeed();  // about 0.15 s to bring the core's clock up
+  }
+  for (unsigned round = 0; round < repeat; ++round) {
+    std::string line;
+    speeds->push_back(coreSpeed());
+    for (Job& j : jobs) {
+      Measured m = bench.once(*j.scenario, j.size, j.big);
+      j.row.repetitions.push_back(m.cycles_per_packet);
+      j.row.outliers += m.outliers;
+      line += " " + fmt("%.0f", m.cycles_per_packet);
+    }
+    speeds->push_back(coreSpeed());
+    note("round " + std::to_string(round + 1) + "/" + std::to_string(repeat) + " (core clock " +
+         fmt("%.2f", speeds->at(speeds->size() - 2)) + ".." + fmt("%.2f", speeds->back()) +
+         " x TSC):" + line);
+  }
+  const uint64_t hz = rte_get_tsc_hz();
+  std::map<size_t, double> floor;
+  std::vector<Row> rows;
+  for (Job& j : jobs) {
+    std::vector<double> sorted = j.row.repetitions;
+    std::sort(sorted.begin(), sorted.end());
+    j.row.cycles = sorted[sorted.size() / 2];
+    j.row.min = sorted.front();
+    j.row.max = sorted.back();
+    j.row.mpps = static_cast<double>(hz) / j.row.cycles / 1e6;
+    if (j.scenario->kind == Kind::kFloor) {
+      floor[j.size] = j.row.cycles;
+    }
+  }
+  for (Job& j : jobs) {
+    switch (j.scenario->kind) {
+      case Kind::kFloor:
+        j.row.above = 0;
+        break;
+      case Kind::kFibLookup:
+        j.row.above = j.row.cycles;  // no I/O: the floor is 0
+        break;
+      default:
+        j.row.above = j.row.cycles - floor.at(j.size);
+    }
+    rows.push_back(j.row);
+  }
+  return rows;
+}
+
+// ------------------------------------------------------------------ output
+
+void printTable(const std::vector<Row>& rows, uint64_t tsc_hz, uint64_t packets, unsigned repeat,
+                bool huge, const std::vector<double>& speeds) {
+  std::printf(
+      "mcgw-bench: median of %u rounds x %llu timed packets per row, bursts of %u, TSC %.3f GHz, "
+      "%s\n",
+      repeat, static_cast<unsigned long long>(packets), kBurst, static_cast<double>(tsc_hz) / 1e9,
+      huge ? "hugepages" : "--no-huge (4 KiB pages)");
+  if (!speeds.empty() && speeds.front() > 0) {
+    auto [lo, hi] = std::minmax_element(speeds.begin(), speeds.end());
+    std::printf("core clock during the rounds: %.2f..%.2f x TSC\n", *lo, *hi);
+    if (*lo < 0.8 * *hi) {
+      std::printf(
+          "WARNING: the core clock moved by more than 20%% during the run (a loaded host?): "
+          "rerun on a quiet machine before comparing figures\n");
+    }
+  }
+  std::printf("%-11s %5s %8s %10s %13s %12s %7s  %s\n", "scenario", "size", "routes", "cycles/pkt",
+              "(min..max)", "above floor", "Mpps", "target (above floor)");
+  for (const Row& r : rows) {
+    std::string target = "-";
+    if (r.target) {
+      target = "<= " + fmt("%.0f", *r.target) + (r.above <= *r.target ? "  met" : "  missed");
+    }
+    const std::string range = fmt("%.0f", r.min) + ".." + fmt("%.0f", r.max);
+    std::printf("%-11s %5s %8s %10.1f %13s %12s %7.2f  %s\n", r.scenario.c_str(),
+                r.packet_size ? std::to_string(r.packet_size).c_str() : "-",
+                r.routes ? std::to_string(r.routes).c_str() : "-", r.cycles, range.c_str(),
+                r.scenario == "io-floor" ? "-" : fmt("%.1f", r.above).c_str(), r.mpps,
+                target.c_str());
+  }
+}
+
+void printJson(const std::vector<Row>& rows) {
+  auto round1 = [](double v) {
+    return static_cast<double>(static_cast<int64_t>(v * 10 + (v < 0 ? -0.5 : 0.5))) / 10;
+  };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Row& r : rows) {
+    out.push_back(
+        {{"scenario", r.scenario},
+         {"packet_size", r.packet_size},
+         {"routes", r.routes},
+         {"cycles_per_packet", round1(r.cycles)},
+         {"cycles_above_floor", round1(r.above)},
+         {"mpps", static_cast<double>(static_cast<int64_t>(r.mpps * 1000 + 0.5)) / 1000}});
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+bool hugepagesAvailable(unsigned mb) {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t free_pages = 0, page_kb = 0;
+  while (in >> key) {
+    uint64_t v = 0;
+    in >> v;
+    if (key == "HugePages_Free:") {
+      free_pages = v;
+    } else if (key == "Hugepagesize:") {
+      page_kb = v;
+    }
+    in.ignore(256, '\n');
+  }
+  return free_pages * page_kb >= static_cast<uint64_t>(mb) * 1024;
+}
+
+}  // namespace
+}  // namespace mcgw::bench
+
+int main(int argc, char** argv) {
+  using namespace mcgw::bench;
+  CLI::App app{"mcgw-bench: memory-only benchmark of the mcgw fast path (see docs/performance.md)"};
+  uint64_t packets = 500'000;
+  unsigned repeat = 5;
+  std::string scenario = "all";
+  std::vector<size_t> sizes = {64, 1400};
+  bool json = false;
+  bool hugepages = false;
+  size_t big_routes = 1'000'000;
+  uint64_t seed = 1;
+  std::vector<std::string> names{"all"};
+  for (const auto& s : kScenarios) {
+    names.push_back(s.name);
+  }
+  app.add_option("--packets", packets,
+                 "timed packets per repetition of a measurement (after a 32Ki-packet warm-up)")
+      ->check(CLI::Range(uint64_t{kBurst}, uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--repeat", repeat, "repetitions of each measurement; the median is reported")
+      ->check(CLI::Range(1u, 101u))
+      ->capture_default_str();
+  std::string help = "one scenario, or all (io-floor always runs):";
+  for (const auto& s : kScenarios) {
+    help += std::string("\n  ") + s.name + ": " + s.what;
+  }
+  app.add_option("--scenario", scenario, help)->check(CLI::IsMember(names))->capture_default_str();
+  app.add_option("--sizes", sizes, "inner frame sizes in bytes (Ethernet header, no FCS)")
+      ->delimiter(',')
+      ->check(CLI::Range(size_t{64}, size_t{1450}))
+      ->capture_default_str();
+  app.add_flag("--json", json, "print the results as JSON (progress goes to stderr)");
+  app.add_flag("--hugepages", hugepages, "use hugepages if enough are free (else --no-huge)");
+  app.add_option("--big-routes", big_routes,
+                 "routes of the large table (random /24../32 in 10.0.0.0/8); 0: skip it")
+      ->check(CLI::Range(size_t{0}, size_t{4'000'000}))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "random seed of routes and destinations")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (hugepages && !hugepagesAvailable(kMemoryMb)) {
+    note("mcgw-bench: fewer than " + std::to_string(kMemoryMb) +
+         " MiB of free hugepages: running with --no-huge");
+    hugepages = false;
+  }
+  std::vector<std::string> eal{"mcgw-bench",
+                               "-l",
+                               "0",
+                               "-m",
+                               std::to_string(kMemoryMb),
+                               "--no-pci",
+                               "--no-telemetry",
+                               "--vdev",
+                               "net_null0",
+                               "--vdev",
+                               "net_null1",
+                               "--log-level=*:warning",
+                               "--file-prefix",
+                               "mcgw-bench-" + std::to_string(getpid())};
+  if (hugepages) {
+    eal.push_back("--in-memory");
+  } else {
+    eal.insert(eal.end(), {"--no-huge", "--no-shconf"});
+  }
+  std::vector<char*> eal_argv;
+  for (auto& a : eal) {
+    eal_argv.push_back(a.data());
+  }
+  eal_argv.push_back(nullptr);
+  if (rte_eal_init(static_cast<int>(eal.size()), eal_argv.data()) < 0) {
+    fail(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+  }
+  rte_mempool* pool = rte_pktmbuf_pool_create(
+      "bench_mbufs", kMbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
+  if (!pool) {
+    fail(std::string("cannot create the mempool: ") + rte_strerror(rte_errno));
+  }
+  std::vector<Row> rows;
+  std::vector<double> speeds;
+  double big_build_s = 0;
+  size_t big_bytes = 0, builder_bytes = 0;
+  const auto started = std::chrono::steady_clock::now();
+  {
+    Ports ports;
+    ports.rx_lan = ringPort("bench_rx_lan", pool);
+    ports.rx_wan = ringPort("bench_rx_wan", pool);
+    ports.cap_lan = ringPort("bench_cap_lan", pool);
+    ports.cap_wan = ringPort("bench_cap_wan", pool);
+    auto openNull = [&](const char* name, mcgw::config::PortRole role, const char* dev) {
+      mcgw::config::PortConfig pc;
+      pc.name = name;
+      pc.role = role;
+      pc.vdev = dev;
+      pc.mtu = 1500;
+      auto p = mcgw::engine::Port::open(pc, pool, 1);
+      if (!p) {
+        fail(p.error());
+      }
+      return std::move(*p);
+    };
+    ports.null_lan = openNull("lan1", mcgw::config::PortRole::kLan, "net_null0");
+    ports.null_wan = openNull("wan1", mcgw::config::PortRole::kWan, "net_null1");
+
+    const uint64_t bursts = (packets + kBurst - 1) / kBurst;
+    packets = bursts * kBurst;
+    Bench bench(pool, ports, bursts, big_routes, seed);
+    auto selected = [&](const Scenario& s) {
+      return scenario == "all" || scenario == s.name || s.kind == Kind::kFloor;
+    };
+    std::vector<bool> bigs{false};
+    if (big_routes > 0) {
+      bigs.push_back(true);
+    }
+    std::vector<Job> jobs;
+    for (const auto& s : kScenarios) {
+      if (!selected(s)) {
+        continue;
+      }
+      if (s.kind == Kind::kFloor) {
+        for (size_t size : sizes) {
+          jobs.push_back({&s, size, false, {}});
+        }
+      }
+    }
+    for (bool big : bigs) {
+      for (const auto& s : kScenarios) {
+        if (!selected(s) || s.kind == Kind::kFloor || s.kind == Kind::kFibLookup) {
+          continue;
+        }
+        for (size_t size : sizes) {
+          jobs.push_back({&s, size, big, {}});
+        }
+      }
+    }
+    for (const auto& s : kScenarios) {
+      if (selected(s) && s.kind == Kind::kFibLookup) {
+        for (bool big : bigs) {
+          jobs.push_back({&s, 0, big, {}});
+        }
+      }
+    }
+    rows = runRounds(bench, jobs, repeat, big_routes, &speeds);
+    big_build_s = bench.bigBuildSeconds();
+    big_bytes = bench.bigFibBytes();
+    builder_bytes = bench.builderFibBytes();
+  }
+  const double total_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (json) {
+    printJson(rows);
+  } else {
+    printTable(rows, rte_get_tsc_hz(), packets, repeat, hugepages, speeds);
+    if (builder_bytes) {
+      std::printf("tables for 1 route (TablesBuilder, one tenant): %.0f MiB of DPDK memory\n",
+                  static_cast<double>(builder_bytes) / (1 << 20));
+    }
+    if (big_bytes) {
+      std::printf("the %zu-route FIB: built in %.1f s, %.0f MiB of DPDK memory\n", big_routes,
+                  big_build_s, static_cast<double>(big_bytes) / (1 << 20));
+    }
+    std::printf("total run time %.0f s\n", total_s);
+  }
+  rte_mempool_free(pool);
+  rte_eal_cleanup();
+  return 0;
+}

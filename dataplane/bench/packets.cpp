@@ -1,0 +1,159 @@
+#include "dataplane/bench/packets.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/ethernet.hpp"
+#include "dataplane/proto/ipv4.hpp"
+#include "dataplane/proto/udp.hpp"
+#include "dataplane/proto/vxlan.hpp"
+
+namespace mcgw::bench {
+
+namespace {
+
+using proto::Bytes;
+
+bool ipChecksumOk(const uint8_t* ip) {
+  return proto::internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), 20)) == 0;
+}
+
+}  // namespace
+
+std::string toString(const Mac& m) {
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return b;
+}
+
+std::string toString(const Ip4& a) {
+  return std::to_string(a[0]) + "." + std::to_string(a[1]) + "." + std::to_string(a[2]) + "." +
+         std::to_string(a[3]);
+}
+
+std::vector<uint8_t> innerFrame(size_t size, const InnerSpec& s) {
+  using namespace proto;
+  const size_t headers = kEthLen + sizeof(Ipv4Header) + sizeof(UdpHeader);
+  if (size < headers) {
+    size = headers;
+  }
+  std::vector<uint8_t> f(size);
+  for (size_t i = headers; i < size; ++i) {
+    f[i] = static_cast<uint8_t>(i * 7);
+  }
+  auto* eth = reinterpret_cast<EthernetHeader*>(f.data());
+  std::memcpy(eth->dst, s.dst_mac.data(), 6);
+  std::memcpy(eth->src, s.src_mac.data(), 6);
+  eth->ether_type.set(kEtherTypeIpv4);
+  auto* ip = reinterpret_cast<Ipv4Header*>(f.data() + kEthLen);
+  ip->version_ihl = 0x45;
+  ip->tos = 0;
+  ip->total_length.set(static_cast<uint16_t>(size - kEthLen));
+  ip->id.set(0);
+  ip->frag_off.set(0x4000);
+  ip->ttl = s.ttl;
+  ip->protocol = kIpProtoUdp;
+  ip->checksum.set(0);
+  std::memcpy(ip->src, s.src.data(), 4);
+  std::memcpy(ip->dst, s.dst.data(), 4);
+  ip->checksum.set(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), 20)));
+  auto* udp = reinterpret_cast<UdpHeader*>(f.data() + kEthLen + sizeof(Ipv4Header));
+  udp->src_port.set(s.src_port);
+  udp->dst_port.set(s.dst_port);
+  udp->length.set(static_cast<uint16_t>(size - kEthLen - sizeof(Ipv4Header)));
+  udp->checksum.set(0);
+  return f;
+}
+
+std::vector<uint8_t> vxlanFrame(const std::vector<uint8_t>& inner,
+                                const proto::TunnelHeaderTemplate& outer, uint32_t vni,
+                                uint32_t flow_hash) {
+  const size_t overhead = proto::tunnelOverhead(outer.ipv6, outer.encapsulation);
+  std::vector<uint8_t> f(overhead + inner.size());
+  std::memcpy(f.data() + overhead, inner.data(), inner.size());
+  auto* p = reinterpret_cast<std::byte*>(f.data());
+  if (proto::encodeTunnelHeaders(proto::MutableBytes(p, overhead), outer, vni,
+                                 Bytes(p + overhead, inner.size()), flow_hash) != overhead) {
+    return {};
+  }
+  return f;
+}
+
+std::string checkInner(const uint8_t* frame, size_t len, size_t offset, size_t inner_size,
+                       const Ip4& dst) {
+  using namespace proto;
+  if (len != offset + inner_size) {
+    return "length " + std::to_string(len) + ", expected " + std::to_string(offset + inner_size);
+  }
+  const uint8_t* f = frame + offset;
+  if (f[12] != 0x08 || f[13] != 0x00) {
+    return "inner EtherType is not IPv4";
+  }
+  const auto* ip = reinterpret_cast<const Ipv4Header*>(f + kEthLen);
+  if (ip->version_ihl != 0x45 || ip->total_length.get() != inner_size - kEthLen) {
+    return "inner IPv4 header damaged";
+  }
+  if (ip->ttl != 63) {
+    return "inner TTL " + std::to_string(ip->ttl) + ", expected 63 (decremented once)";
+  }
+  if (!ipChecksumOk(f + kEthLen)) {
+    return "inner IPv4 header checksum is wrong";
+  }
+  Ip4 d;
+  std::memcpy(d.data(), ip->dst, 4);
+  if (d != dst) {
+    return "inner destination " + toString(d) + ", expected " + toString(dst);
+  }
+  return {};
+}
+
+std::string checkLan(const uint8_t* frame, size_t len, size_t inner_size, const Ip4& dst,
+                     const ExpectLan& e) {
+  if (std::memcmp(frame, e.dst_mac.data(), 6) != 0 ||
+      std::memcmp(frame + 6, e.src_mac.data(), 6) != 0) {
+    return "Ethernet addresses not rewritten for the LAN next hop";
+  }
+  return checkInner(frame, len, 0, inner_size, dst);
+}
+
+std::string checkTunnel(const uint8_t* frame, size_t len, size_t inner_size, const Ip4& dst,
+                        const ExpectTunnel& e) {
+  using namespace proto;
+  if (len < kVxlanOverhead + kEthLen) {
+    return "too short for a VXLAN packet";
+  }
+  if (std::memcmp(frame, e.dst_mac.data(), 6) != 0 ||
+      std::memcmp(frame + 6, e.src_mac.data(), 6) != 0 || frame[12] != 0x08 || frame[13] != 0) {
+    return "outer Ethernet header wrong";
+  }
+  const auto* ip = reinterpret_cast<const Ipv4Header*>(frame + kEthLen);
+  if (ip->version_ihl != 0x45 || ip->protocol != kIpProtoUdp || ip->ttl != e.ttl ||
+      !ip->dontFragment() || ip->total_length.get() != len - kEthLen) {
+    return "outer IPv4 header wrong";
+  }
+  if (!ipChecksumOk(frame + kEthLen)) {
+    return "outer IPv4 header checksum is wrong";
+  }
+  if (std::memcmp(ip->src, e.local.data(), 4) != 0 ||
+      std::memcmp(ip->dst, e.remote.data(), 4) != 0) {
+    return "outer IPv4 addresses wrong";
+  }
+  const auto* udp = reinterpret_cast<const UdpHeader*>(frame + kEthLen + 20);
+  if (udp->dst_port.get() != kVxlanPort || udp->src_port.get() < 49152 ||
+      udp->length.get() != len - kEthLen - 20) {
+    return "outer UDP header wrong";
+  }
+  const auto* vx = reinterpret_cast<const VxlanHeader*>(frame + kEthLen + 28);
+  if (vx->flags != kVxlanFlagVni || vx->vni() != e.vni) {
+    return "VXLAN header wrong (VNI " + std::to_string(vx->vni()) + ")";
+  }
+  const uint8_t* inner = frame + kVxlanOverhead;
+  if (std::memcmp(inner, e.inner_dst.data(), 6) != 0 ||
+      std::memcmp(inner + 6, e.inner_src.data(), 6) != 0) {
+    return "inner Ethernet addresses wrong";
+  }
+  return checkInner(frame, len, kVxlanOverhead, inner_size, dst);
+}
+
+}  // namespace mcgw::bench
