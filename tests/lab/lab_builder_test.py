@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""Lab test of the lab builder (tests/lab/mcgwlab.py).
+
+1. The generated gateway configs of every variant (encapsulation x underlay
+   family x port driver) pass `mcgwctl check-config` and say what was asked.
+2. An `up` that fails half-way removes everything it made.
+3. The standard topology (af_xdp, VXLAN, IPv4 underlay) as a module: links,
+   addresses, MTUs, routes, sysctls and site C's VXLAN device as the kernel
+   reports them; the underlay router forwards over each line (kernel pings
+   between the gateways' WAN addresses before mcgwd owns the interfaces,
+   seen on the wire on that line only); both mcgwd instances start from the
+   generated configs and answer `mcgwctl status --json`; stop, restart, and a
+   teardown with mcgwd still running leaves no namespace and no process.
+4. The CLI (af_packet, Geneve, IPv6 underlay): up, status --json, exec, down.
+
+Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
+"""
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(HERE))
+import mcgwlab  # noqa: E402
+
+BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
+MCGWD = BUILD / "control/daemon/mcgwd"
+MCGWCTL = BUILD / "control/cli/mcgwctl"
+passed = 0
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what: str, detail="") -> None:
+    if not cond:
+        raise Fail(f"{what}{': ' + str(detail) if detail != '' else ''}")
+
+
+def ok(what: str) -> None:
+    global passed
+    passed += 1
+    print(f"ok: {what}", flush=True)
+
+
+def prefix_namespaces(prefix: str) -> list[str]:
+    return [n for n in mcgwlab.list_netns() if n.startswith(prefix)]
+
+
+def new_lab(tmp: Path, **opts) -> mcgwlab.Lab:
+    prefix = f"mcgwlab-{secrets.token_hex(3)}-"
+    return mcgwlab.Lab(prefix=prefix, workdir=tmp / prefix.rstrip("-"), options=mcgwlab.Options(**opts),
+                       mcgwd=str(MCGWD), mcgwctl=str(MCGWCTL))
+
+
+# ---------------------------------------------------------------------------
+
+def test_configs(tmp: Path) -> None:
+    n = 0
+    for encap in ("vxlan", "geneve"):
+        for underlay in ("ipv4", "ipv6"):
+            for driver in ("af_xdp", "af_packet"):
+                o = mcgwlab.Options(encap=encap, underlay=underlay, driver=driver)
+                lab = mcgwlab.Lab(prefix="mcgwlab-cfg-", workdir=tmp / "cfg", options=o,
+                                  mcgwd=str(MCGWD), mcgwctl=str(MCGWCTL))
+                lab.topo = mcgwlab.standard_topology(o)
+                for gw in ("gwa", "gwb"):
+                    path = tmp / f"{gw}-{encap}-{underlay}-{driver}.yaml"
+                    path.write_text(lab.render(gw, fake_macs=True))
+                    r = subprocess.run([MCGWCTL, "check-config", path], capture_output=True, text=True)
+                    check(r.returncode == 0, f"check-config {path.name}", r.stdout + r.stderr)
+                    c = lab.gateway_config(gw, fake_macs=True)
+                    vdevs = [p["vdev"] for p in c["ports"]]
+                    check(all(v.startswith("net_" + driver) for v in vdevs), "vdevs", vdevs)
+                    check(c["eal"]["mbufs"] >= 2048 * len(vdevs) + 4095, "mbufs for af_xdp", c["eal"])
+                    peer = c["peers"][0]
+                    check(peer["encapsulation"] == encap, "encapsulation", peer)
+                    for line in peer["lines"]:
+                        check((":" in line["remote-vtep"]) == (underlay == "ipv6"), "VTEP family", line)
+                        check((":" in line["next-hop"]) == (underlay == "ipv6"), "next-hop family", line)
+                    for p in c["ports"]:
+                        check(p.get("neighbors"), f"static neighbours on {gw}/{p['name']}", p)
+                    n += 1
+                gwa = lab.gateway_config("gwa", fake_macs=True)
+                check([p["name"] for p in gwa["peers"]] == ["site-b", "site-c"], "gwa peers", gwa["peers"])
+                c_peer = gwa["peers"][1]
+                check(c_peer["encapsulation"] == "vxlan" and c_peer["inner-mac"] == mcgwlab.VXLAN_C_MAC,
+                      "site C is the Linux VXLAN device", c_peer)
+    ok(f"{n} generated configs (vxlan|geneve x ipv4|ipv6 x af_xdp|af_packet) pass check-config")
+
+
+def test_failed_up_cleans_up(tmp: Path) -> None:
+    lab = new_lab(tmp)
+    topo = mcgwlab.standard_topology(lab.options)
+    topo.links[-1].mtu = 100000  # the kernel refuses: up fails after most of the lab exists
+    lab.topo = topo
+    try:
+        lab.up()
+    except mcgwlab.LabError as e:
+        check("mtu" in str(e).lower() or "100000" in str(e), "the error names the failing command", e)
+    else:
+        lab.down()
+        raise Fail("up with an impossible MTU succeeded")
+    check(not prefix_namespaces(lab.prefix), "namespaces left after a failed up", prefix_namespaces(lab.prefix))
+    check(not (mcgwlab.REGISTRY / lab.prefix.rstrip("-")).exists(), "registry entry left")
+    ok("a failed up removes every namespace it made")
+
+
+def addrs_of(lab, node, dev) -> set[str]:
+    out = lab.ip(node, "addr", "show", "dev", dev)
+    return {f"{a['local']}/{a['prefixlen']}" for a in out[0]["addr_info"] if a.get("scope") == "global"}
+
+
+def test_standard_lab(tmp: Path) -> None:
+    lab = new_lab(tmp)  # af_xdp, vxlan, ipv4 underlay, static neighbours
+    with lab.up():
+        t = lab.topo
+        nss = prefix_namespaces(lab.prefix)
+        check(sorted(nss) == sorted(lab.ns(n) for n in t.nodes), "namespaces", nss)
+        check(all(len(i.name) <= 15 for i in t.ifaces()), "interface names <= 15")
+        for lk in t.links:
+            for i in (lk.a, lk.b):
+                link = lab.ip(i.node, "link", "show", "dev", i.name)[0]
+                check(link["mtu"] == lk.mtu, f"{i.node}/{i.name} mtu", link["mtu"])
+                check(link["operstate"] in ("UP", "UNKNOWN") or "UP" in link["flags"], f"{i.node}/{i.name} up", link)
+                check(link.get("link_type") == "ether", f"{i.node}/{i.name} is a veth", link)
+                want = set(i.addrs) if i.kernel_addrs else set()
+                check(addrs_of(lab, i.node, i.name) == want, f"{i.node}/{i.name} addresses",
+                      addrs_of(lab, i.node, i.name))
+        ok(f"{len(nss)} namespaces, {len(t.links)} veth pairs with their MTUs and addresses")
+
+        def route(node, *args):
+            return lab.ip(node, "route", "get", *args)[0]
+
+        check(route("hosta", "10.2.0.10")["gateway"] == "10.1.0.1", "host A v4 default")
+        check(route("hosta", "fd00:b::10")["gateway"] == "fd00:a::1", "host A v6 default")
+        check(route("hostc", "10.1.0.10")["gateway"] == "10.3.0.1", "host C default")
+        r = route("gwa", "100.64.4.1")
+        check((r["dev"], r["gateway"]) == ("wan2", "100.64.2.2"), "gwa reaches gwb line2 over wan2", r)
+        r = route("gwa", "fd00:64:3::1")
+        check((r["dev"], r["gateway"]) == ("wan1", "fd00:64:1::2"), "gwa reaches gwb line1 over wan1 (v6)", r)
+        r = route("sitec", "10.1.0.10")
+        check((r["dev"], r["gateway"]) == ("vxlan0", "10.3.255.254"), "site C routes A over vxlan0", r)
+        for node, key, want in (("rtr", "net.ipv4.ip_forward", "1"), ("rtr", "net.ipv6.conf.all.forwarding", "1"),
+                                ("sitec", "net.ipv4.ip_forward", "1"), ("gwa", "net.ipv4.ip_forward", "0"),
+                                ("gwb", "net.ipv6.conf.all.forwarding", "0")):
+            got = lab.run(node, "sysctl", "-n", key).stdout.strip()
+            check(got == want, f"{node} {key}", got)
+        agm = lab.ip("gwa", "-d", "link", "show", "dev", "wan1")[0].get("inet6_addr_gen_mode")
+        check(agm in ("eui64", None), "gateway addrgenmode", agm)
+        ok("routes (hosts via their gateway, each line over its own WAN port, site C over vxlan0) and sysctls")
+
+        vx = lab.ip("sitec", "-d", "link", "show", "dev", "vxlan0")[0]
+        info = vx["linkinfo"]["info_data"]
+        check(vx["linkinfo"]["info_kind"] == "vxlan", "vxlan0 kind", vx)
+        check((info["id"], info["local"], info["remote"], info["port"]) == (1000, "100.64.5.1", "100.64.1.1", 4789),
+              "vxlan0 parameters", info)
+        check(vx["address"] == mcgwlab.VXLAN_C_MAC, "vxlan0 MAC", vx["address"])
+        neigh = lab.ip("sitec", "neigh", "show", "dev", "vxlan0")
+        check({n["dst"] for n in neigh if "PERMANENT" in n.get("state", [])} == {"10.3.255.254", "fd00:c:ff::fe"},
+              "vxlan0 next-hop neighbours", neigh)
+        ok("site C's Linux VXLAN device (VNI 1000, 100.64.5.1 -> 100.64.1.1:4789, fixed MAC)")
+
+        # The underlay router forwards, line by line, before mcgwd owns the interfaces.
+        caps = {i: lab.capture("rtr", i, bpf_filter=["icmp", "or", "icmp6"]) for i in ("b1", "b2")}
+        pings = [("100.64.1.1", "100.64.3.1"), ("100.64.2.1", "100.64.4.1"),
+                 ("fd00:64:1::1", "fd00:64:3::1"), ("fd00:64:2::1", "fd00:64:4::1")]
+        for src, dst in pings:
+            got = lab.ping("gwa", dst, src=src, count=2, timeout=2)
+            check(got == 2, f"gwa {src} -> gwb {dst} over the router", f"{got}/2 replies")
+        for i, c in caps.items():
+            c.stop()
+        seen = {i: {tuple(f) for f in c.fields("ip.src", "ip.dst", display_filter="icmp.type == 8")}
+                for i, c in caps.items()}
+        check(seen["b1"] == {("100.64.1.1", "100.64.3.1")}, "line1 echo requests on rtr b1 only", seen)
+        check(seen["b2"] == {("100.64.2.1", "100.64.4.1")}, "line2 echo requests on rtr b2 only", seen)
+        seen6 = {i: {tuple(f) for f in c.fields("ipv6.src", "ipv6.dst", display_filter="icmpv6.type == 128")}
+                 for i, c in caps.items()}
+        check(seen6["b1"] == {("fd00:64:1::1", "fd00:64:3::1")}, "line1 (v6) on rtr b1 only", seen6)
+        for node, dst, src in (("sitec", "100.64.1.1", None), ("sitec", "fd00:64:2::1", None),
+                               ("hosta", "10.1.0.1", None), ("hostb", "fd00:b::1", None),
+                               ("hostc", "10.3.0.1", None), ("gwb", "100.64.5.1", "100.64.4.1")):
+            check(lab.ping(node, dst, src=src, timeout=2) == 1, f"{node} -> {dst}")
+        ok("underlay router forwards on each line (v4, v6; seen on that line's veth only), LANs answer")
+
+        for gw in ("gwa", "gwb"):
+            cfg = lab.gateway_config(gw)
+            lan = cfg["ports"][0]
+            host = "hosta" if gw == "gwa" else "hostb"
+            check({n["mac"] for n in lan["neighbors"]} == {lab.mac(host, "eth0")}, f"{gw} lan0 neighbour MAC", lan)
+            check(Path(lab.state["gateways"][gw]["config"]).read_text() == lab.render(gw), f"{gw}.yaml on disk")
+
+        pids = {gw: lab.start_gateway(gw) for gw in ("gwa", "gwb")}
+        for gw, tunnels, lines in (("gwa", 2, 4), ("gwb", 1, 2)):
+            st = lab.status(gw)
+            check(st is not None, f"{gw} status --json")
+            check(st["health"]["state"] in ("healthy", "degraded"), f"{gw} health", st["health"])
+            check(st["node"]["name"] == ("gw-a" if gw == "gwa" else "gw-b"), f"{gw} node", st["node"])
+            check([(p["name"], p["driver"]) for p in st["ports"]] ==
+                  [("lan0", "net_af_xdp"), ("wan1", "net_af_xdp"), ("wan2", "net_af_xdp")], f"{gw} ports", st["ports"])
+            fp = st["fast_path"]
+            check((fp["tunnels"], fp["lines"]) == (tunnels, lines), f"{gw} tunnels/lines", fp)
+            check(st["daemon"]["pid"] == pids[gw], f"{gw} pid", st["daemon"])
+            link = lab.ip(gw, "link", "show", "dev", "wan1")[0]
+            check("xdp" in link, f"{gw} wan1 has mcgwd's XDP program attached", link)
+            print(f"   {gw}: {st['health']['state']} {st['health']['reasons']}")
+        ok("both mcgwd instances run in their namespaces on af_xdp ports and answer status --json")
+
+        rc = lab.stop_gateway("gwb")
+        check(rc == 0, "mcgwd gwb exit code", rc)
+        check(lab.status("gwb") is None, "gwb still answers after stop")
+        check("] stopped" in Path(lab.state["gateways"]["gwb"]["log"]).read_text(), "gwb orderly stop")
+        lab.start_gateway("gwb")
+        check(lab.status("gwb") is not None, "gwb after restart")
+        ok("stop (exit 0, orderly) and restart of a gateway")
+
+        running = [lab._pidfile_pid(g) for g in ("gwa", "gwb")]
+    # `with` left: down() with both mcgwd still running
+    check(not prefix_namespaces(lab.prefix), "namespaces left", prefix_namespaces(lab.prefix))
+    check(not any(mcgwlab._pid_alive(p) for p in running), "mcgwd left running", running)
+    check(not list((lab.dir / "run").glob("*.pid")), "pidfiles left")
+    check("] stopped" in Path(lab.state["gateways"]["gwa"]["log"]).read_text(), "gwa orderly stop on down")
+    ok("down stops running gateways and leaves no namespace (ip netns list)")
+
+
+def test_cli(tmp: Path) -> None:
+    prefix = f"mcgwlab-{secrets.token_hex(3)}-"
+    d = tmp / "cli"
+    env = {**os.environ, "MCGW_BUILD_DIR": str(BUILD)}
+    cli = ["/usr/bin/python3", str(HERE / "mcgwlab.py"), "--prefix", prefix, "--dir", str(d)]
+
+    def run(*args, rc=0):
+        r = subprocess.run([*cli, *args], capture_output=True, text=True, env=env, timeout=180)
+        check(rc is None or r.returncode == rc, f"mcgwlab.py {' '.join(args)} exit {r.returncode}",
+              r.stdout[-2000:] + r.stderr[-2000:])
+        return r
+
+    try:
+        run("up", "--driver", "af_packet", "--encap", "geneve", "--underlay", "ipv6")
+        st = json.loads(run("status", "--json", rc=None).stdout)
+        check(sorted(st["namespaces"]) == sorted(prefix + n for n in
+                                                 ("hosta", "gwa", "rtr", "gwb", "hostb", "sitec", "hostc")),
+              "namespaces", st["namespaces"])
+        for gw in ("gwa", "gwb"):
+            s = st["gateways"][gw]["status"]
+            check(s is not None, f"{gw} answers", st["gateways"][gw])
+            check({p["driver"] for p in s["ports"]} == {"net_af_packet"}, f"{gw} drivers", s["ports"])
+        cfg = (d / "gwa.yaml").read_text()
+        check("encapsulation: geneve" in cfg and 'remote-vtep: "fd00:64:3::1"' in cfg, "gwa.yaml", cfg)
+        # af_packet: the gateway addresses live in mcgwd only, not on the kernel interfaces
+        out = run("exec", "gwa", "--", "ip", "-j", "addr", "show", "dev", "wan1").stdout
+        check(not [a for a in json.loads(out)[0]["addr_info"] if a.get("scope") == "global"],
+              "af_packet gateway interface without kernel addresses", out)
+        check(json.loads(run("exec", "sitec", "--", "ip", "-j", "-d", "link", "show", "vxlan0").stdout)[0]
+              ["linkinfo"]["info_data"].get("remote6") == "fd00:64:1::1", "site C VXLAN over IPv6")
+        run("exec", "hosta", "--", "false", rc=1)
+        run("ping", "rtr", "fd00:64:5::1", "-c", "1")
+        ok("CLI: up (af_packet, geneve, IPv6 underlay), status --json, exec, ping")
+    finally:
+        r = subprocess.run([*cli, "down"], capture_output=True, text=True, env=env, timeout=120)
+    check(r.returncode == 0, "mcgwlab.py down", r.stdout + r.stderr)
+    check(not prefix_namespaces(prefix), "namespaces left after CLI down", prefix_namespaces(prefix))
+    ok("CLI: down leaves nothing")
+
+
+def main() -> int:
+    if os.geteuid() != 0:
+        print("lab_builder_test: run as root", file=sys.stderr)
+        return 1
+    for b in (MCGWD, MCGWCTL):
+        if not b.exists():
+            print(f"lab_builder_test: {b} missing (build the mcgwd and mcgwctl targets)", file=sys.stderr)
+            return 1
+    tmp = Path(tempfile.mkdtemp(prefix="mcgwlab-test-"))
+    failed = 0
+    try:
+        for test in (test_configs, test_failed_up_cleans_up, test_standard_lab, test_cli):
+            try:
+                test(tmp)
+            except Exception as e:  # noqa: BLE001 - report and go on with the next part
+                failed += 1
+                print(f"FAIL: {test.__name__}: {type(e).__name__}: {e}", file=sys.stderr)
+                if not isinstance(e, (Fail, mcgwlab.LabError)):
+                    traceback.print_exc()
+                for log in sorted(tmp.rglob("*.log")):
+                    print(f"--- {log}\n{mcgwlab._tail(log, 30)}", file=sys.stderr)
+    finally:
+        if os.environ.get("MCGWLAB_KEEP") != "1":
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

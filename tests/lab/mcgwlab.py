@@ -1,0 +1,1262 @@
+#!/usr/bin/python3
+"""mcgwlab: network-namespace labs for mcgw, as a Python module and a CLI.
+
+A lab is a set of network namespaces whose names all start with one prefix
+(``mcgwlab-<6 hex>-`` unless given), joined by veth pairs, with addresses,
+routes and sysctls, plus the processes the lab starts inside them: mcgwd
+instances (their YAML configs are generated from the topology) and tcpdump
+captures.  Nothing is ever created in the root network namespace.  ``down``
+(and any exception during ``up``) kills the lab's processes, deletes its
+namespaces and checks that none is left.
+
+The standard topology (``standard_topology``; the table is ``ADDRESS_TABLE``
+below and ``topology.txt`` in the lab directory)::
+
+  hosta --- gwa =wan1= rtr =wan1= gwb --- hostb
+  (site A)      =wan2=  |  =wan2=     (site B)
+                        c1
+                        |
+                      sitec (Linux VXLAN vxlan0) --- hostc   (site C)
+
+CLI (run as root, with /usr/bin/python3; stdlib only)::
+
+  mcgwlab.py up [--prefix P] [--dir D] [--encap vxlan|geneve]
+                [--underlay ipv4|ipv6] [--driver af_xdp|af_packet]
+                [--no-static-neighbors] [--kernel-static-neighbors]
+                [--no-gateways] [--replace]
+  mcgwlab.py status [--prefix P] [--json]
+  mcgwlab.py exec NODE -- CMD ...         e.g. exec hosta -- ip route
+  mcgwlab.py ping NODE DST [--from SRC] [-c N] [-W S] [-s SIZE] [--df]
+                                          ICMP echo without the ping binary
+  mcgwlab.py gw start|stop|status NODE
+  mcgwlab.py capture start NODE IFACE [--name N] [-- FILTER...] | capture stop N
+  mcgwlab.py down [--prefix P] [--purge]
+  mcgwlab.py render NODE [options]        print a gateway config (no root needed)
+
+Without --prefix, ``status``/``exec``/``down``... use MCGWLAB_PREFIX, or the
+only lab registered in /run/mcgwlab.  The lab directory (configs, logs,
+sockets, pidfiles, captures, state.json) defaults to /tmp/<prefix>.
+
+As a module (see tests/lab/lab_builder_test.py)::
+
+  sys.path.insert(0, "tests/lab"); import mcgwlab
+  with mcgwlab.Lab(options=mcgwlab.Options(encap="geneve")).up() as lab:
+      lab.ping("gwa", "100.64.3.1", src="100.64.1.1")   # replies received
+      lab.run("rtr", "ip", "link", "set", "a1", "down")   # any command
+      lab.start_gateway("gwa"); st = lab.status("gwa")
+      cap = lab.capture("rtr", "a1"); ...; cap.stop(); cap.fields("ip.src")
+  # leaving the block tears everything down
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shutil
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+REGISTRY = Path(os.environ.get("MCGWLAB_REGISTRY", "/run/mcgwlab"))
+
+# Fixed MAC of site C's Linux VXLAN device: gateway A's peer site-c
+# `inner-mac`, so inner frames from gateway A are addressed to site C itself.
+VXLAN_C_MAC = "02:00:00:00:0c:01"
+# Site C routes the other sites' VPCs over vxlan0 via a pseudo next hop with
+# this permanent neighbour MAC (mcgw accepts any inner destination MAC).
+VXLAN_C_NEXTHOP_MAC = "02:00:00:00:0c:fe"
+
+ADDRESS_TABLE = """\
+node   iface   peer        IPv4              IPv6               role
+hosta  eth0    gwa lan0    10.1.0.10/24      fd00:a::10/64      host A, default via 10.1.0.1 / fd00:a::1
+gwa    lan0    hosta eth0  10.1.0.1/24       fd00:a::1/64       gateway A LAN port (mcgwd lan0)
+gwa    wan1    rtr a1      100.64.1.1/30     fd00:64:1::1/64    gateway A line1 (mcgwd wan1)
+gwa    wan2    rtr a2      100.64.2.1/30     fd00:64:2::1/64    gateway A line2 (mcgwd wan2)
+rtr    a1      gwa wan1    100.64.1.2/30     fd00:64:1::2/64    underlay router (forwarding on)
+rtr    a2      gwa wan2    100.64.2.2/30     fd00:64:2::2/64
+rtr    b1      gwb wan1    100.64.3.2/30     fd00:64:3::2/64
+rtr    b2      gwb wan2    100.64.4.2/30     fd00:64:4::2/64
+rtr    c1      sitec wan0  100.64.5.2/30     fd00:64:5::2/64
+gwb    wan1    rtr b1      100.64.3.1/30     fd00:64:3::1/64    gateway B line1 (mcgwd wan1)
+gwb    wan2    rtr b2      100.64.4.1/30     fd00:64:4::1/64    gateway B line2 (mcgwd wan2)
+gwb    lan0    hostb eth0  10.2.0.1/24       fd00:b::1/64       gateway B LAN port (mcgwd lan0)
+hostb  eth0    gwb lan0    10.2.0.10/24      fd00:b::10/64      host B, default via 10.2.0.1 / fd00:b::1
+sitec  wan0    rtr c1      100.64.5.1/30     fd00:64:5::1/64    site C underlay (VTEP address)
+sitec  vxlan0  (overlay)   10.3.255.1/24     fd00:c:ff::1/64    Linux VXLAN, MAC 02:00:00:00:0c:01, VNI = tenant VNI,
+                                                                remote = gateway A line1 VTEP; routes 10.1.0.0/16 and
+                                                                fd00:a::/64 via 10.3.255.254 / fd00:c:ff::fe (MAC 02:00:00:00:0c:fe)
+sitec  lan0    hostc eth0  10.3.0.1/24       fd00:c::1/64       site C router (forwarding on)
+hostc  eth0    sitec lan0  10.3.0.10/24      fd00:c::10/64      host C, default via 10.3.0.1 / fd00:c::1
+VPCs: A 10.1.0.0/16 + fd00:a::/64, B 10.2.0.0/16 + fd00:b::/64, C 10.3.0.0/16 + fd00:c::/64
+"""
+
+
+class LabError(Exception):
+    """Something in the lab failed; the message says what and how."""
+
+
+# --------------------------------------------------------------------------
+# small helpers
+
+
+def sh(*args, check=True, timeout=60, input=None) -> subprocess.CompletedProcess:
+    """Run a command (no shell), capture its output as text."""
+    argv = [str(a) for a in args]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
+    except subprocess.TimeoutExpired as e:
+        raise LabError(f"{' '.join(argv)}: timed out after {timeout} s") from e
+    if check and r.returncode != 0:
+        raise LabError(f"{' '.join(argv)}: exit {r.returncode}: {(r.stderr or r.stdout).strip()}")
+    return r
+
+
+def list_netns() -> list[str]:
+    r = sh("ip", "netns", "list", check=False)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
+
+
+def _is_v6(addr: str) -> bool:
+    return ":" in addr
+
+
+def _ip(cidr: str) -> str:
+    return cidr.split("/")[0]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return f"({path} does not exist)"
+
+
+# A tiny YAML emitter: block mappings, lists of mappings, flow lists of
+# scalars.  Strings that YAML could read as something else are quoted.
+_PLAIN = re.compile(r"^[A-Za-z0-9_./=-]+$")
+_KEYWORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _scalar(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    s = str(v)
+    if _PLAIN.match(s) and s.lower() not in _KEYWORDS and not s[0] in "-." and not _numeric(s):
+        return s
+    return json.dumps(s)
+
+
+def _numeric(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def to_yaml(obj, indent: int = 0) -> str:
+    out: list[str] = []
+    _emit(obj, indent, out)
+    return "\n".join(out) + "\n"
+
+
+def _emit(obj, ind: int, out: list[str]) -> None:
+    pad = "  " * ind
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if v is None or (isinstance(v, (list, dict)) and not v):
+                continue
+            if isinstance(v, dict):
+                out.append(f"{pad}{k}:")
+                _emit(v, ind + 1, out)
+            elif isinstance(v, list) and all(isinstance(x, dict) for x in v):
+                out.append(f"{pad}{k}:")
+                _emit(v, ind + 1, out)
+            elif isinstance(v, list):
+                out.append(f"{pad}{k}: [{', '.join(_scalar(x) for x in v)}]")
+            else:
+                out.append(f"{pad}{k}: {_scalar(v)}")
+    elif isinstance(obj, list):
+        for item in obj:
+            sub: list[str] = []
+            _emit(item, 0, sub)
+            out.append(f"{pad}- {sub[0]}")
+            out.extend(f"{pad}  {line}" for line in sub[1:])
+    else:
+        out.append(pad + _scalar(obj))
+
+
+# ICMP echo without the ping binary (not installed everywhere): raw sockets,
+# run inside a namespace as `/usr/bin/python3 mcgwlab.py icmp-echo ...`.
+
+
+def _inet_checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def icmp_echo(dst: str, src: str | None = None, count: int = 1, timeout: float = 1.0,
+              interval: float = 0.2, size: int = 56, df: bool = False) -> tuple[int, list[float]]:
+    """Send `count` ICMP(v6) echo requests to `dst` from this process's network
+    namespace; returns (sent, round-trip times in ms of the replies)."""
+    v6 = ipaddress.ip_address(dst).version == 6
+    fam, proto, req, rep = ((socket.AF_INET6, socket.IPPROTO_ICMPV6, 128, 129) if v6
+                            else (socket.AF_INET, socket.IPPROTO_ICMP, 8, 0))
+    want = ipaddress.ip_address(dst)
+    rtts: list[float] = []
+    with socket.socket(fam, socket.SOCK_RAW, proto) as s:
+        if src:
+            s.bind((src, 0))
+        if df and not v6:
+            s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO
+        ident = os.getpid() & 0xFFFF
+        for seq in range(count):
+            if seq:
+                time.sleep(interval)
+            payload = bytes((i & 0xFF) for i in range(max(size, 0)))
+            hdr = struct.pack("!BBHHH", req, 0, 0, ident, seq)
+            if not v6:  # the kernel fills in the ICMPv6 checksum
+                hdr = struct.pack("!BBHHH", req, 0, _inet_checksum(hdr + payload), ident, seq)
+            t0 = time.monotonic()
+            try:
+                s.sendto(hdr + payload, (dst, 0))
+            except OSError:
+                continue
+            deadline = t0 + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                if not select.select([s], [], [], left)[0]:
+                    break
+                data, addr = s.recvfrom(65535)
+                if not v6:
+                    data = data[(data[0] & 0x0F) * 4:]
+                if len(data) < 8 or ipaddress.ip_address(addr[0].split("%")[0]) != want:
+                    continue
+                typ, _, _, rid, rseq = struct.unpack("!BBHHH", data[:8])
+                if typ == rep and rid == ident and rseq == seq:
+                    rtts.append((time.monotonic() - t0) * 1000)
+                    break
+    return count, rtts
+
+
+# --------------------------------------------------------------------------
+# the topology model
+
+
+@dataclass
+class Iface:
+    node: str
+    name: str  # at most 15 characters; unique within its namespace
+    addrs: list[str] = field(default_factory=list)  # "10.1.0.1/24", "fd00:a::1/64"
+    mac: str | None = None  # None: the kernel picks a random one
+    kernel_addrs: bool = True  # put addrs on the kernel interface too
+    addrgenmode: str | None = None  # IPv6 link-local generation: eui64 | none | None (leave)
+
+
+@dataclass
+class Link:
+    a: Iface
+    b: Iface
+    mtu: int = 1500
+
+
+@dataclass
+class Route:
+    prefix: str  # CIDR or "default"
+    via: str
+    dev: str | None = None
+    v6: bool | None = None  # None: from via
+
+    @property
+    def family(self) -> str:
+        v6 = self.v6 if self.v6 is not None else _is_v6(self.via)
+        return "-6" if v6 else "-4"
+
+
+@dataclass
+class Vxlan:
+    name: str
+    vni: int
+    local: str
+    remote: str
+    dev: str
+    mac: str
+    addrs: list[str] = field(default_factory=list)
+    port: int = 4789
+    neighbors: list[tuple[str, str]] = field(default_factory=list)  # permanent (address, mac)
+
+
+@dataclass
+class Node:
+    name: str
+    kind: str  # host | router | gateway
+    routes: list[Route] = field(default_factory=list)
+    sysctls: dict[str, str] = field(default_factory=dict)
+    vxlans: list[Vxlan] = field(default_factory=list)
+
+
+@dataclass
+class Port:
+    name: str  # mcgwd port name
+    role: str  # lan | wan
+    iface: str  # the kernel interface in the gateway's namespace
+
+
+@dataclass
+class Line:
+    name: str
+    port: str
+    local: str
+    remote: str
+    next_hop: str | None = None
+
+
+@dataclass
+class Peer:
+    name: str
+    encap: str
+    lines: list[Line]
+    inner_mac: str | None = None
+
+
+@dataclass
+class Gateway:
+    node: str
+    name: str  # mcgwd node.name
+    site: str
+    ports: list[Port]
+    tenant: str
+    vni: int
+    routes: list[tuple[str, str]]  # (prefix, peer)
+    peers: list[Peer]
+
+
+@dataclass
+class Topology:
+    nodes: dict[str, Node] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    gateways: dict[str, Gateway] = field(default_factory=dict)
+
+    def node(self, name: str, kind: str = "host", **kw) -> Node:
+        n = Node(name, kind, **kw)
+        self.nodes[name] = n
+        return n
+
+    def link(self, a: Iface, b: Iface, mtu: int = 1500) -> Link:
+        for i in (a, b):
+            if len(i.name) > 15:
+                raise LabError(f"interface name {i.name!r} is longer than 15 characters")
+            if i.node not in self.nodes:
+                raise LabError(f"link end {i.node}/{i.name}: no node {i.node!r}")
+        lk = Link(a, b, mtu)
+        self.links.append(lk)
+        return lk
+
+    def ifaces(self):
+        for lk in self.links:
+            yield lk.a
+            yield lk.b
+
+    def iface(self, node: str, name: str) -> Iface:
+        for i in self.ifaces():
+            if i.node == node and i.name == name:
+                return i
+        raise LabError(f"no interface {node}/{name}")
+
+    def other_end(self, node: str, name: str) -> Iface:
+        for lk in self.links:
+            if (lk.a.node, lk.a.name) == (node, name):
+                return lk.b
+            if (lk.b.node, lk.b.name) == (node, name):
+                return lk.a
+        raise LabError(f"no link at {node}/{name}")
+
+
+@dataclass
+class Options:
+    encap: str = "vxlan"  # between gateways A and B: vxlan | geneve (site C is always vxlan)
+    underlay: str = "ipv4"  # the VTEP family: ipv4 | ipv6 (the underlay is dual-stack)
+    driver: str = "af_xdp"  # mcgwd port vdevs: af_xdp | af_packet
+    static_neighbors: bool = True  # emit ports[].neighbors from the kernel's MACs
+    # Until mcgw answers ARP/ND itself: permanent neighbour entries for the
+    # gateways' addresses in the hosts and the underlay router (off: they resolve).
+    kernel_static_neighbors: bool = False
+    kernel_addrs: bool | None = None  # gateway addresses on the kernel interfaces; None: af_xdp only
+    vni: int = 1000
+    underlay_mtu: int = 1500
+    lan_mtu: int = 1500
+    log_level: str = "info"
+    memory_mb: int = 512
+    mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
+
+    def check(self) -> None:
+        for key, allowed in (("encap", ("vxlan", "geneve")), ("underlay", ("ipv4", "ipv6")),
+                             ("driver", ("af_xdp", "af_packet"))):
+            if getattr(self, key) not in allowed:
+                raise LabError(f"{key} must be one of {', '.join(allowed)}, not {getattr(self, key)!r}")
+
+    def mbufs_for(self, ports: int) -> int:
+        """The af_xdp PMD keeps 2048 mbufs per RX queue in its fill ring
+        (and fails with a bare EINVAL when the pool runs short): give each
+        port 2048, plus 4096 for the rest, as a power of two minus one."""
+        if self.mbufs:
+            return self.mbufs
+        need = 2048 * ports + 4096
+        n = 4096
+        while n - 1 < need:
+            n *= 2
+        return n - 1
+
+    @property
+    def gw_kernel_addrs(self) -> bool:
+        return self.kernel_addrs if self.kernel_addrs is not None else self.driver == "af_xdp"
+
+
+def standard_topology(o: Options) -> Topology:
+    """Site A (hosta, gwa), the underlay router rtr with two lines to each
+    gateway, site B (gwb, hostb), and site C: a Linux VXLAN VTEP (sitec)
+    routing for hostc.  Addresses: ADDRESS_TABLE."""
+    o.check()
+    t = Topology()
+    router = {"net.ipv4.ip_forward": "1", "net.ipv6.conf.all.forwarding": "1"}
+    gateway = {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0",
+               "net.ipv6.conf.all.autoconf": "0", "net.ipv6.conf.default.autoconf": "0"}
+    for name, kind in (("hosta", "host"), ("gwa", "gateway"), ("rtr", "router"),
+                       ("gwb", "gateway"), ("hostb", "host"), ("sitec", "router"), ("hostc", "host")):
+        t.node(name, kind, sysctls=dict(router if kind == "router" else gateway if kind == "gateway" else {}))
+
+    ka = o.gw_kernel_addrs
+    agm = "eui64" if ka else "none"
+
+    def gw_if(node, name, addrs):
+        return Iface(node, name, addrs, kernel_addrs=ka, addrgenmode=agm)
+
+    # LANs
+    for site, gw, host in (("a", "gwa", "hosta"), ("b", "gwb", "hostb")):
+        n = {"a": 1, "b": 2}[site]
+        t.link(Iface(host, "eth0", [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
+               gw_if(gw, "lan0", [f"10.{n}.0.1/24", f"fd00:{site}::1/64"]), o.lan_mtu)
+        t.nodes[host].routes += [Route("default", f"10.{n}.0.1"), Route("default", f"fd00:{site}::1")]
+    # Underlay: two lines per gateway, one to site C.
+    lines = {("gwa", "wan1"): ("a1", 1), ("gwa", "wan2"): ("a2", 2),
+             ("gwb", "wan1"): ("b1", 3), ("gwb", "wan2"): ("b2", 4)}
+    for (gw, wan), (rif, n) in lines.items():
+        t.link(gw_if(gw, wan, [f"100.64.{n}.1/30", f"fd00:64:{n}::1/64"]),
+               Iface("rtr", rif, [f"100.64.{n}.2/30", f"fd00:64:{n}::2/64"]), o.underlay_mtu)
+    t.link(Iface("sitec", "wan0", ["100.64.5.1/30", "fd00:64:5::1/64"]),
+           Iface("rtr", "c1", ["100.64.5.2/30", "fd00:64:5::2/64"]), o.underlay_mtu)
+    t.link(Iface("hostc", "eth0", ["10.3.0.10/24", "fd00:c::10/64"]),
+           Iface("sitec", "lan0", ["10.3.0.1/24", "fd00:c::1/64"]), o.lan_mtu)
+    t.nodes["hostc"].routes += [Route("default", "10.3.0.1"), Route("default", "fd00:c::1")]
+
+    # Kernel routes of the gateways to the remote VTEPs, each over its line
+    # (for kernel traffic: pings now, BGP/BFD later).
+    if ka:
+        def via(n, fam):
+            return f"100.64.{n}.2" if fam == 4 else f"fd00:64:{n}::2"
+
+        def net(n, fam):
+            return f"100.64.{n}.0/30" if fam == 4 else f"fd00:64:{n}::/64"
+
+        for fam in (4, 6):
+            t.nodes["gwa"].routes += [Route(net(3, fam), via(1, fam), "wan1"),
+                                      Route(net(4, fam), via(2, fam), "wan2"),
+                                      Route(net(5, fam), via(1, fam), "wan1")]
+            t.nodes["gwb"].routes += [Route(net(1, fam), via(3, fam), "wan1"),
+                                      Route(net(2, fam), via(4, fam), "wan2"),
+                                      Route(net(5, fam), via(3, fam), "wan1")]
+
+    # Site C: underlay default towards rtr, VXLAN to gateway A's line1 VTEP.
+    v6 = o.underlay == "ipv6"
+    c = t.nodes["sitec"]
+    c.routes += [Route("100.64.0.0/16", "100.64.5.2"), Route("fd00:64::/32", "fd00:64:5::2")]
+    c.vxlans.append(Vxlan("vxlan0", o.vni,
+                          local="fd00:64:5::1" if v6 else "100.64.5.1",
+                          remote="fd00:64:1::1" if v6 else "100.64.1.1",
+                          dev="wan0", mac=VXLAN_C_MAC, addrs=["10.3.255.1/24", "fd00:c:ff::1/64"],
+                          neighbors=[("10.3.255.254", VXLAN_C_NEXTHOP_MAC),
+                                     ("fd00:c:ff::fe", VXLAN_C_NEXTHOP_MAC)]))
+    c.routes += [Route("10.1.0.0/16", "10.3.255.254", "vxlan0"),
+                 Route("fd00:a::/64", "fd00:c:ff::fe", "vxlan0")]
+
+    # The gateways.
+    fam = 1 if v6 else 0
+
+    def addr(node, name):
+        return _ip(t.iface(node, name).addrs[fam])
+
+    def line(name, gw, wan, remote_node, remote_if):
+        return Line(name, wan, addr(gw, wan), addr(remote_node, remote_if),
+                    addr(*_peer_key(t.other_end(gw, wan))))
+
+    ports = [Port("lan0", "lan", "lan0"), Port("wan1", "wan", "wan1"), Port("wan2", "wan", "wan2")]
+    t.gateways["gwa"] = Gateway(
+        "gwa", "gw-a", "site-a", ports, "blue", o.vni,
+        routes=[("10.2.0.0/16", "site-b"), ("fd00:b::/64", "site-b"),
+                ("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
+        peers=[Peer("site-b", o.encap, [line("line1", "gwa", "wan1", "gwb", "wan1"),
+                                        line("line2", "gwa", "wan2", "gwb", "wan2")]),
+               Peer("site-c", "vxlan", [line("line1", "gwa", "wan1", "sitec", "wan0"),
+                                        line("line2", "gwa", "wan2", "sitec", "wan0")],
+                    inner_mac=VXLAN_C_MAC)])
+    t.gateways["gwb"] = Gateway(
+        "gwb", "gw-b", "site-b", ports, "blue", o.vni,
+        routes=[("10.1.0.0/16", "site-a"), ("fd00:a::/64", "site-a")],
+        peers=[Peer("site-a", o.encap, [line("line1", "gwb", "wan1", "gwa", "wan1"),
+                                        line("line2", "gwb", "wan2", "gwa", "wan2")])])
+    return t
+
+
+def _peer_key(i: Iface) -> tuple[str, str]:
+    return (i.node, i.name)
+
+
+# --------------------------------------------------------------------------
+# the lab
+
+
+BASE_SYSCTLS = {
+    # Static addressing: no DAD delay, no router solicitations or SLAAC.
+    "net.ipv6.conf.all.accept_dad": "0",
+    "net.ipv6.conf.default.accept_dad": "0",
+    "net.ipv6.conf.all.accept_ra": "0",
+    "net.ipv6.conf.default.accept_ra": "0",
+    "net.ipv6.conf.all.router_solicitations": "0",
+    "net.ipv6.conf.default.router_solicitations": "0",
+    "net.ipv4.conf.all.rp_filter": "0",
+    "net.ipv4.conf.default.rp_filter": "0",
+}
+
+
+class Capture:
+    """A running tcpdump inside a lab namespace, writing a pcap file."""
+
+    def __init__(self, lab: "Lab", name: str, node: str, iface: str, path: Path, pid: int):
+        self.lab, self.name, self.node, self.iface, self.path, self.pid = lab, name, node, iface, path, pid
+
+    def stop(self, settle: float = 0.2) -> Path:
+        """Stop tcpdump (after `settle` seconds for packets still in flight)."""
+        time.sleep(settle)
+        self.lab._stop_process(self.name, self.pid, timeout=5)
+        return self.path
+
+    def __enter__(self) -> "Capture":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def fields(self, *names: str, display_filter: str | None = None) -> list[list[str]]:
+        """Decode the capture with tshark: one list of field values per packet."""
+        argv = ["tshark", "-n", "-r", self.path, "-T", "fields"]
+        for n in names:
+            argv += ["-e", n]
+        if display_filter:
+            argv += ["-Y", display_filter]
+        r = sh(*argv)
+        return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+
+
+class Lab:
+    def __init__(self, prefix: str | None = None, workdir: str | os.PathLike | None = None,
+                 options: Options | None = None, topology: Topology | None = None,
+                 build_dir: str | os.PathLike | None = None,
+                 mcgwd: str | None = None, mcgwctl: str | None = None):
+        prefix = prefix or os.environ.get("MCGWLAB_PREFIX") or f"mcgwlab-{secrets.token_hex(3)}-"
+        if not prefix.endswith("-"):
+            prefix += "-"
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,40}", prefix):
+            raise LabError(f"prefix {prefix!r}: use a letter, then letters, digits, '_', '.', '-' (≤ 41)")
+        self.prefix = prefix
+        self.dir = Path(workdir or os.environ.get("MCGWLAB_DIR") or f"/tmp/{prefix.rstrip('-')}")
+        self.options = options or Options()
+        self.topo = topology
+        build = Path(build_dir or os.environ.get("MCGW_BUILD_DIR") or TOP / "build")
+        self.mcgwd = mcgwd or _binary(build / "control/daemon/mcgwd", "mcgwd")
+        self.mcgwctl = mcgwctl or _binary(build / "control/cli/mcgwctl", "mcgwctl")
+        self.state: dict = {}
+        self._children: dict[int, subprocess.Popen] = {}
+
+    # ---- naming and state
+
+    def ns(self, node: str) -> str:
+        return self.prefix + node
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / "state.json"
+
+    def _save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2) + "\n")
+        tmp.replace(self.state_file)
+
+    @classmethod
+    def attach(cls, prefix: str | None = None, workdir: str | None = None) -> "Lab":
+        """The Lab object of a lab that `up` made (in this or another process)."""
+        prefix = prefix or os.environ.get("MCGWLAB_PREFIX")
+        if not prefix and not workdir:
+            labs = registered()
+            if len(labs) != 1:
+                raise LabError("no lab is registered in " + str(REGISTRY) if not labs else
+                               "several labs are up, give --prefix: " + ", ".join(labs))
+            prefix = labs[0]
+        if prefix and not prefix.endswith("-"):
+            prefix += "-"
+        if prefix and not workdir:
+            reg = REGISTRY / prefix.rstrip("-")
+            workdir = reg.read_text().strip() if reg.exists() else None
+        lab = cls(prefix=prefix, workdir=workdir)
+        if lab.state_file.exists():
+            lab.state = json.loads(lab.state_file.read_text())
+            lab.prefix = lab.state.get("prefix", lab.prefix)
+            lab.options = Options(**lab.state.get("options", {}))
+            lab.mcgwd = lab.state.get("mcgwd", lab.mcgwd)
+            lab.mcgwctl = lab.state.get("mcgwctl", lab.mcgwctl)
+        return lab
+
+    def __enter__(self) -> "Lab":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    # ---- up
+
+    def up(self, start_gateways: bool = False, replace: bool = False) -> "Lab":
+        """Create the namespaces, links, addresses, routes and sysctls, and
+        write the gateways' configs.  On any exception everything made so far
+        is removed again (and the exception re-raised)."""
+        if os.geteuid() != 0:
+            raise LabError("run as root (network namespaces, DPDK)")
+        if self.topo is None:
+            self.topo = standard_topology(self.options)
+        existing = [n for n in list_netns() if n.startswith(self.prefix)]
+        if existing:
+            if not replace:
+                raise LabError(f"namespaces with prefix {self.prefix} exist ({', '.join(existing)}); "
+                               f"tear them down first (mcgwlab.py down --prefix {self.prefix})")
+            Lab.attach(self.prefix, str(self.dir)).down()
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / "run").mkdir(exist_ok=True)
+            REGISTRY.mkdir(parents=True, exist_ok=True)
+            (REGISTRY / self.prefix.rstrip("-")).write_text(str(self.dir) + "\n")
+            self.state = {"prefix": self.prefix, "dir": str(self.dir), "phase": "building",
+                          "options": asdict(self.options), "mcgwd": self.mcgwd, "mcgwctl": self.mcgwctl,
+                          "nodes": list(self.topo.nodes), "gateways": {}, "captures": {}, "macs": {}}
+            self._save()
+            self._build()
+            if self.options.kernel_static_neighbors:
+                self._kernel_neighbors()
+            self._write_configs()
+            (self.dir / "topology.txt").write_text(self.describe())
+            self.state["phase"] = "up"
+            self._save()
+            if start_gateways:
+                for g in self.topo.gateways:
+                    self.start_gateway(g)
+        except BaseException:
+            try:
+                self.down()
+            except Exception as e:  # keep the original exception
+                print(f"mcgwlab: cleanup after a failed up also failed: {e}", file=sys.stderr)
+            raise
+        return self
+
+    def _build(self) -> None:
+        t = self.topo
+        for node in t.nodes.values():
+            ns = self.ns(node.name)
+            sh("ip", "netns", "add", ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sysctls = {**BASE_SYSCTLS, **node.sysctls}
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", *(f"{k}={v}" for k, v in sysctls.items()))
+        for lk in t.links:
+            argv = ["ip", "-n", self.ns(lk.a.node), "link", "add", lk.a.name, "mtu", lk.mtu]
+            if lk.a.mac:
+                argv += ["address", lk.a.mac]
+            argv += ["type", "veth", "peer", "name", lk.b.name, "netns", self.ns(lk.b.node), "mtu", lk.mtu]
+            if lk.b.mac:
+                argv += ["address", lk.b.mac]
+            sh(*argv)
+        for i in t.ifaces():
+            ns = self.ns(i.node)
+            if i.addrgenmode:
+                sh("ip", "-n", ns, "link", "set", i.name, "addrgenmode", i.addrgenmode)
+            if i.kernel_addrs:
+                for a in i.addrs:
+                    sh("ip", "-n", ns, "addr", "add", a, "dev", i.name, *(["nodad"] if _is_v6(a) else []))
+            sh("ip", "-n", ns, "link", "set", i.name, "up")
+        for node in t.nodes.values():
+            ns = self.ns(node.name)
+            for v in node.vxlans:
+                argv = ["ip", "-n", ns, "link", "add", v.name, "address", v.mac, "type", "vxlan",
+                        "id", v.vni, "local", v.local, "remote", v.remote, "dstport", v.port,
+                        "dev", v.dev, "nolearning"]
+                if _is_v6(v.local):
+                    argv.append("udp6zerocsumrx")
+                sh(*argv)
+                for a in v.addrs:
+                    sh("ip", "-n", ns, "addr", "add", a, "dev", v.name, *(["nodad"] if _is_v6(a) else []))
+                sh("ip", "-n", ns, "link", "set", v.name, "up")
+                for addr, mac in v.neighbors:
+                    sh("ip", "-n", ns, "neigh", "replace", addr, "lladdr", mac, "dev", v.name,
+                       "nud", "permanent")
+            for r in node.routes:
+                sh("ip", r.family, "-n", ns, "route", "add", r.prefix, "via", r.via,
+                   *(["dev", r.dev] if r.dev else []))
+        for node in t.nodes:
+            links = json.loads(sh("ip", "-j", "-n", self.ns(node), "link", "show").stdout or "[]")
+            self.state["macs"][node] = {lk["ifname"]: lk.get("address") for lk in links
+                                        if lk["ifname"] != "lo"}
+
+    def _kernel_neighbors(self) -> None:
+        """The far end of every gateway port gets a permanent neighbour entry
+        for each gateway address on its subnets."""
+        t = self.topo
+        for g in t.gateways.values():
+            for p in g.ports:
+                i = t.iface(g.node, p.iface)
+                other = t.other_end(g.node, p.iface)
+                nets = [ipaddress.ip_interface(a).network for a in other.addrs]
+                for a in i.addrs:
+                    if any(ipaddress.ip_address(_ip(a)) in n for n in nets):
+                        sh("ip", "-n", self.ns(other.node), "neigh", "replace", _ip(a), "lladdr",
+                           self.mac(g.node, i.name), "dev", other.name, "nud", "permanent")
+
+    # ---- gateway configs
+
+    def mac(self, node: str, iface: str) -> str:
+        return self.state["macs"][node][iface]
+
+    def gateway_config(self, node: str, fake_macs: bool = False) -> dict:
+        """The mcgwd config of gateway `node` as a dict (see to_yaml)."""
+        t, o = self.topo, self.options
+        g = t.gateways[node]
+        drv = "net_af_xdp" if o.driver == "af_xdp" else "net_af_packet"
+        ports = []
+        for idx, p in enumerate(g.ports):
+            i = t.iface(node, p.iface)
+            entry = {"name": p.name, "role": p.role, "vdev": f"{drv}{idx},iface={p.iface}",
+                     "mtu": next(lk.mtu for lk in t.links if i in (lk.a, lk.b)),
+                     "addresses": list(i.addrs)}
+            if p.role == "lan":
+                entry["tenant"] = g.tenant
+            if o.static_neighbors:
+                other = t.other_end(node, p.iface)
+                nets = [ipaddress.ip_interface(a).network for a in i.addrs]
+                mac = (_fake_mac(other.node, other.name) if fake_macs
+                       else self.mac(other.node, other.name))
+                entry["neighbors"] = [{"address": _ip(a), "mac": mac} for a in other.addrs
+                                      if any(ipaddress.ip_address(_ip(a)) in n for n in nets)]
+            ports.append(entry)
+        peers = []
+        for p in g.peers:
+            lines = []
+            for ln in p.lines:
+                d = {"name": ln.name, "port": ln.port, "local-vtep": ln.local, "remote-vtep": ln.remote}
+                if ln.next_hop:
+                    d["next-hop"] = ln.next_hop
+                lines.append(d)
+            peers.append({"name": p.name, "encapsulation": p.encap, "lines": lines,
+                          "inner-mac": p.inner_mac})
+        return {
+            "node": {"name": g.name, "site": g.site,
+                     "description": f"mcgwlab {self.prefix.rstrip('-')}: gateway {node}"},
+            "eal": {"hugepages": False, "memory-mb": o.memory_mb, "mbufs": o.mbufs_for(len(g.ports)),
+                    "file-prefix": self.ns(node)},
+            "ports": ports,
+            "tenants": [{"name": g.tenant, "vni": g.vni,
+                         "routes": [{"prefix": pfx, "peer": peer} for pfx, peer in g.routes]}],
+            "peers": peers,
+            "api": {"socket": str(self.dir / f"{node}.sock")},
+            "logging": {"level": o.log_level},
+        }
+
+    def render(self, node: str, fake_macs: bool = False) -> str:
+        head = (f"# Generated by tests/lab/mcgwlab.py for lab {self.prefix} (gateway {node}).\n"
+                f"# Edit and apply with: mcgwctl -s {self.dir / (node + '.sock')} reload\n")
+        return head + to_yaml(self.gateway_config(node, fake_macs))
+
+    def _write_configs(self) -> None:
+        for node in self.topo.gateways:
+            path = self.dir / f"{node}.yaml"
+            path.write_text(self.render(node))
+            if self.mcgwctl:
+                r = sh(self.mcgwctl, "check-config", path, check=False)
+                if r.returncode != 0:
+                    raise LabError(f"generated config {path} is invalid:\n{r.stdout}{r.stderr}")
+            self.state["gateways"][node] = {
+                "config": str(path), "socket": str(self.dir / f"{node}.sock"),
+                "log": str(self.dir / f"{node}.log"), "pidfile": str(self.dir / "run" / f"{node}.pid")}
+
+    def describe(self) -> str:
+        t = self.topo
+        out = [f"lab {self.prefix}  dir {self.dir}",
+               f"options: {json.dumps(asdict(self.options))}", "",
+               f"{'namespace':<28}{'iface':<8}{'mac':<19}{'mtu':<6}addresses"]
+        for i in t.ifaces():
+            mtu = next(lk.mtu for lk in t.links if i in (lk.a, lk.b))
+            mac = self.state.get("macs", {}).get(i.node, {}).get(i.name, "?")
+            note = "" if i.kernel_addrs else "  (in mcgwd only)"
+            out.append(f"{self.ns(i.node):<28}{i.name:<8}{mac:<19}{mtu:<6}{' '.join(i.addrs)}{note}")
+        for n in t.nodes.values():
+            for v in n.vxlans:
+                out.append(f"{self.ns(n.name):<28}{v.name:<8}{v.mac:<19}{'':<6}{' '.join(v.addrs)}"
+                           f"  (vxlan id {v.vni} local {v.local} remote {v.remote} dstport {v.port})")
+        out.append("")
+        for g in t.gateways.values():
+            for p in g.peers:
+                for ln in p.lines:
+                    out.append(f"{g.node}: peer {p.name} ({p.encap}) {ln.name} port {ln.port} "
+                               f"{ln.local} -> {ln.remote} next-hop {ln.next_hop}")
+        return "\n".join(out) + "\n"
+
+    # ---- processes
+
+    def _spawn(self, name: str, node: str, argv: list, log: Path) -> int:
+        ns = self.ns(node)
+        if ns not in list_netns():
+            raise LabError(f"namespace {ns} does not exist (is the lab up?)")
+        with open(log, "ab") as f:
+            p = subprocess.Popen(["ip", "netns", "exec", ns, *map(str, argv)], stdin=subprocess.DEVNULL,
+                                 stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        self._children[p.pid] = p
+        (self.dir / "run").mkdir(parents=True, exist_ok=True)
+        (self.dir / "run" / f"{name}.pid").write_text(f"{p.pid}\n")
+        return p.pid
+
+    def _alive(self, pid: int) -> bool:
+        if pid in self._children:
+            return self._children[pid].poll() is None
+        return _pid_alive(pid)
+
+    def _ours(self, pid: int) -> bool:
+        """Only processes this lab started, or that run in its namespaces."""
+        if pid in self._children:
+            return True
+        ns = sh("ip", "netns", "identify", pid, check=False).stdout.strip()
+        return ns.startswith(self.prefix)
+
+    def _terminate(self, pids: list[int], timeout: float) -> None:
+        pids = [p for p in pids if self._alive(p)]
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(self._alive(p) for p in pids):
+            time.sleep(0.05)
+        for p in pids:
+            if self._alive(p):
+                print(f"mcgwlab: pid {p} ignored SIGTERM for {timeout} s; SIGKILL", file=sys.stderr)
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(self._alive(p) for p in pids):
+            time.sleep(0.05)
+
+    def _stop_process(self, name: str, pid: int, timeout: float) -> int | None:
+        """SIGTERM (then SIGKILL) one process the lab started; its exit code if it is our child."""
+        pidfile = self.dir / "run" / f"{name}.pid"
+        if self._alive(pid) and self._ours(pid):
+            self._terminate([pid], timeout)
+        pidfile.unlink(missing_ok=True)
+        p = self._children.pop(pid, None)
+        return p.wait() if p else None
+
+    def _pidfile_pid(self, name: str) -> int | None:
+        try:
+            return int((self.dir / "run" / f"{name}.pid").read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+
+    # ---- mcgwd
+
+    def gateways(self) -> list[str]:
+        return list(self.state.get("gateways", {}))
+
+    def start_gateway(self, node: str, wait: bool = True, timeout: float = 60) -> int:
+        """Start mcgwd in the gateway's namespace; wait until `mcgwctl status`
+        answers (healthy or degraded).  Returns its pid."""
+        g = self.state["gateways"][node]
+        pid = self._pidfile_pid(node)
+        if pid and self._alive(pid):
+            raise LabError(f"mcgwd of {node} runs already (pid {pid})")
+        if not self.mcgwd:
+            raise LabError("mcgwd not found: build it (cmake --build build --target mcgwd mcgwctl) "
+                           "or set MCGW_BUILD_DIR")
+        Path(g["log"]).write_text("")
+        pid = self._spawn(node, node, [self.mcgwd, "--config", g["config"]], Path(g["log"]))
+        if wait:
+            self.wait_gateway(node, timeout)
+        return pid
+
+    def wait_gateway(self, node: str, timeout: float = 60) -> dict:
+        g = self.state["gateways"][node]
+        pid = self._pidfile_pid(node)
+        deadline = time.monotonic() + timeout
+        while True:
+            if pid is None or not self._alive(pid):
+                raise LabError(f"mcgwd of {node} is not running; its log {g['log']}:\n{_tail(Path(g['log']))}")
+            st = self.status(node)
+            if st is not None:
+                return st
+            if time.monotonic() > deadline:
+                raise LabError(f"mcgwd of {node} did not answer on {g['socket']} within {timeout} s; "
+                               f"log:\n{_tail(Path(g['log']))}")
+            time.sleep(0.2)
+
+    def ctl(self, node: str, *args, check: bool = False) -> subprocess.CompletedProcess:
+        """Run mcgwctl against the gateway's socket (mcgwctl needs no namespace)."""
+        return sh(self.mcgwctl, "--socket", self.state["gateways"][node]["socket"], *args, check=check)
+
+    def status(self, node: str) -> dict | None:
+        """`mcgwctl status --json` of the gateway, or None when it does not answer."""
+        if not Path(self.state["gateways"][node]["socket"]).exists():
+            return None
+        r = self.ctl(node, "status", "--json")
+        if r.returncode not in (0, 1):
+            return None
+        try:
+            return json.loads(r.stdout)
+        except json.JSONDecodeError:
+            return None
+
+    def stop_gateway(self, node: str, timeout: float = 15) -> int | None:
+        """SIGTERM mcgwd (SIGKILL after `timeout`); its exit code if this process started it."""
+        pid = self._pidfile_pid(node)
+        if pid is None:
+            return None
+        return self._stop_process(node, pid, timeout)
+
+    # ---- captures and commands
+
+    def capture(self, node: str, iface: str, name: str | None = None, bpf_filter: list[str] | None = None,
+                timeout: float = 10) -> Capture:
+        """Start tcpdump on `iface` in `node`'s namespace; returns once it listens.
+        On af_xdp gateway ports packets bypass the kernel: capture on the other end."""
+        name = name or f"cap-{node}-{iface}"
+        path = self.dir / f"{name}.pcap"
+        log = self.dir / f"{name}.log"
+        log.write_text("")
+        pid = self._spawn(name, node, ["tcpdump", "-n", "-U", "--immediate-mode", "-Z", "root", "-i", iface, "-w", path,
+                                       *(bpf_filter or [])], log)
+        self.state.setdefault("captures", {})[name] = {"node": node, "iface": iface, "pcap": str(path)}
+        self._save()
+        deadline = time.monotonic() + timeout
+        while "listening on" not in log.read_text(errors="replace"):
+            if not self._alive(pid):
+                raise LabError(f"tcpdump on {node}/{iface} exited: {log.read_text()}")
+            if time.monotonic() > deadline:
+                self._stop_process(name, pid, 2)
+                raise LabError(f"tcpdump on {node}/{iface} did not start: {log.read_text()}")
+            time.sleep(0.05)
+        return Capture(self, name, node, iface, path, pid)
+
+    def stop_capture(self, name: str, settle: float = 0.2) -> Path:
+        pid = self._pidfile_pid(name)
+        if pid is not None:
+            time.sleep(settle)
+            self._stop_process(name, pid, 5)
+        return Path(self.state.get("captures", {}).get(name, {}).get("pcap", self.dir / f"{name}.pcap"))
+
+    def run(self, node: str, *cmd, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+        """Run a command in `node`'s namespace and wait for it."""
+        return sh("ip", "netns", "exec", self.ns(node), *cmd, check=check, timeout=timeout)
+
+    def ping(self, node: str, dst: str, src: str | None = None, count: int = 1, timeout: float = 1.0,
+             size: int = 56, df: bool = False) -> int:
+        """ICMP echo from `node` to `dst` (from address `src`); the number of replies."""
+        argv = ["/usr/bin/python3", Path(__file__).resolve(), "icmp-echo", dst, "-c", count,
+                "-W", timeout, "-s", size, *(["--from", src] if src else []), *(["--df"] if df else [])]
+        r = self.run(node, *argv, check=False, timeout=count * (timeout + 1) + 10)
+        if r.returncode not in (0, 1):
+            raise LabError(f"icmp-echo in {node}: {r.stderr.strip()}")
+        return int(r.stdout.split()[0])
+
+    def ip(self, node: str, *args) -> list | dict:
+        """`ip -j -n NS ARGS...`, parsed."""
+        out = sh("ip", "-j", "-n", self.ns(node), *args).stdout
+        return json.loads(out) if out.strip() else []
+
+    # ---- down
+
+    def down(self, remove_dir: bool = False) -> None:
+        """Stop the lab's processes (pidfiles first, gracefully; then anything
+        else left in its namespaces), delete the namespaces, and check that no
+        namespace with the prefix is left."""
+        namespaces = [n for n in list_netns() if n.startswith(self.prefix)]
+        rundir = self.dir / "run"
+        pids = []
+        for pf in sorted(rundir.glob("*.pid")) if rundir.is_dir() else []:
+            pid = self._pidfile_pid(pf.stem)
+            if pid and self._alive(pid) and self._ours(pid):
+                pids.append(pid)
+        self._terminate(pids, timeout=15)
+        stray = []
+        for ns in namespaces:
+            r = sh("ip", "netns", "pids", ns, check=False)
+            stray += [int(p) for p in r.stdout.split() if p.isdigit()]
+        if stray:
+            self._terminate(stray, timeout=5)
+        for p in list(self._children.values()):
+            if p.poll() is not None:
+                self._children.pop(p.pid, None)
+        errors = []
+        for ns in namespaces:
+            r = sh("ip", "netns", "del", ns, check=False)
+            if r.returncode != 0:
+                errors.append(f"ip netns del {ns}: {r.stderr.strip()}")
+        left = [n for n in list_netns() if n.startswith(self.prefix)]
+        if rundir.is_dir():
+            for pf in rundir.glob("*.pid"):
+                pf.unlink(missing_ok=True)
+        (REGISTRY / self.prefix.rstrip("-")).unlink(missing_ok=True)
+        if self.state:
+            self.state["phase"] = "down"
+            if self.dir.is_dir():
+                self._save()
+        if remove_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if left or errors:
+            raise LabError("teardown left namespaces behind: " + ", ".join(left) + "; " + "; ".join(errors))
+
+
+def registered() -> list[str]:
+    """Prefixes of the labs that are up (registered in REGISTRY)."""
+    if not REGISTRY.is_dir():
+        return []
+    return sorted(p.name + "-" for p in REGISTRY.iterdir() if p.is_file())
+
+
+def _binary(path: Path, name: str) -> str | None:
+    if path.is_file() and os.access(path, os.X_OK):
+        return str(path)
+    return shutil.which(name)
+
+
+def _fake_mac(node: str, iface: str) -> str:
+    h = zlib.crc32(f"{node}/{iface}".encode()) & 0xFFFFFF
+    return f"02:00:5e:{h >> 16:02x}:{(h >> 8) & 0xFF:02x}:{h & 0xFF:02x}"
+
+
+# --------------------------------------------------------------------------
+# CLI
+
+
+def _options_from(args) -> Options:
+    return Options(encap=args.encap, underlay=args.underlay, driver=args.driver,
+                   static_neighbors=args.static_neighbors,
+                   kernel_static_neighbors=args.kernel_static_neighbors,
+                   kernel_addrs={"auto": None, "yes": True, "no": False}[args.kernel_addrs],
+                   vni=args.vni, log_level=args.log_level)
+
+
+def _print_status(lab: Lab, as_json: bool) -> int:
+    nss = [n for n in list_netns() if n.startswith(lab.prefix)]
+    result = {"prefix": lab.prefix, "dir": str(lab.dir), "phase": lab.state.get("phase"),
+              "namespaces": nss, "gateways": {}}
+    rc = 0
+    for node in lab.gateways():
+        pid = lab._pidfile_pid(node)
+        running = bool(pid and lab._alive(pid))
+        st = lab.status(node) if running else None
+        result["gateways"][node] = {"pid": pid if running else None, "status": st,
+                                    **lab.state["gateways"][node]}
+        if st is None or st.get("health", {}).get("state") != "healthy":
+            rc = 1
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return rc
+    print(f"lab {lab.prefix} ({lab.state.get('phase', '?')}), dir {lab.dir}")
+    print(f"namespaces: {' '.join(nss) if nss else '(none)'}")
+    for node, g in result["gateways"].items():
+        if g["status"] is None:
+            print(f"{node}: mcgwd {'running, not answering' if g['pid'] else 'not running'}"
+                  f" (config {g['config']}, log {g['log']})")
+            continue
+        st = g["status"]
+        fp = st.get("fast_path", {})
+        print(f"{node}: mcgwd pid {g['pid']} {st['health']['state']}"
+              f"{': ' + '; '.join(st['health']['reasons']) if st['health'].get('reasons') else ''}"
+              f"  ports {' '.join(p['name'] + '=' + ('up' if p['link']['up'] else 'down') for p in st['ports'])}"
+              f"  tunnels {fp.get('tunnels')} lines {fp.get('lines_usable')}/{fp.get('lines')}"
+              f"  socket {g['socket']}")
+    return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="mcgwlab.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prefix", help="namespace prefix (env MCGWLAB_PREFIX; default mcgwlab-<id>- on up)")
+    ap.add_argument("--dir", help="lab directory (env MCGWLAB_DIR; default /tmp/<prefix>)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def topo_opts(p):
+        p.add_argument("--encap", choices=["vxlan", "geneve"], default="vxlan")
+        p.add_argument("--underlay", choices=["ipv4", "ipv6"], default="ipv4")
+        p.add_argument("--driver", choices=["af_xdp", "af_packet"], default="af_xdp")
+        p.add_argument("--no-static-neighbors", dest="static_neighbors", action="store_false",
+                       help="no ports[].neighbors in the gateway configs")
+        p.add_argument("--kernel-static-neighbors", action="store_true",
+                       help="permanent ARP/ND entries for the gateways in hosts and router")
+        p.add_argument("--kernel-addrs", choices=["auto", "yes", "no"], default="auto",
+                       help="gateway addresses on the kernel interfaces too (auto: af_xdp only)")
+        p.add_argument("--vni", type=int, default=1000)
+        p.add_argument("--log-level", default="info")
+        p.add_argument("--build-dir", help="where mcgwd/mcgwctl are (env MCGW_BUILD_DIR)")
+
+    p = sub.add_parser("up", help="build the standard topology and start both gateways")
+    topo_opts(p)
+    p.add_argument("--no-gateways", action="store_true", help="do not start mcgwd")
+    p.add_argument("--replace", action="store_true", help="tear down a lab with the same prefix first")
+    p = sub.add_parser("down", help="stop everything and delete the namespaces")
+    p.add_argument("--purge", action="store_true", help="also delete the lab directory")
+    p = sub.add_parser("status", help="namespaces and gateway health")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("exec", help="run a command in a node's namespace: exec NODE -- CMD...")
+    p.add_argument("node")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p = sub.add_parser("gw", help="start|stop|status a gateway's mcgwd")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    p.add_argument("node")
+    p = sub.add_parser("capture", help="capture start NODE IFACE [--name N] [-- FILTER] | capture stop NAME")
+    p.add_argument("action", choices=["start", "stop"])
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p = sub.add_parser("render", help="print the generated config of a gateway (fake MACs; no root)")
+    topo_opts(p)
+    p.add_argument("node", choices=["gwa", "gwb"])
+    p = sub.add_parser("ping", help="ICMP echo from a node (no ping binary needed): ping NODE DST")
+    p.add_argument("node")
+    p.add_argument("dst")
+    p.add_argument("--from", dest="src")
+    p.add_argument("-c", "--count", type=int, default=3)
+    p.add_argument("-W", "--timeout", type=float, default=1.0)
+    p.add_argument("-s", "--size", type=int, default=56)
+    p.add_argument("--df", action="store_true", help="IPv4: set Don't Fragment")
+    p = sub.add_parser("icmp-echo", help=argparse.SUPPRESS)  # runs inside a namespace
+    p.add_argument("dst")
+    p.add_argument("--from", dest="src")
+    p.add_argument("-c", "--count", type=int, default=1)
+    p.add_argument("-W", "--timeout", type=float, default=1.0)
+    p.add_argument("-s", "--size", type=int, default=56)
+    p.add_argument("--df", action="store_true")
+    p = sub.add_parser("table", help="print the standard topology's address table")
+    args = ap.parse_args(argv)
+
+    # SIGTERM/SIGHUP during `up` unwind like Ctrl-C, so the cleanup runs.
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, lambda n, f: sys.exit(128 + n))
+
+    try:
+        if args.cmd == "icmp-echo":
+            sent, rtts = icmp_echo(args.dst, args.src, args.count, args.timeout, size=args.size, df=args.df)
+            print(len(rtts), sent, " ".join(f"{r:.3f}" for r in rtts))
+            return 0 if rtts else 1
+        if args.cmd == "table":
+            print(ADDRESS_TABLE, end="")
+            return 0
+        if args.cmd == "render":
+            lab = Lab(prefix=args.prefix or "mcgwlab-render-", workdir=args.dir or "/tmp/mcgwlab-render",
+                      options=_options_from(args), build_dir=args.build_dir)
+            lab.topo = standard_topology(lab.options)
+            print(lab.render(args.node, fake_macs=True), end="")
+            return 0
+        if args.cmd == "up":
+            lab = Lab(prefix=args.prefix, workdir=args.dir, options=_options_from(args),
+                      build_dir=args.build_dir)
+            lab.up(start_gateways=not args.no_gateways, replace=args.replace)
+            print(lab.describe())
+            _print_status(lab, False)
+            print(f"\nconfigs: {' '.join(g['config'] for g in lab.state['gateways'].values())}")
+            print(f"run in a node:  {sys.argv[0]} --prefix {lab.prefix} exec hosta -- ip route")
+            print(f"ping:           {sys.argv[0]} --prefix {lab.prefix} ping hosta 10.2.0.10")
+            print(f"tear down:      {sys.argv[0]} --prefix {lab.prefix} down")
+            return 0
+        lab = Lab.attach(args.prefix, args.dir)
+        if args.cmd == "down":
+            lab.down(remove_dir=args.purge)
+            print(f"mcgwlab: lab {lab.prefix} is down"
+                  + ("" if args.purge else f" (logs and captures kept in {lab.dir})"))
+            return 0
+        if args.cmd == "status":
+            return _print_status(lab, args.json)
+        if args.cmd == "exec":
+            cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+            if not cmd:
+                ap.error("exec NODE -- CMD...")
+            if lab.ns(args.node) not in list_netns():
+                raise LabError(f"no namespace {lab.ns(args.node)}")
+            os.execvp("ip", ["ip", "netns", "exec", lab.ns(args.node), *cmd])
+        if args.cmd == "ping":
+            got = lab.ping(args.node, args.dst, args.src, args.count, args.timeout, args.size, args.df)
+            print(f"{args.node} -> {args.dst}: {args.count} sent, {got} received")
+            return 0 if got == args.count else 1
+        if args.cmd == "gw":
+            if args.action == "start":
+                lab.start_gateway(args.node)
+                print(json.dumps(lab.status(args.node)["health"]))
+            elif args.action == "stop":
+                lab.stop_gateway(args.node)
+            else:
+                st = lab.status(args.node)
+                print(json.dumps(st, indent=2) if st else "not answering")
+                return 0 if st else 2
+            return 0
+        if args.cmd == "capture":
+            a = args.args
+            if args.action == "stop":
+                if len(a) != 1:
+                    ap.error("capture stop NAME")
+                print(lab.stop_capture(a[0]))
+                return 0
+            name = None
+            if "--name" in a:
+                k = a.index("--name")
+                name, a = a[k + 1], a[:k] + a[k + 2:]
+            filt = a[a.index("--") + 1:] if "--" in a else []
+            a = a[:a.index("--")] if "--" in a else a
+            if len(a) != 2:
+                ap.error("capture start NODE IFACE [--name N] [-- FILTER...]")
+            cap = lab.capture(a[0], a[1], name=name, bpf_filter=filt)
+            print(f"{cap.name} {cap.path}")
+            return 0
+    except LabError as e:
+        print(f"mcgwlab: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
