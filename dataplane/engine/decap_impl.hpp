@@ -149,7 +149,10 @@ DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup) {
   }
   r.inner_offset = static_cast<size_t>(inner.data() - frame.data());
   r.inner = frame.subspan(r.inner_offset, inner.size());
-  if (!detail::applyEcnOnDecap(r.inner, outer_ecn)) {
+  // Outer Not-ECT or ECT(0) never changes the inner field (RFC 6040 4.2):
+  // only ECT(1) and CE need the inner header.
+  if ((outer_ecn == kEcnEct1 || outer_ecn == kEcnCe) &&
+      !detail::applyEcnOnDecap(r.inner, outer_ecn)) {
     return drop(DropReason::kECN);
   }
   r.kind = DecapResult::Kind::kInner;

@@ -56,6 +56,8 @@ Result<std::unique_ptr<TenantFib>, std::string> TenantFib::build(const std::stri
     }
     ++fib->routes_;
   }
+  fib->default4_ = fib->default_v4_.value_or(kNoRoute);
+  fib->default6_ = fib->default_v6_.value_or(kNoRoute);
   return fib;
 }
 

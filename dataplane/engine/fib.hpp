@@ -15,8 +15,9 @@
 #include "config/net.hpp"
 #include "config/result.hpp"
 
-struct rte_lpm;
-struct rte_lpm6;
+#include <rte_byteorder.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
 
 namespace mcgw::engine {
 
@@ -55,6 +56,20 @@ class TenantFib {
   // Longest-prefix match; the destination in network byte order as in the packet.
   std::optional<uint32_t> lookup4(const uint8_t dst[4]) const;
   std::optional<uint32_t> lookup6(const uint8_t dst[16]) const;
+
+  // The same for the fast path: inline, kNoRoute on a miss (no optional to
+  // spill and reload).
+  static constexpr uint32_t kNoRoute = 0xffffffffu;
+  uint32_t find4(const uint8_t dst[4]) const {
+    uint32_t be;
+    __builtin_memcpy(&be, dst, 4);
+    uint32_t nh;
+    return rte_lpm_lookup(v4_, rte_be_to_cpu_32(be), &nh) == 0 ? nh : default4_;
+  }
+  uint32_t find6(const uint8_t dst[16]) const {
+    uint32_t nh;
+    return rte_lpm6_lookup(v6_, dst, &nh) == 0 ? nh : default6_;
+  }
   size_t routes() const { return routes_; }
 
  private:
@@ -64,6 +79,8 @@ class TenantFib {
   // rte_lpm has no depth 0: the default routes answer a miss.
   std::optional<uint32_t> default_v4_;
   std::optional<uint32_t> default_v6_;
+  uint32_t default4_ = kNoRoute;  // the same, for find4/find6
+  uint32_t default6_ = kNoRoute;
   size_t routes_ = 0;
 };
 

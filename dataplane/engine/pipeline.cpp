@@ -3,6 +3,7 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_hash_crc.h>
+#include <rte_ip.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_ring_elem.h>
@@ -37,9 +38,9 @@ struct DecapLookup {
   mutable uint16_t line = 0;
 
   bool peer(bool ipv6, const uint8_t* src, uint32_t* peer_id) const {
-    const size_t n = ipv6 ? 16 : 4;
     for (const auto& v : t.vteps) {
-      if (v.ipv6 == ipv6 && std::memcmp(v.address.data(), src, n) == 0) {
+      if (v.ipv6 == ipv6 && (ipv6 ? std::memcmp(v.address.data(), src, 16) == 0
+                                  : std::memcmp(v.address.data(), src, 4) == 0)) {
         *peer_id = v.peer;
         line = v.line;
         return true;
@@ -236,8 +237,8 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t len = m->data_len;
   const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  std::optional<uint32_t> nh_index;
-  uint32_t flow_hash = 0;
+  uint32_t nh_index = TenantFib::kNoRoute;
+  size_t l3_len = 0;  // the IP packet's length, for the flow hash
   const uint8_t* dst = nullptr;
   if (!v6) {
     if (len < kEth + sizeof(Ipv4Header)) {
@@ -263,8 +264,8 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       timeExceeded(t, m, tenant, rx_port);
       return;
     }
-    nh_index = t.tenants[tenant].fib->lookup4(dst);
-    if (!nh_index) {
+    nh_index = t.tenants[tenant].fib->find4(dst);
+    if (nh_index == TenantFib::kNoRoute) {
       drop(m, DropReason::kNO_ROUTE);
       return;
     }
@@ -274,7 +275,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       ip->checksum.set(checksumUpdate16(ip->checksum.get(), old_word,
                                         static_cast<uint16_t>(ip->ttl << 8 | ip->protocol)));
     }
-    flow_hash = flowHash4(ip, data + kEth + hl, total - hl);
+    l3_len = total;
   } else {
     if (len < kEth + sizeof(Ipv6Header)) {
       drop(m, DropReason::kMALFORMED);
@@ -299,20 +300,31 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       timeExceeded(t, m, tenant, rx_port);
       return;
     }
-    nh_index = t.tenants[tenant].fib->lookup6(dst);
-    if (!nh_index) {
+    nh_index = t.tenants[tenant].fib->find6(dst);
+    if (nh_index == TenantFib::kNoRoute) {
       drop(m, DropReason::kNO_ROUTE);
       return;
     }
     if (!originated) {
       --ip->hop_limit;
     }
-    flow_hash = flowHash6(ip, data + kEth + sizeof(Ipv6Header), total - sizeof(Ipv6Header));
+    l3_len = total;
   }
-  const NextHop& nh = t.tenants[tenant].next_hops[*nh_index];
+  const NextHop& nh = t.tenants[tenant].next_hops[nh_index];
   switch (nh.kind) {
-    case NextHop::Kind::kTunnel:
+    case NextHop::Kind::kTunnel: {
+      // The inner flow hash: only tunnels need it (line choice, UDP source port).
+      const uint8_t* l3 = data + kEth;
+      uint32_t flow_hash;
+      if (!v6) {
+        const auto* ip = reinterpret_cast<const Ipv4Header*>(l3);
+        flow_hash = flowHash4(ip, l3 + ip->headerLength(), l3_len - ip->headerLength());
+      } else {
+        flow_hash = flowHash6(reinterpret_cast<const Ipv6Header*>(l3), l3 + sizeof(Ipv6Header),
+                              l3_len - sizeof(Ipv6Header));
+      }
       encapsulate(t, m, t.tunnels[nh.tunnel], flow_hash);
+    }
       return;
     case NextHop::Kind::kGateway:
       if (!nh.resolved) {
@@ -466,16 +478,51 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   auto* inner = rte_pktmbuf_mtod(m, uint8_t*);
   std::memcpy(inner, tunnel.inner_dst.data(), 6);
   std::memcpy(inner + 6, line.header.src_mac, 6);
-  auto* outer =
-      reinterpret_cast<std::byte*>(rte_pktmbuf_prepend(m, static_cast<uint16_t>(overhead)));
-  if (!outer) {
+  // The inner IP header's TOS / traffic class: DSCP and ECN copied whole
+  // (RFC 6040 normal mode: the outer ECN field is the inner one).
+  const uint8_t tos =
+      inner[12] == 0x08 ? inner[15] : static_cast<uint8_t>((inner[14] << 4) | (inner[15] >> 4));
+  auto* out = rte_pktmbuf_mtod(m, uint8_t*) - overhead;
+  if (rte_pktmbuf_prepend(m, static_cast<uint16_t>(overhead)) == nullptr) {
     drop(m, DropReason::kNO_BUFFER);
     return;
   }
-  if (proto::encodeTunnelHeaders(MutableBytes(outer, overhead), line.header, tunnel.vni,
-                                 Bytes(outer + overhead, inner_len), flow_hash) == 0) {
-    drop(m, DropReason::kMALFORMED);
-    return;
+  const uint16_t udp_len = static_cast<uint16_t>(16 + inner_len);
+  const uint16_t sport = proto::tunnelSourcePort(flow_hash);
+  auto put16 = [](uint8_t* p, uint16_t v) {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+  };
+  if (!line.header.ipv6) {
+    std::memcpy(out, line.outer.data(), 50);
+    out[15] = tos;
+    const uint16_t total = static_cast<uint16_t>(20 + udp_len);
+    put16(out + 16, total);
+    put16(out + 24, static_cast<uint16_t>(~proto::checksumFold(line.outer_sum + total + tos)));
+    put16(out + 34, sport);
+    put16(out + 38, udp_len);
+    out[46] = static_cast<uint8_t>(tunnel.vni >> 16);
+    out[47] = static_cast<uint8_t>(tunnel.vni >> 8);
+    out[48] = static_cast<uint8_t>(tunnel.vni);
+  } else {
+    std::memcpy(out, line.outer.data(), 70);
+    const uint32_t vtf = 6u << 28 | static_cast<uint32_t>(tos) << 20 | (flow_hash & 0xfffff);
+    put16(out + 14, static_cast<uint16_t>(vtf >> 16));
+    put16(out + 16, static_cast<uint16_t>(vtf));
+    put16(out + 18, udp_len);
+    put16(out + 54, sport);
+    put16(out + 58, udp_len);
+    out[60] = out[61] = 0;
+    out[66] = static_cast<uint8_t>(tunnel.vni >> 16);
+    out[67] = static_cast<uint8_t>(tunnel.vni >> 8);
+    out[68] = static_cast<uint8_t>(tunnel.vni);
+    // UDP over IPv6 carries a checksum (RFC 8200 8.1): the pseudo-header's
+    // constant part, its length, and the datagram.
+    // rte_raw_cksum sums native-order words: swapped, it is the sum of the
+    // big-endian words the other terms are.
+    uint32_t sum = line.outer_sum + udp_len + rte_be_to_cpu_16(rte_raw_cksum(out + 54, udp_len));
+    uint16_t c = static_cast<uint16_t>(~proto::checksumFold(sum));
+    put16(out + 60, c == 0 ? 0xffff : c);
   }
   counters_->tunnel_tx[tunnel.slot].add(inner_len);
   counters_->line_tx[line.slot].add(m->pkt_len);

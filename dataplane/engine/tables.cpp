@@ -10,6 +10,8 @@
 #include <cstring>
 #include <set>
 
+#include "dataplane/proto/checksum.hpp"
+
 namespace mcgw::engine {
 
 namespace {
@@ -262,6 +264,22 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
         if (const auto* mac = findNeighbor(*pc, &open_ports.at(lc.port), le.next_hop)) {
           std::copy(mac->bytes.begin(), mac->bytes.end(), le.header.dst_mac);
           le.resolved = true;
+        }
+      }
+      {
+        const std::array<std::byte, 14> no_inner{};
+        le.outer_len = static_cast<uint8_t>(proto::encodeTunnelHeaders(
+            proto::MutableBytes(reinterpret_cast<std::byte*>(le.outer.data()), le.outer.size()),
+            le.header, 0, proto::Bytes(no_inner.data(), no_inner.size()), 0));
+        uint8_t* ip = le.outer.data() + 14;
+        if (!le.header.ipv6) {
+          ip[1] = 0;            // TOS
+          ip[2] = ip[3] = 0;    // total length
+          ip[10] = ip[11] = 0;  // checksum
+          le.outer_sum =
+              proto::checksumAdd(proto::Bytes(reinterpret_cast<const std::byte*>(ip), 20));
+        } else {
+          le.outer_sum = proto::pseudoHeaderV6(ip + 8, ip + 24, 17, 0);
         }
       }
       PeerVtep v;

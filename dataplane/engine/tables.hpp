@@ -60,6 +60,12 @@ struct LineEntry {
   uint16_t mtu = 1500;    // underlay IP MTU
   bool resolved = false;  // the next hop's MAC is known
   proto::TunnelHeaderTemplate header;
+  // The outer headers encoded once (VNI, lengths, TOS, source port and
+  // checksums are patched per packet) and the constant part of the IPv4
+  // header checksum or of the IPv6 UDP pseudo-header sum.
+  std::array<uint8_t, 72> outer{};
+  uint8_t outer_len = 0;
+  uint32_t outer_sum = 0;
   std::string peer, name;  // "peer", "line"
   config::IpAddress next_hop;
 };
