@@ -28,7 +28,7 @@ packages=(
   libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev
   # runtime peers and tools used by tests and the lab
   systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl
-  python3 python3-scapy nftables iptables tcpdump iputils-ping procps psmisc socat jq
+  python3 python3-scapy nftables iptables tcpdump iputils-ping ethtool procps psmisc socat jq
 )
 
 missing=()
