@@ -86,6 +86,30 @@ class Checker {
   }
 
   void eal() {
+    // Buffers that sit in RX rings from the start: af_xdp keeps 2048 per
+    // queue in its fill ring, a PCI device fills its descriptors; other
+    // vdevs allocate as they receive.  Too few and a port fails to start
+    // with a bare "Invalid argument" (or starves at run time).
+    uint64_t in_rings = 0;
+    for (const auto& p : c_.ports) {
+      if (p.vdev.rfind("net_af_xdp", 0) == 0) {
+        in_rings += 2048ull * p.rx_queues;
+      } else if (!p.pci.empty()) {
+        in_rings += static_cast<uint64_t>(p.rx_descriptors) * p.rx_queues;
+      }
+    }
+    if (in_rings > 0 && c_.eal.mbufs < in_rings + 1024) {
+      uint64_t suggest = 1;
+      while (suggest - 1 < in_rings + 1024) {
+        suggest <<= 1;
+      }
+      error("/mcgw:eal/mbufs", "eal.mbufs " + std::to_string(c_.eal.mbufs) +
+                                   " is too few: the ports' RX rings hold " +
+                                   std::to_string(in_rings) +
+                                   " (af_xdp keeps 2048 per queue, PCI ports their rx-descriptors)"
+                                   " and packets in flight need more; use at least " +
+                                   std::to_string(suggest - 1));
+    }
     std::set<uint16_t> seen;
     for (uint16_t w : c_.eal.workers) {
       if (w == c_.eal.main_lcore) {

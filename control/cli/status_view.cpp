@@ -183,6 +183,16 @@ std::string renderCounters(json c) {
     o << "Neighbours: " << u(c["neighbors"], "held_packets") << " packets held while resolving, "
       << u(c["neighbors"], "resolutions_asked") << " resolutions asked\n";
   }
+  if (c.contains("xdp") && c["xdp"].is_object() && !c["xdp"].empty()) {
+    o << "\nXDP program (af_xdp ports)\n";
+    for (auto& [port, verdicts] : c["xdp"].items()) {
+      for (auto& [verdict, n] : verdicts.items()) {
+        std::snprintf(line, sizeof line, "  %-8s %-30s %12llu\n", port.c_str(), verdict.c_str(),
+                      static_cast<unsigned long long>(n.is_number() ? n.get<uint64_t>() : 0));
+        o << line;
+      }
+    }
+  }
   o << "\nLines                           tx pkts      rx pkts\n";
   for (auto& l : c["lines"]) {
     std::snprintf(line, sizeof line, "  %-28s %12llu %12llu %s\n",

@@ -855,6 +855,28 @@ json Gateway::fastPathStatus() const {
           {"drops_total", drops}};
 }
 
+// mcgw's XDP program's verdicts per af_xdp port (only those that occurred).
+json Gateway::xdpCounters() const {
+  json out = json::object();
+  for (const auto& [name, side] : kernel_) {
+    if (!side.xdp) {
+      continue;
+    }
+    auto c = side.xdp->counters();
+    if (!c) {
+      continue;
+    }
+    json verdicts = json::object();
+    for (size_t i = 0; i < ebpf::kXdpVerdictCount; ++i) {
+      if ((*c)[i].packets > 0) {
+        verdicts[std::string(ebpf::kXdpVerdicts[i].name)] = (*c)[i].packets;
+      }
+    }
+    out[name] = verdicts;
+  }
+  return out;
+}
+
 json Gateway::tunnels() const {
   const engine::ForwardingTables* t = dataplane_->tables();
   const engine::CountersSnapshot c = dataplane_->counters();
@@ -980,6 +1002,7 @@ json Gateway::counters() const {
             {"from_kernel_packets", c.from_kernel.packets},
             {"from_kernel_bytes", c.from_kernel.bytes}}},
           {"neighbors", {{"held_packets", c.held}, {"resolutions_asked", c.neighbor_misses}}},
+          {"xdp", xdpCounters()},
           {"ports", ports},
           {"lines", lines},
           {"tunnels", tunnels},

@@ -92,6 +92,7 @@ class Gateway {
   Result<bool, std::string> publish(const config::Config& config,
                                     const std::map<std::string, engine::OpenPort>& ports);
   nlohmann::json fastPathStatus() const;
+  nlohmann::json xdpCounters() const;
   void refreshLineHealth(const engine::ForwardingTables& tables);
   uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
 

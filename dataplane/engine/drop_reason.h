@@ -1,7 +1,7 @@
 /* The one list of reasons the fast path drops a packet.  It generates the
  * C++ enum and its names (drop_reason.hpp), the counter names in status and
- * the JSON/CLI strings; the XDP program (ebpf/) includes this header for the
- * same numbering, so it stays plain C.
+ * the JSON/CLI strings.  Plain C, so that a BPF program could share it (the
+ * XDP program never drops: its verdicts are their own list).
  *
  * X(ENUM_NAME, "cli-name", "what happened") */
 #ifndef MCGW_DATAPLANE_ENGINE_DROP_REASON_H

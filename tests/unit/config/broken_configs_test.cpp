@@ -267,6 +267,11 @@ std::vector<BrokenCase> brokenCases() {
       {"PortTenantUndefined", edited({{"    tenant: blue\n", "    tenant: green\n"}}), 15, 13,
        "refers to tenant \"green\", which is not defined; defined: blue, red",
        "port[name='lan0']/tenant"},
+      // --- buffers
+      {"TooFewMbufsForAfXdp",
+       edited({{"    vdev: net_null0\n", "    vdev: net_af_xdp0,iface=eth1\n"},
+               {"  memory-mb: 256\n", "  memory-mb: 256\n  mbufs: 2047\n"}}),
+       9, 10, "eal.mbufs 2047 is too few: the ports' RX rings hold 2048", "/mcgw:eal/mbufs"},
       // --- static neighbours
       {"NeighborMulticastMac",
        edited({{"    tenant: blue\n",
