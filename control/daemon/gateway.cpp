@@ -16,6 +16,7 @@
 
 #include "control/api/protocol.hpp"
 
+#include <linux/neighbour.h>
 #include <net/if.h>
 
 namespace mcgw::daemon {
@@ -122,7 +123,7 @@ Gateway::~Gateway() {
   kernel_.clear();     // TAPs
   ports_.clear();      // before the EAL goes
   eal_.reset();
-  for (const auto& set : {managed_, host_managed_}) {
+  for (const auto& set : {managed_own_, host_managed_}) {
     for (const auto& [ifindex, address] : set) {
       kernel::rtnl::deleteNeighbor(ifindex, address);
     }
@@ -163,7 +164,14 @@ void Gateway::setUpKernelSides() {
   kernel_errors_.clear();
   for (const auto& p : ports_) {
     const config::PortConfig& pc = p->config();
-    if (kernel_.count(pc.name)) {
+    if (auto k = kernel_.find(pc.name); k != kernel_.end()) {
+      // An existing kernel side gets the port's current addresses (a
+      // reload may have added some; removed ones stay until a restart).
+      for (const auto& a : pc.addresses) {
+        if (auto r = kernel::rtnl::addAddress(k->second.ifindex, a); !r) {
+          spdlog::warn("port {}: {}: {}", pc.name, k->second.ifname, r.error());
+        }
+      }
       continue;
     }
     KernelSide side;
@@ -179,14 +187,18 @@ void Gateway::setUpKernelSides() {
         spdlog::warn("{}", kernel_errors_.back());
       }
     } else if (needsTap(pc)) {
-      side.ifname = ("mcgw-" + pc.name).substr(0, IFNAMSIZ - 1);
+      // mcgw-<port>, or, when that is too long or taken, mcgw-<start>-<n>.
+      side.ifname = "mcgw-" + pc.name;
+      if (side.ifname.size() >= IFNAMSIZ || if_nametoindex(side.ifname.c_str()) != 0) {
+        side.ifname = "mcgw-" + pc.name.substr(0, 6) + "-" + std::to_string(tap_serial_);
+      }
       config::PortConfig tc;
       tc.name = pc.name + "-kernel";
       tc.role = pc.role;
       tc.vdev = "net_tap" + std::to_string(tap_serial_++) + ",iface=" + side.ifname +
                 ",mac=" + macText(p->mac());
       tc.mtu = pc.mtu;
-      tc.rx_queues = 1;
+      tc.rx_queues = txQueues();  // the kernel spreads its packets over the queues
       tc.rx_descriptors = 256;
       tc.tx_descriptors = 256;
       auto tap = engine::Port::open(tc, eal_->mempool(), txQueues());
@@ -306,23 +318,54 @@ void Gateway::keepNextHopsResolved() {
       }
     }
   }
-  for (const auto& e : want) {
-    if (!managed_.count(e)) {
-      if (auto r = kernel::rtnl::addManagedNeighbor(e.first, e.second); !r) {
-        spdlog::warn("{}", r.error());
-      }
-    }
-  }
-  for (const auto& e : managed_) {
-    if (!want.count(e)) {
-      kernel::rtnl::deleteNeighbor(e.first, e.second);
-    }
-  }
   managed_ = std::move(want);
+  for (auto it = managed_own_.begin(); it != managed_own_.end();) {
+    if (!managed_.count(*it)) {  // no longer a next hop: ours to remove
+      kernel::rtnl::deleteNeighbor(it->first, it->second);
+      it = managed_own_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  reassertNeighbors();
+}
+
+// Next hops without a kernel entry (new, or flushed by a link flap or an
+// operator) are asked for again; host entries that failed are removed, so
+// that the next packet for the host asks afresh and the kernel stops
+// probing a host that is gone.
+void Gateway::reassertNeighbors() {
+  if (!neighbors_) {
+    return;
+  }
+  const auto& table = neighbors_->entries();
+  for (const auto& e : managed_) {
+    if (table.count({e.first, e.second})) {
+      continue;
+    }
+    auto r = kernel::rtnl::addManagedNeighbor(e.first, e.second);
+    if (!r) {
+      spdlog::warn("{}", r.error());
+    } else if (*r) {
+      managed_own_.insert(e);
+    }
+  }
+  for (auto it = host_managed_.begin(); it != host_managed_.end();) {
+    auto n = table.find({it->first, it->second});
+    if (n == table.end() || (n->second.state & NUD_FAILED)) {
+      if (n != table.end()) {
+        kernel::rtnl::deleteNeighbor(it->first, it->second);
+      }
+      it = host_managed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void Gateway::onNeighborEvents() {
   if (neighbors_ && neighbors_->receive()) {
+    reassertNeighbors();
     if (auto r = publish(*config_, openPorts()); !r) {
       spdlog::error("neighbour change: {}", r.error());
     }
@@ -379,6 +422,10 @@ void Gateway::tick() {
   if (!t) {
     return;
   }
+  // Hosts the workers could not reach: ask the kernel to resolve them, a
+  // bounded number per tick and in all (a scan of a LAN subnet from behind a
+  // tunnel must not fill the kernel's neighbour table or stall this loop).
+  unsigned asked = 0;
   for (const auto& miss : dataplane_->takeMisses()) {
     if (miss.port >= engine::kMaxPorts || !t->ports[miss.port].present) {
       continue;
@@ -394,11 +441,16 @@ void Gateway::tick() {
     if (managed_.count(key) || host_managed_.count(key)) {
       continue;  // already asked; the kernel answers when it can
     }
-    if (auto r = kernel::rtnl::addManagedNeighbor(key.first, a); r) {
+    if (asked >= kMaxResolutionsPerTick || host_managed_.size() >= kMaxHostResolutions) {
+      ++resolutions_refused_;
+      continue;
+    }
+    ++asked;
+    if (auto r = kernel::rtnl::addManagedNeighbor(key.first, a); !r) {
+      spdlog::warn("{}", r.error());
+    } else if (*r) {
       host_managed_.insert(key);
       spdlog::debug("resolving {} on {}", a.toString(), k->second.ifname);
-    } else {
-      spdlog::warn("{}", r.error());
     }
   }
   if (ticks_++ % 5 == 0) {
@@ -529,6 +581,7 @@ ReloadOutcome Gateway::reload() {
     }
     sortPorts(*config_);
     setUpKernelSides();
+    keepNextHopsResolved();
     if (auto r = publish(*config_, openPorts()); !r) {
       spdlog::error("reload rollback: {}", r.error());
     }
@@ -1001,7 +1054,11 @@ json Gateway::counters() const {
             {"to_kernel_bytes", c.to_kernel.bytes},
             {"from_kernel_packets", c.from_kernel.packets},
             {"from_kernel_bytes", c.from_kernel.bytes}}},
-          {"neighbors", {{"held_packets", c.held}, {"resolutions_asked", c.neighbor_misses}}},
+          {"neighbors",
+           {{"held_packets", c.held},
+            {"resolutions_asked", c.neighbor_misses},
+            {"host_entries", host_managed_.size()},
+            {"resolutions_refused", resolutions_refused_}}},
           {"xdp", xdpCounters()},
           {"ports", ports},
           {"lines", lines},

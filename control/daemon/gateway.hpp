@@ -119,6 +119,7 @@ class Gateway {
   std::map<std::string, KernelSide> kernel_;  // by port name
   std::unique_ptr<kernel::NeighborMonitor> neighbors_;
   std::set<std::pair<int, config::IpAddress>> managed_;       // next hops we keep resolved
+  std::set<std::pair<int, config::IpAddress>> managed_own_;   // ... whose entries we created
   std::set<std::pair<int, config::IpAddress>> host_managed_;  // hosts asked for by misses
   unsigned ticks_ = 0;
   unsigned tap_serial_ = 0;
@@ -126,6 +127,10 @@ class Gateway {
   void setUpKernelSides();
   void keepNextHopsResolved();
   void updateXdpMaps();
+  void reassertNeighbors();
+  static constexpr unsigned kMaxResolutionsPerTick = 64;
+  static constexpr size_t kMaxHostResolutions = 1024;
+  uint64_t resolutions_refused_ = 0;
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

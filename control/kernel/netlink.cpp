@@ -90,7 +90,9 @@ Result<std::unique_ptr<NeighborMonitor>, std::string> NeighborMonitor::open() {
     return unexpected(errnoText("netlink bind to neighbour notifications"));
   }
   int big = 4 << 20;
-  setsockopt(mnl_socket_get_fd(m->sock_), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  if (setsockopt(mnl_socket_get_fd(m->sock_), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) != 0) {
+    setsockopt(mnl_socket_get_fd(m->sock_), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  }
   if (!m->dump()) {
     return unexpected(errnoText("netlink neighbour dump"));
   }
@@ -125,8 +127,8 @@ bool NeighborMonitor::dump() {
   auto* ndm = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ndmsg)));
   ndm->ndm_family = AF_UNSPEC;
   bool ok = mnl_socket_sendto(s, nlh, nlh->nlmsg_len) >= 0;
-  std::map<Key, Neighbor> fresh;
-  entries_.swap(fresh);
+  std::map<Key, Neighbor> previous;
+  entries_.swap(previous);  // apply() fills entries_; restored if the dump fails
   const unsigned portid = mnl_socket_get_portid(s);
   while (ok) {
     ssize_t n = mnl_socket_recvfrom(s, buf.data(), buf.size());
@@ -147,6 +149,9 @@ bool NeighborMonitor::dump() {
     }
   }
   mnl_socket_close(s);
+  if (!ok) {
+    entries_.swap(previous);
+  }
   return ok;
 }
 
@@ -154,8 +159,11 @@ bool NeighborMonitor::apply(const nlmsghdr* nlh) {
   if (nlh->nlmsg_type != RTM_NEWNEIGH && nlh->nlmsg_type != RTM_DELNEIGH) {
     return false;
   }
+  if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(ndmsg))) {
+    return false;
+  }
   const auto* ndm = static_cast<const ndmsg*>(mnl_nlmsg_get_payload(nlh));
-  if (ndm->ndm_family != AF_INET && ndm->ndm_family != AF_INET6) {
+  if ((ndm->ndm_family != AF_INET && ndm->ndm_family != AF_INET6) || (ndm->ndm_flags & NTF_PROXY)) {
     return false;
   }
   const nlattr* dst = nullptr;
@@ -210,18 +218,22 @@ bool NeighborMonitor::apply(const nlmsghdr* nlh) {
 
 bool NeighborMonitor::receive() {
   bool changed = false;
-  for (;;) {
+  for (int rounds = 0; rounds < 64; ++rounds) {  // bounded: the control loop has other work
     ssize_t n = mnl_socket_recvfrom(sock_, buf_.data(), buf_.size());
     if (n < 0) {
-      if (errno == ENOBUFS) {  // notifications were lost: start over
-        dump();
-        changed = true;
+      if (errno == ENOBUFS) {
+        // Notifications were lost: what is still queued is older than what
+        // was lost, so discard it and start over from a dump.
+        while (mnl_socket_recvfrom(sock_, buf_.data(), buf_.size()) > 0) {
+        }
+        changed = dump() || changed;
         continue;
       }
       break;  // EAGAIN: nothing more pending
     }
-    for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data());
-         mnl_nlmsg_ok(h, static_cast<int>(n)); h = mnl_nlmsg_next(h, reinterpret_cast<int*>(&n))) {
+    int len = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); mnl_nlmsg_ok(h, len);
+         h = mnl_nlmsg_next(h, &len)) {
       changed = apply(h) || changed;
     }
   }
@@ -249,7 +261,7 @@ Result<bool, std::string> addManagedNeighbor(int ifindex, const config::IpAddres
     return unexpected("cannot ask the kernel to resolve " + address.toString() + ": " +
                       std::strerror(*rc));
   }
-  return true;
+  return *rc == 0;  // false: an entry existed (not ours to delete later)
 }
 
 Result<bool, std::string> deleteNeighbor(int ifindex, const config::IpAddress& address) {

@@ -59,7 +59,8 @@ class NeighborMonitor {
 namespace rtnl {
 
 // Asks the kernel to resolve and keep resolving a neighbour (a managed
-// entry, Linux 5.16+).  An existing entry is left as it is.
+// entry, Linux 5.16+).  An existing entry is left as it is: the result is
+// true when the entry was created (so it is the caller's to delete).
 Result<bool, std::string> addManagedNeighbor(int ifindex, const config::IpAddress& address);
 // Removes a neighbour entry (missing is fine).
 Result<bool, std::string> deleteNeighbor(int ifindex, const config::IpAddress& address);

@@ -336,7 +336,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     case NextHop::Kind::kConnected: {
       Mac mac;
       if (!t.neighbor(nh.port, v6, dst, &mac)) {
-        hold(m, nh.port, v6, dst);
+        hold(t, m, nh.port, v6, dst);
         return;
       }
       std::memcpy(data, mac.data(), 6);
@@ -377,7 +377,8 @@ void Pipeline::localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_p
   toKernel(t, pe, m, DropReason::kLOCAL);
 }
 
-void Pipeline::hold(rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address) {
+void Pipeline::hold(const ForwardingTables& t, rte_mbuf* m, uint16_t port, bool v6,
+                    const uint8_t* address) {
   const size_t n = v6 ? 16 : 4;
   if (n_held_ == kHoldPackets) {
     drop(m, DropReason::kNO_NEIGHBOR);
@@ -395,6 +396,7 @@ void Pipeline::hold(rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address)
   h.v6 = v6;
   std::memcpy(h.address, address, n);
   h.since = rte_rdtsc();
+  h.port_mac = t.ports[port].mac;
   counters_->held.add();
   if (!asked && misses_) {
     NeighborMiss miss;
@@ -414,7 +416,9 @@ void Pipeline::retryHeld(const ForwardingTables& t) {
   for (unsigned i = 0; i < n_held_; ++i) {
     Held& h = held_[i];
     Mac mac;
-    if (t.neighbor(h.port, h.v6, h.address, &mac)) {
+    if (!t.ports[h.port].present || t.ports[h.port].mac != h.port_mac) {
+      drop(h.m, DropReason::kNO_NEIGHBOR);  // its port went away with a reload
+    } else if (t.neighbor(h.port, h.v6, h.address, &mac)) {
       auto* data = rte_pktmbuf_mtod(h.m, uint8_t*);
       std::memcpy(data, mac.data(), 6);
       std::memcpy(data + 6, t.ports[h.port].mac.data(), 6);

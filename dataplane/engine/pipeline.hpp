@@ -88,7 +88,7 @@ class Pipeline {
   void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
   void drop(rte_mbuf* m, DropReason why);
   void toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m, DropReason otherwise);
-  void hold(rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address);
+  void hold(const ForwardingTables& t, rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address);
   void localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_port, Origin origin);
   bool icmpAllowed();
 
@@ -105,6 +105,7 @@ class Pipeline {
     bool v6 = false;
     uint8_t address[16] = {};
     uint64_t since = 0;  // TSC
+    Mac port_mac{};      // the port's MAC when held: another port with the id is not it
   };
   std::array<Held, kHoldPackets> held_{};
   unsigned n_held_ = 0;

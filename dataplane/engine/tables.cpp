@@ -476,8 +476,11 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     for (uint16_t q = 0; q < it->second.rx_queues; ++q) {
       t->poll[next++ % t->poll.size()].push_back({it->second.port_id, q});
     }
-    if (it->second.tap_port_id) {  // what the kernel sends out through the port
-      t->poll[next++ % t->poll.size()].push_back({*it->second.tap_port_id, 0});
+    if (it->second.tap_port_id) {  // what the kernel sends out through the port:
+      // the TAP has one queue per worker, and the kernel may use any.
+      for (uint16_t w = 0; w < t->poll.size(); ++w) {
+        t->poll[w].push_back({*it->second.tap_port_id, w});
+      }
     }
   }
   return t;
