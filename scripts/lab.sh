@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# The main job: install what is needed, build mcgw, and bring up the lab:
-# three sites in network namespaces (host A - gateway A, an underlay router
-# with two lines to each gateway, gateway B - host B, and site C: a Linux
-# VXLAN VTEP with host C behind it), mcgwd running on both gateways with
-# configs generated from the topology; then show both gateways' status.
-# Nothing is created in the root namespace (tests/lab/mcgwlab.py builds it).
+# The main job: install what is needed, build mcgw, bring up the lab and send
+# traffic through it.  The lab is three sites in network namespaces: host A
+# behind gateway A, host B behind gateway B (both gateways run mcgwd; two
+# underlay lines each, through one underlay router), and site C, a Linux VXLAN
+# VTEP with host C behind it.  Then: ping and a 10 MiB TCP transfer (iperf3)
+# between host A and host B and between host A and host C, and `mcgwctl
+# status` of both gateways.  Nothing is created in the root namespace
+# (tests/lab/mcgwlab.py builds the lab; docs/operations.md shows around it).
 #
-#   scripts/lab.sh             set up, build, start; leave the lab running
+#   scripts/lab.sh             install, build, lab up, traffic; leave the lab running
+#   scripts/lab.sh --once      the same, then tear the lab down
 #   scripts/lab.sh --down      tear a running lab down
 #   --no-install / --no-build  skip those steps
 #   --encap vxlan|geneve, --underlay ipv4|ipv6, --driver af_xdp|af_packet,
-#   --kernel-static-neighbors, --no-static-neighbors, --no-gateways
+#   --host-mtu N, --static-neighbors, --kernel-static-neighbors
 #                              passed on to `mcgwlab.py up`
 #
-# Environment: MCGW_LAB_PREFIX (namespace prefix, default mcgwlab-main-),
-# MCGW_LAB_DIR (configs, logs, sockets; default /tmp/<prefix>), MCGW_BUILD_DIR.
+# Exit status: 0 when every ping and transfer went through and both gateways
+# are healthy.  Environment: MCGW_LAB_PREFIX (namespace prefix, default
+# mcgwlab-main-), MCGW_LAB_DIR (configs, logs, sockets; default
+# /tmp/<prefix>), MCGW_BUILD_DIR (default build/).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,18 +27,19 @@ prefix=${MCGW_LAB_PREFIX:-mcgwlab-main-}
 dir=${MCGW_LAB_DIR:-/tmp/${prefix%-}}
 export MCGW_BUILD_DIR=${MCGW_BUILD_DIR:-$top/build}
 build=$MCGW_BUILD_DIR
-install=1 build_it=1 down=0
+install=1 build_it=1 down=0 once=0
 up_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --down) down=1 ;;
+    --once) once=1 ;;
     --no-install) install=0 ;;
     --no-build) build_it=0 ;;
-    --encap|--underlay|--driver|--vni|--log-level|--kernel-addrs)
+    --encap|--underlay|--driver|--vni|--log-level|--kernel-addrs|--host-mtu)
       [ $# -ge 2 ] || { echo "lab.sh: $1 needs a value" >&2; exit 2; }
       up_args+=("$1" "$2"); shift ;;
-    --kernel-static-neighbors|--no-static-neighbors|--no-gateways) up_args+=("$1") ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors) up_args+=("$1") ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "lab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -42,61 +48,79 @@ done
 
 # Debian's interpreter: python3 on PATH may be another one (see docs).
 lab=(/usr/bin/python3 "$top/tests/lab/mcgwlab.py" --prefix "$prefix" --dir "$dir")
+env=
+[ "$prefix" = mcgwlab-main- ] || env="MCGW_LAB_PREFIX=$prefix "
+[ "$dir" = "/tmp/${prefix%-}" ] || env="${env}MCGW_LAB_DIR=$dir "
 
 if [ "$down" -eq 1 ]; then
   "${lab[@]}" down
   exit 0
 fi
 
+step() { printf '\n== %s\n' "$*"; }
+t0=$SECONDS
 if [ "$install" -eq 1 ]; then
+  step "dependencies (scripts/install-deps.sh)"
   "$top/scripts/install-deps.sh"
 fi
 if [ "$build_it" -eq 1 ]; then
+  step "build mcgwd and mcgwctl in $build"
   cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" --target mcgwd mcgwctl
 fi
 mcgwctl=$build/control/cli/mcgwctl
 
-echo "lab.sh: building the lab $prefix (namespaces ${prefix}hosta ... ${prefix}hostc; files in $dir)"
+step "lab $prefix up (namespaces ${prefix}hosta ... ${prefix}hostc; files in $dir)"
+mkdir -p "$(dirname "$dir")"
 "${lab[@]}" up --replace ${up_args[@]+"${up_args[@]}"} > "$dir.up.log" 2>&1 || {
   cat "$dir.up.log" >&2
   echo "lab.sh: the lab did not come up (it removed what it had made)" >&2
   exit 1
 }
 mv "$dir.up.log" "$dir/up.log"
+[ "$once" -eq 0 ] || trap '"${lab[@]}" down >/dev/null 2>&1 || true' EXIT
 cat "$dir/topology.txt"
 
 rc=0
+step "traffic: host A 10.1.0.10 (site A) <-> host B 10.2.0.10 (site B, through both mcgwd) and host C 10.3.0.10 (site C, Linux VXLAN)"
+for dst in 10.2.0.10 fd00:b::10 10.3.0.10 fd00:c::10; do
+  "${lab[@]}" ping hosta "$dst" -c 3 -W 2 || rc=1
+done
+for pair in "hosta hostb" "hostb hosta" "hosta hostc" "hostc hosta"; do
+  # shellcheck disable=SC2086 # two words: sender and receiver
+  "${lab[@]}" iperf $pair -n 10M || rc=1
+done
+
 for gw in gwa gwb; do
-  [ -S "$dir/$gw.sock" ] || continue
-  echo
-  echo "== $gw ($prefix$gw): $mcgwctl --socket $dir/$gw.sock status"
+  step "$gw ($prefix$gw): mcgwctl --socket $dir/$gw.sock status"
   set +e
   "$mcgwctl" --socket "$dir/$gw.sock" status
   s=$?
   set -e
-  [ "$s" -le 1 ] || rc=1 # 1 is degraded (still up); 2 is unreachable
+  [ "$s" -eq 0 ] || rc=1 # 1 is degraded, 2 unreachable
 done
 
-# ---------------------------------------------------------------------------
-# TRAFFIC (to come): once the gateways answer ARP/ND themselves (issue 4), this
-# is where the main job shows traffic through the tunnels, e.g.
-#   "${lab[@]}" ping hosta 10.2.0.10          # site A -> site B over mcgw
-#   "${lab[@]}" ping hosta 10.3.0.10          # site A -> site C (Linux VXLAN)
-#   iperf3 between hostb and hosta            # TCP through the tunnel
-# Until then `--kernel-static-neighbors` gives hosts and router permanent
-# neighbour entries for the gateways, and the pings above already work.
-# ---------------------------------------------------------------------------
-
 echo
-echo "The lab is running.  Try:"
-echo "  ${lab[*]} status"
-echo "  ${lab[*]} exec hosta -- ip route"
-echo "  ${lab[*]} capture start rtr a1 --name line1   (... capture stop line1)"
-echo "  $mcgwctl --socket $dir/gwa.sock show tunnels"
-echo "  (edit $dir/gwa.yaml)  $mcgwctl --socket $dir/gwa.sock reload"
-env=
-[ "$prefix" = mcgwlab-main- ] || env="MCGW_LAB_PREFIX=$prefix "
-[ "$dir" = "/tmp/${prefix%-}" ] || env="${env}MCGW_LAB_DIR=$dir "
-echo "Tear it down with:  $env$0 --down"
+if [ "$rc" -eq 0 ]; then
+  echo "lab.sh: all pings and TCP transfers went through; both gateways healthy ($((SECONDS - t0)) s)"
+else
+  echo "lab.sh: FAILED: see above; gateway logs $dir/gwa.log, $dir/gwb.log" >&2
+fi
+if [ "$once" -eq 1 ]; then
+  step "tear down"
+  trap - EXIT
+  "${lab[@]}" down
+  exit $rc
+fi
+cat <<EOF
+
+The lab is running (docs/operations.md, "The lab", shows around).  Try:
+  $mcgwctl --socket $dir/gwa.sock show tunnels      (also: show counters, show neighbors, show routes)
+  ${lab[*]} exec hosta -- ip route
+  ${lab[*]} ping hosta 10.2.0.10 -Q 0xb8
+  ${lab[*]} iperf hosta hostb -6 -n 100M
+  ${lab[*]} exec rtr -- tcpdump -ni a1 udp port 4789
+  ip -n ${prefix}rtr link set a1 down; ip -n ${prefix}rtr link set b1 down     (cut line 1: the tunnel moves to line 2)
+Tear it down with:  $env$0 --down
+EOF
 exit $rc

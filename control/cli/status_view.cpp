@@ -126,6 +126,7 @@ std::string renderTunnels(json t) {
     for (auto& l : tu["lines"]) {
       std::string state = l.value("up", false)          ? "up"
                           : !l.value("admin_up", true)  ? "admin"
+                          : !l.value("link_up", false)  ? "down"
                           : !l.value("resolved", false) ? "no-mac"
                                                         : "down";
       std::snprintf(line, sizeof line, "  %-10s %-6s %-6s %-24s %-24s %5d %5d %12llu %12llu\n",

@@ -16,8 +16,11 @@
 
 #include "control/api/protocol.hpp"
 
+#include <fcntl.h>
 #include <linux/neighbour.h>
 #include <net/if.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 namespace mcgw::daemon {
 
@@ -147,6 +150,30 @@ void writeSysctl(const std::string& path, const char* value) {
   }
 }
 
+// Runs a command (no shell), quietly; true when it exits 0.  Used for tc,
+// which has no small library; it runs once per port at start.
+bool run(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    return false;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 std::string macText(const std::array<uint8_t, 6>& m) {
   char buf[18];
   std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
@@ -213,6 +240,20 @@ void Gateway::setUpKernelSides() {
         // the TAP, so it must neither answer ARP nor speak IPv6 there.
         writeSysctl("/proc/sys/net/ipv4/conf/" + phys + "/arp_ignore", "8");
         writeSysctl("/proc/sys/net/ipv6/conf/" + phys + "/disable_ipv6", "1");
+        // Linux accepts IPv4 for a local address on any interface, so the
+        // kernel would take each packet to the gateway twice: from this
+        // interface and from the TAP.  Packet sockets (af_packet) see frames
+        // before tc ingress, so dropping everything there (a one-instruction
+        // cls_bpf filter: matchall is not in every kernel) leaves mcgwd its
+        // copy and the kernel only the TAP's.
+        if (!run({"tc", "qdisc", "replace", "dev", phys, "clsact"}) ||
+            !run({"tc", "filter", "replace", "dev", phys, "ingress", "pref", "1", "bpf", "da",
+                  "bytecode", "1,6 0 0 2,"})) {  // classic BPF: return TC_ACT_SHOT
+          kernel_errors_.push_back("port " + pc.name + ": cannot keep the kernel off " + phys +
+                                   " (tc clsact + bpf drop failed): packets to the gateway "
+                                   "may reach its kernel twice");
+          spdlog::warn("{}", kernel_errors_.back());
+        }
       }
     } else {
       continue;  // null, ring, pcap, tap ports: no kernel side

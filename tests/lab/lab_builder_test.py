@@ -69,7 +69,7 @@ def test_configs(tmp: Path) -> None:
     for encap in ("vxlan", "geneve"):
         for underlay in ("ipv4", "ipv6"):
             for driver in ("af_xdp", "af_packet"):
-                o = mcgwlab.Options(encap=encap, underlay=underlay, driver=driver)
+                o = mcgwlab.Options(encap=encap, underlay=underlay, driver=driver, static_neighbors=True)
                 lab = mcgwlab.Lab(prefix="mcgwlab-cfg-", workdir=tmp / "cfg", options=o,
                                   mcgwd=str(MCGWD), mcgwctl=str(MCGWCTL))
                 lab.topo = mcgwlab.standard_topology(o)
@@ -90,12 +90,20 @@ def test_configs(tmp: Path) -> None:
                     for p in c["ports"]:
                         check(p.get("neighbors"), f"static neighbours on {gw}/{p['name']}", p)
                     n += 1
+                d = mcgwlab.Lab(prefix="mcgwlab-cfg-", workdir=tmp / "cfg", options=mcgwlab.Options(
+                    encap=encap, underlay=underlay, driver=driver))
+                d.topo = mcgwlab.standard_topology(d.options)
+                for gw in ("gwa", "gwb"):
+                    c = d.gateway_config(gw, fake_macs=True)
+                    check(not any(p.get("neighbors") for p in c["ports"]),
+                          f"{gw}: no static neighbours by default (the kernel resolves)", c["ports"])
                 gwa = lab.gateway_config("gwa", fake_macs=True)
                 check([p["name"] for p in gwa["peers"]] == ["site-b", "site-c"], "gwa peers", gwa["peers"])
                 c_peer = gwa["peers"][1]
                 check(c_peer["encapsulation"] == "vxlan" and c_peer["inner-mac"] == mcgwlab.VXLAN_C_MAC,
                       "site C is the Linux VXLAN device", c_peer)
-    ok(f"{n} generated configs (vxlan|geneve x ipv4|ipv6 x af_xdp|af_packet) pass check-config")
+    ok(f"{n} generated configs (vxlan|geneve x ipv4|ipv6 x af_xdp|af_packet, static neighbours) pass "
+       f"check-config; by default no static neighbours")
 
 
 def test_failed_up_cleans_up(tmp: Path) -> None:
@@ -121,7 +129,7 @@ def addrs_of(lab, node, dev) -> set[str]:
 
 
 def test_standard_lab(tmp: Path) -> None:
-    lab = new_lab(tmp)  # af_xdp, vxlan, ipv4 underlay, static neighbours
+    lab = new_lab(tmp, static_neighbors=True)  # af_xdp, vxlan, ipv4 underlay
     with lab.up():
         t = lab.topo
         nss = prefix_namespaces(lab.prefix)
@@ -130,13 +138,21 @@ def test_standard_lab(tmp: Path) -> None:
         for lk in t.links:
             for i in (lk.a, lk.b):
                 link = lab.ip(i.node, "link", "show", "dev", i.name)[0]
-                check(link["mtu"] == lk.mtu, f"{i.node}/{i.name} mtu", link["mtu"])
+                check(link["mtu"] == lk.mtu_of(i), f"{i.node}/{i.name} mtu", link["mtu"])
+                k = lab.run(i.node, "ethtool", "-k", i.name).stdout
+                check(("tx-checksumming: off" in k) == (not i.tx_offload), f"{i.node}/{i.name} tx offload", k[:200])
                 check(link["operstate"] in ("UP", "UNKNOWN") or "UP" in link["flags"], f"{i.node}/{i.name} up", link)
                 check(link.get("link_type") == "ether", f"{i.node}/{i.name} is a veth", link)
                 want = set(i.addrs) if i.kernel_addrs else set()
                 check(addrs_of(lab, i.node, i.name) == want, f"{i.node}/{i.name} addresses",
                       addrs_of(lab, i.node, i.name))
-        ok(f"{len(nss)} namespaces, {len(t.links)} veth pairs with their MTUs and addresses")
+        hosts = {lab.ip(h, "link", "show", "dev", "eth0")[0]["mtu"] for h in ("hosta", "hostb", "hostc")}
+        check(hosts == {lab.options.host_mtu} == {1400}, "hosts' MTU 1400 (until PMTU/MSS clamping)", hosts)
+        off = sorted(f"{i.node}/{i.name}" for i in t.ifaces() if not i.tx_offload)
+        check(off == ["hosta/eth0", "hostb/eth0", "hostc/eth0", "rtr/a1", "rtr/a2", "rtr/b1", "rtr/b2"],
+              "TX checksum offload off on the hosts and the far ends of the gateway ports", off)
+        ok(f"{len(nss)} namespaces, {len(t.links)} veth pairs with their MTUs (hosts 1400), addresses, "
+           f"TX checksum offload off on the hosts and towards the gateways")
 
         def route(node, *args):
             return lab.ip(node, "route", "get", *args)[0]

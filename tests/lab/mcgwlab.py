@@ -22,12 +22,14 @@ CLI (run as root, with /usr/bin/python3; stdlib only)::
 
   mcgwlab.py up [--prefix P] [--dir D] [--encap vxlan|geneve]
                 [--underlay ipv4|ipv6] [--driver af_xdp|af_packet]
-                [--no-static-neighbors] [--kernel-static-neighbors]
+                [--host-mtu N] [--static-neighbors] [--kernel-static-neighbors]
                 [--no-gateways] [--replace]
   mcgwlab.py status [--prefix P] [--json]
   mcgwlab.py exec NODE -- CMD ...         e.g. exec hosta -- ip route
-  mcgwlab.py ping NODE DST [--from SRC] [-c N] [-W S] [-s SIZE] [--df]
+  mcgwlab.py ping NODE DST [--from SRC] [-c N] [-W S] [-s SIZE] [--df] [-Q TOS]
                                           ICMP echo without the ping binary
+  mcgwlab.py iperf SENDER RECEIVER [-6] [-n BYTES | -t SECONDS] [--json]
+                                          TCP with iperf3, counted by the receiver
   mcgwlab.py gw start|stop|status NODE
   mcgwlab.py capture start NODE IFACE [--name N] [-- FILTER...] | capture stop N
   mcgwlab.py down [--prefix P] [--purge]
@@ -222,23 +224,54 @@ def _inet_checksum(data: bytes) -> int:
 
 
 def icmp_echo(dst: str, src: str | None = None, count: int = 1, timeout: float = 1.0,
-              interval: float = 0.2, size: int = 56, df: bool = False) -> tuple[int, list[float]]:
+              interval: float = 0.2, size: int = 56, df: bool = False,
+              tos: int = 0) -> tuple[int, list[float], int]:
     """Send `count` ICMP(v6) echo requests to `dst` from this process's network
-    namespace; returns (sent, round-trip times in ms of the replies)."""
+    namespace, with IPv4 TOS / IPv6 traffic class `tos` (DSCP << 2 | ECN);
+    returns (sent, round-trip times in ms of the replies, duplicate replies)."""
     v6 = ipaddress.ip_address(dst).version == 6
     fam, proto, req, rep = ((socket.AF_INET6, socket.IPPROTO_ICMPV6, 128, 129) if v6
                             else (socket.AF_INET, socket.IPPROTO_ICMP, 8, 0))
     want = ipaddress.ip_address(dst)
     rtts: list[float] = []
+    answered: set[int] = set()
+    dups = 0
     with socket.socket(fam, socket.SOCK_RAW, proto) as s:
         if src:
             s.bind((src, 0))
         if df and not v6:
             s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO
+        if tos:
+            if v6:
+                s.setsockopt(socket.IPPROTO_IPV6, 67, tos)  # IPV6_TCLASS
+            else:
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         ident = os.getpid() & 0xFFFF
+
+        def receive(until: float, seq: int | None, t0: float = 0.0) -> None:
+            """Read replies until `until` (or the reply to `seq`); count duplicates."""
+            nonlocal dups
+            while (left := until - time.monotonic()) > 0:
+                if not select.select([s], [], [], left)[0]:
+                    return
+                data, addr = s.recvfrom(65535)
+                if not v6:
+                    data = data[(data[0] & 0x0F) * 4:]
+                if len(data) < 8 or ipaddress.ip_address(addr[0].split("%")[0]) != want:
+                    continue
+                typ, _, _, rid, rseq = struct.unpack("!BBHHH", data[:8])
+                if typ != rep or rid != ident:
+                    continue
+                if rseq in answered:
+                    dups += 1
+                elif rseq == seq:
+                    answered.add(rseq)
+                    rtts.append((time.monotonic() - t0) * 1000)
+                    return
+
         for seq in range(count):
             if seq:
-                time.sleep(interval)
+                receive(time.monotonic() + interval, None)
             payload = bytes((i & 0xFF) for i in range(max(size, 0)))
             hdr = struct.pack("!BBHHH", req, 0, 0, ident, seq)
             if not v6:  # the kernel fills in the ICMPv6 checksum
@@ -248,20 +281,9 @@ def icmp_echo(dst: str, src: str | None = None, count: int = 1, timeout: float =
                 s.sendto(hdr + payload, (dst, 0))
             except OSError:
                 continue
-            deadline = t0 + timeout
-            while (left := deadline - time.monotonic()) > 0:
-                if not select.select([s], [], [], left)[0]:
-                    break
-                data, addr = s.recvfrom(65535)
-                if not v6:
-                    data = data[(data[0] & 0x0F) * 4:]
-                if len(data) < 8 or ipaddress.ip_address(addr[0].split("%")[0]) != want:
-                    continue
-                typ, _, _, rid, rseq = struct.unpack("!BBHHH", data[:8])
-                if typ == rep and rid == ident and rseq == seq:
-                    rtts.append((time.monotonic() - t0) * 1000)
-                    break
-    return count, rtts
+            receive(t0 + timeout, seq, t0)
+        receive(time.monotonic() + min(interval, 0.2), None)  # late duplicates
+    return count, rtts, dups
 
 
 # --------------------------------------------------------------------------
@@ -276,6 +298,10 @@ class Iface:
     mac: str | None = None  # None: the kernel picks a random one
     kernel_addrs: bool = True  # put addrs on the kernel interface too
     addrgenmode: str | None = None  # IPv6 link-local generation: eui64 | none | None (leave)
+    mtu: int | None = None  # None: the link's MTU
+    # False: `ethtool -K IF tx off` (checksums computed in software).  See
+    # standard_topology: off on the hosts and the far end of every gateway port.
+    tx_offload: bool = True
 
 
 @dataclass
@@ -283,6 +309,9 @@ class Link:
     a: Iface
     b: Iface
     mtu: int = 1500
+
+    def mtu_of(self, i: Iface) -> int:
+        return i.mtu or self.mtu
 
 
 @dataclass
@@ -388,6 +417,10 @@ class Topology:
                 return i
         raise LabError(f"no interface {node}/{name}")
 
+    def mtu(self, i: Iface) -> int:
+        """The MTU of interface `i` (its own, else its link's)."""
+        return next(lk.mtu_of(i) for lk in self.links if i in (lk.a, lk.b))
+
     def other_end(self, node: str, name: str) -> Iface:
         for lk in self.links:
             if (lk.a.node, lk.a.name) == (node, name):
@@ -402,14 +435,21 @@ class Options:
     encap: str = "vxlan"  # between gateways A and B: vxlan | geneve (site C is always vxlan)
     underlay: str = "ipv4"  # the VTEP family: ipv4 | ipv6 (the underlay is dual-stack)
     driver: str = "af_xdp"  # mcgwd port vdevs: af_xdp | af_packet
-    static_neighbors: bool = True  # emit ports[].neighbors from the kernel's MACs
-    # Until mcgw answers ARP/ND itself: permanent neighbour entries for the
-    # gateways' addresses in the hosts and the underlay router (off: they resolve).
+    # Emit ports[].neighbors from the kernel's MACs.  Off: mcgwd follows the
+    # kernel's neighbour table, which resolves ARP/ND on the ports' kernel side.
+    static_neighbors: bool = False
+    # Permanent neighbour entries for the gateways' addresses in the hosts and
+    # the underlay router (off: they resolve them; the gateways' kernel sides answer).
     kernel_static_neighbors: bool = False
     kernel_addrs: bool | None = None  # gateway addresses on the kernel interfaces; None: af_xdp only
     vni: int = 1000
     underlay_mtu: int = 1500
     lan_mtu: int = 1500
+    # The hosts' eth0 MTU, until PMTU/MSS clamping lands (issue 5): the tunnel
+    # carries inner packets of at most 1450 bytes on a 1500-byte line (1430
+    # over IPv6, less for Geneve), and mcgw drops a larger one (too-big), so a
+    # host that sent 1500-byte TCP segments would never get one through.
+    host_mtu: int = 1400
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -456,10 +496,13 @@ def standard_topology(o: Options) -> Topology:
     def gw_if(node, name, addrs):
         return Iface(node, name, addrs, kernel_addrs=ka, addrgenmode=agm)
 
+    def host_if(node, addrs):
+        return Iface(node, "eth0", addrs, mtu=o.host_mtu, tx_offload=False)
+
     # LANs
     for site, gw, host in (("a", "gwa", "hosta"), ("b", "gwb", "hostb")):
         n = {"a": 1, "b": 2}[site]
-        t.link(Iface(host, "eth0", [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
+        t.link(host_if(host, [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
                gw_if(gw, "lan0", [f"10.{n}.0.1/24", f"fd00:{site}::1/64"]), o.lan_mtu)
         t.nodes[host].routes += [Route("default", f"10.{n}.0.1"), Route("default", f"fd00:{site}::1")]
     # Underlay: two lines per gateway, one to site C.
@@ -470,9 +513,22 @@ def standard_topology(o: Options) -> Topology:
                Iface("rtr", rif, [f"100.64.{n}.2/30", f"fd00:64:{n}::2/64"]), o.underlay_mtu)
     t.link(Iface("sitec", "wan0", ["100.64.5.1/30", "fd00:64:5::1/64"]),
            Iface("rtr", "c1", ["100.64.5.2/30", "fd00:64:5::2/64"]), o.underlay_mtu)
-    t.link(Iface("hostc", "eth0", ["10.3.0.10/24", "fd00:c::10/64"]),
+    t.link(host_if("hostc", ["10.3.0.10/24", "fd00:c::10/64"]),
            Iface("sitec", "lan0", ["10.3.0.1/24", "fd00:c::1/64"]), o.lan_mtu)
     t.nodes["hostc"].routes += [Route("default", "10.3.0.1"), Route("default", "fd00:c::1")]
+
+    # TX checksum offload off on every host's eth0 and on the far end of
+    # every gateway port (the router's a1 a2 b1 b2).  A veth hands its peer the
+    # packets it sends with the TCP/UDP checksum left to the "hardware"
+    # (CHECKSUM_PARTIAL: only the pseudo-header sum is in the packet), and so
+    # do packets the router forwards from such a veth; a kernel peer takes
+    # that as it is, but an af_xdp or af_packet port gets the bytes, mcgw
+    # forwards them (or hands them to its TAP) unchanged, and the receiving
+    # kernel drops the segment for its bad checksum.  A real NIC fills the
+    # checksum in on the wire, so here the senders compute it in software.
+    for g in ("gwa", "gwb"):
+        for wan in ("lan0", "wan1", "wan2"):
+            t.other_end(g, wan).tx_offload = False
 
     # Kernel routes of the gateways to the remote VTEPs, each over its line
     # (for kernel traffic: pings now, BGP/BFD later).
@@ -571,15 +627,46 @@ class Capture:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def fields(self, *names: str, display_filter: str | None = None) -> list[list[str]]:
-        """Decode the capture with tshark: one list of field values per packet."""
+    def fields(self, *names: str, display_filter: str | None = None, heuristics: bool = True) -> list[list[str]]:
+        """Decode the capture with tshark: one list of field values per packet.
+        heuristics=False: the protocols that tshark guesses from a TCP/UDP
+        payload are off (iperf3's random payload can look like Thrift, say,
+        and then decodes as an error that is no fault of the packet)."""
         argv = ["tshark", "-n", "-r", self.path, "-T", "fields"]
+        if not heuristics:
+            for proto in _payload_heuristics():
+                argv += ["--disable-protocol", proto]
         for n in names:
             argv += ["-e", n]
         if display_filter:
             argv += ["-Y", display_filter]
         r = sh(*argv)
         return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+
+
+class Transfer:
+    """The result of Lab.iperf(): iperf3's JSON document, read from the receiving end."""
+
+    def __init__(self, sender: str, receiver: str, addr: str, doc: dict, rc: int):
+        self.sender, self.receiver, self.addr, self.doc, self.rc = sender, receiver, addr, doc, rc
+        end = doc.get("end", {})
+        self.error = doc.get("error") or (f"iperf3 exit {rc}" if rc else None)
+        recv, sent = end.get("sum_received", {}), end.get("sum_sent", {})
+        self.bytes = int(recv.get("bytes", 0))  # received by the receiver
+        self.seconds = float(recv.get("seconds", 0.0))
+        self.bps = float(recv.get("bits_per_second", 0.0))
+        self.retransmits = sent.get("retransmits")  # the sender's TCP retransmissions
+
+    @property
+    def intervals(self) -> list[tuple[float, float, int]]:
+        """(start, end, bytes received) per reporting interval."""
+        return [(i["sum"]["start"], i["sum"]["end"], int(i["sum"]["bytes"])) for i in self.doc.get("intervals", [])]
+
+    def __str__(self) -> str:
+        conn = self.doc.get("start", {}).get("connected", [{}])[0]
+        return (f"{self.sender} {self.addr} -> {self.receiver} {conn.get('local_host', '?')}: "
+                f"{self.bytes / 1048576:.1f} MiB received in "
+                f"{self.seconds:.2f} s, {self.bps / 1e6:.0f} Mbit/s, {self.retransmits} retransmits")
 
 
 class Lab:
@@ -699,10 +786,11 @@ class Lab:
             sysctls = {**BASE_SYSCTLS, **node.sysctls}
             sh("ip", "netns", "exec", ns, "sysctl", "-qw", *(f"{k}={v}" for k, v in sysctls.items()))
         for lk in t.links:
-            argv = ["ip", "-n", self.ns(lk.a.node), "link", "add", lk.a.name, "mtu", lk.mtu]
+            argv = ["ip", "-n", self.ns(lk.a.node), "link", "add", lk.a.name, "mtu", lk.mtu_of(lk.a)]
             if lk.a.mac:
                 argv += ["address", lk.a.mac]
-            argv += ["type", "veth", "peer", "name", lk.b.name, "netns", self.ns(lk.b.node), "mtu", lk.mtu]
+            argv += ["type", "veth", "peer", "name", lk.b.name, "netns", self.ns(lk.b.node),
+                     "mtu", lk.mtu_of(lk.b)]
             if lk.b.mac:
                 argv += ["address", lk.b.mac]
             sh(*argv)
@@ -713,6 +801,8 @@ class Lab:
             if i.kernel_addrs:
                 for a in i.addrs:
                     sh("ip", "-n", ns, "addr", "add", a, "dev", i.name, *(["nodad"] if _is_v6(a) else []))
+            if not i.tx_offload:
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", i.name, "tx", "off")
             sh("ip", "-n", ns, "link", "set", i.name, "up")
         for node in t.nodes.values():
             ns = self.ns(node.name)
@@ -765,7 +855,7 @@ class Lab:
         for idx, p in enumerate(g.ports):
             i = t.iface(node, p.iface)
             entry = {"name": p.name, "role": p.role, "vdev": f"{drv}{idx},iface={p.iface}",
-                     "mtu": next(lk.mtu for lk in t.links if i in (lk.a, lk.b)),
+                     "mtu": t.mtu(i),
                      "addresses": list(i.addrs)}
             if p.role == "lan":
                 entry["tenant"] = g.tenant
@@ -823,7 +913,7 @@ class Lab:
                f"options: {json.dumps(asdict(self.options))}", "",
                f"{'namespace':<28}{'iface':<8}{'mac':<19}{'mtu':<6}addresses"]
         for i in t.ifaces():
-            mtu = next(lk.mtu for lk in t.links if i in (lk.a, lk.b))
+            mtu = t.mtu(i)
             mac = self.state.get("macs", {}).get(i.node, {}).get(i.name, "?")
             note = "" if i.kernel_addrs else "  (in mcgwd only)"
             out.append(f"{self.ns(i.node):<28}{i.name:<8}{mac:<19}{mtu:<6}{' '.join(i.addrs)}{note}")
@@ -963,15 +1053,16 @@ class Lab:
     # ---- captures and commands
 
     def capture(self, node: str, iface: str, name: str | None = None, bpf_filter: list[str] | None = None,
-                timeout: float = 10) -> Capture:
+                timeout: float = 10, snaplen: int = 0) -> Capture:
         """Start tcpdump on `iface` in `node`'s namespace; returns once it listens.
+        `snaplen`: bytes kept of each packet (0: all).
         On af_xdp gateway ports packets bypass the kernel: capture on the other end."""
         name = name or f"cap-{node}-{iface}"
         path = self.dir / f"{name}.pcap"
         log = self.dir / f"{name}.log"
         log.write_text("")
-        pid = self._spawn(name, node, ["tcpdump", "-n", "-U", "--immediate-mode", "-Z", "root", "-i", iface, "-w", path,
-                                       *(bpf_filter or [])], log)
+        pid = self._spawn(name, node, ["tcpdump", "-n", "-U", "--immediate-mode", "-Z", "root", "-i", iface,
+                                       "-s", snaplen, "-w", path, *(bpf_filter or [])], log)
         self.state.setdefault("captures", {})[name] = {"node": node, "iface": iface, "pcap": str(path)}
         self._save()
         deadline = time.monotonic() + timeout
@@ -984,6 +1075,28 @@ class Lab:
             time.sleep(0.05)
         return Capture(self, name, node, iface, path, pid)
 
+    def start(self, name: str, node: str, *argv, listen: int | None = None, timeout: float = 10) -> int:
+        """Start a long-running command in `node`'s namespace (its output in
+        <dir>/<name>.log); `down()` stops it.  `listen`: wait until a TCP
+        socket listens on that port in the namespace.  Returns its pid."""
+        log = self.dir / f"{name}.log"
+        log.write_text("")
+        pid = self._spawn(name, node, list(argv), log)
+        deadline = time.monotonic() + timeout
+        while listen and not self.run(node, "ss", "-Hltn", f"sport = :{listen}", check=False).stdout.strip():
+            if not self._alive(pid):
+                raise LabError(f"{name} in {node} exited: {log.read_text()}")
+            if time.monotonic() > deadline:
+                self._stop_process(name, pid, 2)
+                raise LabError(f"{name} in {node} does not listen on port {listen}: {log.read_text()}")
+            time.sleep(0.05)
+        return pid
+
+    def stop(self, name: str, timeout: float = 5) -> int | None:
+        """Stop a process start() started (SIGTERM, then SIGKILL); its exit code."""
+        pid = self._pidfile_pid(name)
+        return self._stop_process(name, pid, timeout) if pid is not None else None
+
     def stop_capture(self, name: str, settle: float = 0.2) -> Path:
         pid = self._pidfile_pid(name)
         if pid is not None:
@@ -991,19 +1104,80 @@ class Lab:
             self._stop_process(name, pid, 5)
         return Path(self.state.get("captures", {}).get(name, {}).get("pcap", self.dir / f"{name}.pcap"))
 
-    def run(self, node: str, *cmd, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-        """Run a command in `node`'s namespace and wait for it."""
-        return sh("ip", "netns", "exec", self.ns(node), *cmd, check=check, timeout=timeout)
+    def run(self, node: str, *cmd, check: bool = True, timeout: float = 60,
+            input: str | None = None) -> subprocess.CompletedProcess:
+        """Run a command in `node`'s namespace (with `input` on its stdin) and wait for it."""
+        return sh("ip", "netns", "exec", self.ns(node), *cmd, check=check, timeout=timeout, input=input)
 
     def ping(self, node: str, dst: str, src: str | None = None, count: int = 1, timeout: float = 1.0,
-             size: int = 56, df: bool = False) -> int:
-        """ICMP echo from `node` to `dst` (from address `src`); the number of replies."""
+             size: int = 56, df: bool = False, tos: int = 0) -> int:
+        """ICMP echo from `node` to `dst` (from address `src`, with TOS/traffic
+        class `tos`); the number of replies."""
+        return len(self.ping_rtts(node, dst, src, count, timeout, size, df, tos))
+
+    def ping_rtts(self, node: str, dst: str, src: str | None = None, count: int = 1, timeout: float = 1.0,
+                  size: int = 56, df: bool = False, tos: int = 0) -> list[float]:
+        """Like ping(): the round-trip times (ms) of the replies received."""
+        return self.ping_stats(node, dst, src, count, timeout, size, df, tos)[0]
+
+    def ping_stats(self, node: str, dst: str, src: str | None = None, count: int = 1, timeout: float = 1.0,
+                   size: int = 56, df: bool = False, tos: int = 0) -> tuple[list[float], int]:
+        """Like ping(): the round-trip times (ms) of the replies, and the
+        number of duplicate replies (a request answered more than once)."""
         argv = ["/usr/bin/python3", Path(__file__).resolve(), "icmp-echo", dst, "-c", count,
-                "-W", timeout, "-s", size, *(["--from", src] if src else []), *(["--df"] if df else [])]
+                "-W", timeout, "-s", size, "--tos", tos, *(["--from", src] if src else []),
+                *(["--df"] if df else [])]
         r = self.run(node, *argv, check=False, timeout=count * (timeout + 1) + 10)
         if r.returncode not in (0, 1):
             raise LabError(f"icmp-echo in {node}: {r.stderr.strip()}")
-        return int(r.stdout.split()[0])
+        f = r.stdout.split()
+        return [float(x) for x in f[3:]], int(f[2])
+
+    def address(self, node: str, v6: bool = False) -> str:
+        """The first global address of the family in `node`'s namespace (a host's eth0 address)."""
+        for link in self.ip(node, "addr", "show"):
+            for a in link.get("addr_info", []):
+                if a.get("scope") == "global" and (a["family"] == "inet6") == v6:
+                    return a["local"]
+        raise LabError(f"{node} has no global IPv{6 if v6 else 4} address")
+
+    def iperf(self, sender: str, receiver: str, addr: str | None = None, v6: bool = False,
+              nbytes: int | None = 10 << 20, seconds: float | None = None, interval: float | None = None,
+              bitrate: str | None = None, timeout: float = 60) -> "Transfer":
+        """A TCP transfer with iperf3 from `sender` to `receiver`: the iperf3
+        server runs in `sender` (on its address `addr`, default its first
+        global address of the family) and the client in `receiver` with
+        --reverse, so the receiving end is the one that decides when `nbytes`
+        have arrived (an iperf3 receiver in server mode stops counting when
+        the sender says it is done, with data still in flight: esnet/iperf
+        issue 382).  `seconds` instead of `nbytes`: a timed transfer;
+        `interval`: seconds per entry of .intervals; `bitrate`: pace the
+        sender (iperf3 -b, e.g. "100M").
+        Raises LabError when iperf3 fails (the result still in .error)."""
+        addr = addr or self.address(sender, v6)
+        self._iperf_port = getattr(self, "_iperf_port", 5200) + 1
+        port = self._iperf_port
+        name = f"iperf3-{sender}-{port}"
+        self.start(name, sender, "iperf3", "-s", "-1", "-p", port, "-B", addr, listen=port)
+        try:
+            argv = ["iperf3", "-c", addr, "-p", port, "--reverse", "--json", "--connect-timeout", 3000]
+            argv += ["-t", seconds] if seconds else ["-n", nbytes]
+            if interval:
+                argv += ["-i", interval]
+            if bitrate:
+                argv += ["-b", bitrate]
+            r = self.run(receiver, *argv, check=False,
+                         timeout=timeout if not seconds else seconds + timeout)
+        finally:
+            self.stop(name, 2)
+        try:
+            doc = json.loads(r.stdout)
+        except json.JSONDecodeError:
+            doc = {"error": (r.stdout + r.stderr).strip()[-500:] or f"exit {r.returncode}"}
+        t = Transfer(sender, receiver, addr, doc, r.returncode)
+        if t.error:
+            raise LabError(f"iperf3 {sender} -> {receiver} ({addr}): {t.error}")
+        return t
 
     def ip(self, node: str, *args) -> list | dict:
         """`ip -j -n NS ARGS...`, parsed."""
@@ -1053,6 +1227,18 @@ class Lab:
             raise LabError("teardown left namespaces behind: " + ", ".join(left) + "; " + "; ".join(errors))
 
 
+_HEURISTICS: list[str] = []
+
+
+def _payload_heuristics() -> list[str]:
+    """The protocols with heuristic dissectors of TCP and UDP payloads in tshark."""
+    if not _HEURISTICS:
+        out = sh("tshark", "-G", "heuristic-decodes").stdout
+        _HEURISTICS.extend(sorted({f[1] for f in (line.split("\t") for line in out.splitlines())
+                                   if len(f) >= 2 and f[0] in ("tcp", "udp")}))
+    return _HEURISTICS
+
+
 def registered() -> list[str]:
     """Prefixes of the labs that are up (registered in REGISTRY)."""
     if not REGISTRY.is_dir():
@@ -1080,7 +1266,7 @@ def _options_from(args) -> Options:
                    static_neighbors=args.static_neighbors,
                    kernel_static_neighbors=args.kernel_static_neighbors,
                    kernel_addrs={"auto": None, "yes": True, "no": False}[args.kernel_addrs],
-                   vni=args.vni, log_level=args.log_level)
+                   vni=args.vni, log_level=args.log_level, host_mtu=args.host_mtu)
 
 
 def _print_status(lab: Lab, as_json: bool) -> int:
@@ -1127,8 +1313,13 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--encap", choices=["vxlan", "geneve"], default="vxlan")
         p.add_argument("--underlay", choices=["ipv4", "ipv6"], default="ipv4")
         p.add_argument("--driver", choices=["af_xdp", "af_packet"], default="af_xdp")
+        p.add_argument("--static-neighbors", dest="static_neighbors", action="store_true",
+                       help="the far ends' MACs as ports[].neighbors in the gateway configs "
+                            "(default: the kernel resolves them)")
         p.add_argument("--no-static-neighbors", dest="static_neighbors", action="store_false",
-                       help="no ports[].neighbors in the gateway configs")
+                       help=argparse.SUPPRESS)  # the default; kept for old command lines
+        p.add_argument("--host-mtu", type=int, default=Options.host_mtu,
+                       help="MTU of the hosts' eth0 (default %(default)s, until PMTU/MSS clamping lands)")
         p.add_argument("--kernel-static-neighbors", action="store_true",
                        help="permanent ARP/ND entries for the gateways in hosts and router")
         p.add_argument("--kernel-addrs", choices=["auto", "yes", "no"], default="auto",
@@ -1165,6 +1356,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-W", "--timeout", type=float, default=1.0)
     p.add_argument("-s", "--size", type=int, default=56)
     p.add_argument("--df", action="store_true", help="IPv4: set Don't Fragment")
+    p.add_argument("-Q", "--tos", type=lambda v: int(v, 0), default=0,
+                   help="IPv4 TOS / IPv6 traffic class, e.g. 0xb8 (DSCP 46)")
+    p = sub.add_parser("iperf", help="TCP transfer with iperf3: iperf SENDER RECEIVER [-n BYTES | -t SECONDS]")
+    p.add_argument("sender")
+    p.add_argument("receiver")
+    p.add_argument("-6", dest="v6", action="store_true", help="over IPv6 (default IPv4)")
+    p.add_argument("--addr", help="the sender's address to use (default: its first global one)")
+    p.add_argument("-n", "--bytes", default="10M", help="bytes to transfer, K/M/G suffixes (default 10M)")
+    p.add_argument("-t", "--time", type=float, help="transfer for this many seconds instead")
+    p.add_argument("--json", action="store_true", help="print iperf3's JSON document")
     p = sub.add_parser("icmp-echo", help=argparse.SUPPRESS)  # runs inside a namespace
     p.add_argument("dst")
     p.add_argument("--from", dest="src")
@@ -1172,6 +1373,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-W", "--timeout", type=float, default=1.0)
     p.add_argument("-s", "--size", type=int, default=56)
     p.add_argument("--df", action="store_true")
+    p.add_argument("--tos", type=lambda v: int(v, 0), default=0)
     p = sub.add_parser("table", help="print the standard topology's address table")
     args = ap.parse_args(argv)
 
@@ -1181,8 +1383,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.cmd == "icmp-echo":
-            sent, rtts = icmp_echo(args.dst, args.src, args.count, args.timeout, size=args.size, df=args.df)
-            print(len(rtts), sent, " ".join(f"{r:.3f}" for r in rtts))
+            sent, rtts, dups = icmp_echo(args.dst, args.src, args.count, args.timeout, size=args.size,
+                                         df=args.df, tos=args.tos)
+            print(len(rtts), sent, dups, " ".join(f"{r:.3f}" for r in rtts))
             return 0 if rtts else 1
         if args.cmd == "table":
             print(ADDRESS_TABLE, end="")
@@ -1220,9 +1423,24 @@ def main(argv: list[str] | None = None) -> int:
                 raise LabError(f"no namespace {lab.ns(args.node)}")
             os.execvp("ip", ["ip", "netns", "exec", lab.ns(args.node), *cmd])
         if args.cmd == "ping":
-            got = lab.ping(args.node, args.dst, args.src, args.count, args.timeout, args.size, args.df)
-            print(f"{args.node} -> {args.dst}: {args.count} sent, {got} received")
-            return 0 if got == args.count else 1
+            rtts, dups = lab.ping_stats(args.node, args.dst, args.src, args.count, args.timeout, args.size,
+                                        args.df, args.tos)
+            avg = f", rtt avg {sum(rtts) / len(rtts):.2f} ms" if rtts else ""
+            dup = f", {dups} DUPLICATES" if dups else ""
+            print(f"{args.node} -> {args.dst}: {args.count} sent, {len(rtts)} received{dup}{avg}")
+            return 0 if len(rtts) == args.count and not dups else 1
+        if args.cmd == "iperf":
+            units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+            b = args.bytes.upper()
+            nbytes = int(float(b[:-1]) * units[b[-1]]) if b[-1:] in units else int(b)
+            try:
+                t = lab.iperf(args.sender, args.receiver, addr=args.addr, v6=args.v6,
+                              nbytes=None if args.time else nbytes, seconds=args.time)
+            except LabError as e:
+                print(f"{args.sender} -> {args.receiver}: TCP transfer FAILED: {e}")
+                return 1
+            print(json.dumps(t.doc, indent=2) if args.json else f"{t} (iperf3)")
+            return 0
         if args.cmd == "gw":
             if args.action == "start":
                 lab.start_gateway(args.node)
