@@ -19,37 +19,22 @@ Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
-import tempfile
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
 import mcgwlab  # noqa: E402
+from labtest import Fail, check, ok, run_parts  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 MCGWD = BUILD / "control/daemon/mcgwd"
 MCGWCTL = BUILD / "control/cli/mcgwctl"
-passed = 0
 
 
-class Fail(Exception):
-    pass
 
-
-def check(cond, what: str, detail="") -> None:
-    if not cond:
-        raise Fail(f"{what}{': ' + str(detail) if detail != '' else ''}")
-
-
-def ok(what: str) -> None:
-    global passed
-    passed += 1
-    print(f"ok: {what}", flush=True)
 
 
 def prefix_namespaces(prefix: str) -> list[str]:
@@ -289,31 +274,12 @@ def test_cli(tmp: Path) -> None:
 
 
 def main() -> int:
-    if os.geteuid() != 0:
-        print("lab_builder_test: run as root", file=sys.stderr)
-        return 1
     for b in (MCGWD, MCGWCTL):
         if not b.exists():
             print(f"lab_builder_test: {b} missing (build the mcgwd and mcgwctl targets)", file=sys.stderr)
             return 1
-    tmp = Path(tempfile.mkdtemp(prefix="mcgwlab-test-"))
-    failed = 0
-    try:
-        for test in (test_configs, test_failed_up_cleans_up, test_standard_lab, test_cli):
-            try:
-                test(tmp)
-            except Exception as e:  # noqa: BLE001 - report and go on with the next part
-                failed += 1
-                print(f"FAIL: {test.__name__}: {type(e).__name__}: {e}", file=sys.stderr)
-                if not isinstance(e, (Fail, mcgwlab.LabError)):
-                    traceback.print_exc()
-                for log in sorted(tmp.rglob("*.log")):
-                    print(f"--- {log}\n{mcgwlab._tail(log, 30)}", file=sys.stderr)
-    finally:
-        if os.environ.get("MCGWLAB_KEEP") != "1":
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    parts = (test_configs, test_failed_up_cleans_up, test_standard_lab, test_cli)
+    return run_parts("builder", [(p.__name__, p) for p in parts], logs="*.log")
 
 
 if __name__ == "__main__":

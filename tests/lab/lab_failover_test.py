@@ -28,37 +28,22 @@ Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 import json
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
 import mcgwlab  # noqa: E402
+from labtest import check, ok, run_parts  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 BOUND_S = 3.0
-passed = 0
 
 
-class Fail(Exception):
-    pass
 
-
-def check(cond, what, detail="") -> None:
-    if not cond:
-        raise Fail(f"{what}{': ' + str(detail) if detail != '' else ''}")
-
-
-def ok(what: str) -> None:
-    global passed
-    passed += 1
-    print(f"ok: {what}", flush=True)
 
 
 def lines(lab, gw) -> tuple[dict, list]:
@@ -176,25 +161,7 @@ def run(tmp: Path) -> None:
 
 
 def main() -> int:
-    if os.geteuid() != 0:
-        print("lab_failover_test: run as root", file=sys.stderr)
-        return 1
-    tmp = Path(tempfile.mkdtemp(prefix="mcgwlab-failover-"))
-    failed = 0
-    try:
-        run(tmp)
-    except Exception as e:  # noqa: BLE001
-        failed += 1
-        print(f"FAIL: {type(e).__name__}: {e}", file=sys.stderr)
-        if not isinstance(e, (Fail, mcgwlab.LabError)):
-            traceback.print_exc()
-        for log in sorted(tmp.rglob("gw*.log")):
-            print(f"--- {log}\n{mcgwlab._tail(log, 20)}", file=sys.stderr)
-    finally:
-        if os.environ.get("MCGWLAB_KEEP") != "1":
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_parts("failover", [("failover", run)], log_lines=20)
 
 
 if __name__ == "__main__":

@@ -28,37 +28,22 @@ Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
 import mcgwlab  # noqa: E402
+from labtest import check, ok, run_parts  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 TOS_EF = 0xB8  # DSCP 46 (expedited forwarding), ECN 0
 MIB10 = 10 << 20
-passed = 0
 
 
-class Fail(Exception):
-    pass
 
-
-def check(cond, what, detail="") -> None:
-    if not cond:
-        raise Fail(f"{what}{': ' + str(detail) if detail != '' else ''}")
-
-
-def ok(what: str) -> None:
-    global passed
-    passed += 1
-    print(f"ok: {what}", flush=True)
 
 
 # tshark prints every occurrence of a field, comma-separated: outer header
@@ -186,31 +171,14 @@ def variant(tmp: Path, driver: str, encap: str, underlay: str, vni: int) -> None
 
 
 def main() -> int:
-    if os.geteuid() != 0:
-        print("lab_forwarding_test: run as root", file=sys.stderr)
-        return 1
     args = sys.argv[1:] or ["af_xdp", "vxlan", "ipv4"]
     if len(args) not in (3, 4):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     driver, encap, underlay = args[:3]
     vni = int(args[3]) if len(args) == 4 else 1000
-    tmp = Path(tempfile.mkdtemp(prefix="mcgwlab-fwd-"))
-    failed = 0
-    try:
-        variant(tmp, driver, encap, underlay, vni)
-    except Exception as e:  # noqa: BLE001
-        failed += 1
-        print(f"FAIL: {driver}/{encap}/{underlay}: {type(e).__name__}: {e}", file=sys.stderr)
-        if not isinstance(e, (Fail, mcgwlab.LabError)):
-            traceback.print_exc()
-        for log in sorted(tmp.rglob("gw*.log")):
-            print(f"--- {log}\n{mcgwlab._tail(log, 30)}", file=sys.stderr)
-    finally:
-        if os.environ.get("MCGWLAB_KEEP") != "1":
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_parts("fwd", [(f"{driver}/{encap}/{underlay}",
+                              lambda tmp: variant(tmp, driver, encap, underlay, vni))])
 
 
 if __name__ == "__main__":

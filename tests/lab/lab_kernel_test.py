@@ -25,35 +25,20 @@ Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 import json
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
 import mcgwlab  # noqa: E402
+from labtest import check, ok, run_parts  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
-passed = 0
 
 
-class Fail(Exception):
-    pass
 
-
-def check(cond, what, detail="") -> None:
-    if not cond:
-        raise Fail(f"{what}{': ' + str(detail) if detail != '' else ''}")
-
-
-def ok(what: str) -> None:
-    global passed
-    passed += 1
-    print(f"ok: {what}", flush=True)
 
 
 def counters(lab, gw) -> dict:
@@ -166,29 +151,11 @@ def variant(tmp: Path, driver: str, encap: str, underlay: str) -> None:
 
 
 def main() -> int:
-    if os.geteuid() != 0:
-        print("lab_kernel_test: run as root", file=sys.stderr)
-        return 1
     args = sys.argv[1:] or ["af_xdp", "vxlan", "ipv4"]
     if len(args) != 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="mcgwlab-kernel-"))
-    failed = 0
-    try:
-        variant(tmp, *args)
-    except Exception as e:  # noqa: BLE001
-        failed += 1
-        print(f"FAIL: {'/'.join(args)}: {type(e).__name__}: {e}", file=sys.stderr)
-        if not isinstance(e, (Fail, mcgwlab.LabError)):
-            traceback.print_exc()
-        for log in sorted(tmp.rglob("gw*.log")):
-            print(f"--- {log}\n{mcgwlab._tail(log, 30)}", file=sys.stderr)
-    finally:
-        if os.environ.get("MCGWLAB_KEEP") != "1":
-            shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_parts("kernel", [("/".join(args), lambda tmp: variant(tmp, *args))])
 
 
 if __name__ == "__main__":
