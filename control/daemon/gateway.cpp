@@ -174,7 +174,14 @@ bool run(const std::vector<std::string>& argv) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-std::string macText(const std::array<uint8_t, 6>& m) {
+// A port's device counters, as status and show counters list them.
+json portCounters(const engine::PortStatus& s) {
+  return {{"rx_packets", s.rx_packets}, {"tx_packets", s.tx_packets}, {"rx_bytes", s.rx_bytes},
+          {"tx_bytes", s.tx_bytes},     {"rx_missed", s.rx_missed},   {"rx_errors", s.rx_errors},
+          {"tx_errors", s.tx_errors},   {"rx_nombuf", s.rx_nombuf}};
+}
+
+std::string macText(const uint8_t* m) {
   char buf[18];
   std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
                 m[5]);
@@ -223,7 +230,7 @@ void Gateway::setUpKernelSides() {
       tc.name = pc.name + "-kernel";
       tc.role = pc.role;
       tc.vdev = "net_tap" + std::to_string(tap_serial_++) + ",iface=" + side.ifname +
-                ",mac=" + macText(p->mac());
+                ",mac=" + macText(p->mac().data());
       tc.mtu = pc.mtu;
       tc.rx_queues = txQueues();  // the kernel spreads its packets over the queues
       tc.rx_descriptors = 256;
@@ -851,15 +858,7 @@ json Gateway::status() const {
          {"configured_mtu", p->config().mtu},
          {"mac", s.mac},
          {"rx_queues", s.rx_queues},
-         {"counters",
-          {{"rx_packets", s.rx_packets},
-           {"tx_packets", s.tx_packets},
-           {"rx_bytes", s.rx_bytes},
-           {"tx_bytes", s.tx_bytes},
-           {"rx_missed", s.rx_missed},
-           {"rx_errors", s.rx_errors},
-           {"tx_errors", s.tx_errors},
-           {"rx_nombuf", s.rx_nombuf}}}});
+         {"counters", portCounters(s)}});
   }
   json last = nullptr;
   if (last_reload_.attempted) {
@@ -902,13 +901,6 @@ const char* stateName(engine::WorkerState s) {
       return "stopped";
   }
   return "unknown";
-}
-
-std::string macString(const uint8_t* m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-                m[5]);
-  return buf;
 }
 
 json pb(const engine::CountersSnapshot::PB& tx, const engine::CountersSnapshot::PB& rx) {
@@ -995,7 +987,7 @@ json Gateway::tunnels() const {
           {"local_vtep", lc->local_vtep.toString()},
           {"remote_vtep", lc->remote_vtep.toString()},
           {"next_hop", l.next_hop.toString()},
-          {"next_hop_mac", l.resolved ? macString(l.header.dst_mac) : ""},
+          {"next_hop_mac", l.resolved ? macText(l.header.dst_mac) : ""},
           {"mtu", l.mtu},
           {"inner_mtu", l.mtu - proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation)},
           {"up", up && l.resolved},
@@ -1013,7 +1005,7 @@ json Gateway::tunnels() const {
                    {"vni", tu.vni},
                    {"encapsulation", config::toString(peer->encapsulation)},
                    {"line_mode", config::toString(peer->line_mode)},
-                   {"inner_mac", macString(tu.inner_dst.data())},
+                   {"inner_mac", macText(tu.inner_dst.data())},
                    {"active_lines", active},
                    {"lines", lines},
                    {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
@@ -1074,15 +1066,9 @@ json Gateway::counters() const {
   json ports = json::array();
   for (const auto& p : ports_) {
     auto s = p->status();
-    ports.push_back({{"name", s.name},
-                     {"rx_packets", s.rx_packets},
-                     {"tx_packets", s.tx_packets},
-                     {"rx_bytes", s.rx_bytes},
-                     {"tx_bytes", s.tx_bytes},
-                     {"rx_missed", s.rx_missed},
-                     {"rx_errors", s.rx_errors},
-                     {"tx_errors", s.tx_errors},
-                     {"rx_nombuf", s.rx_nombuf}});
+    json entry = portCounters(s);
+    entry["name"] = s.name;
+    ports.push_back(std::move(entry));
   }
   return {{"schema", "mcgw.counters/1"},
           {"drops", drops},

@@ -275,20 +275,26 @@ std::vector<NeighborMiss> Dataplane::takeMisses() {
   return out;
 }
 
+namespace {
+
+// Moves a slot's baseline up to its current totals: its counters restart.
+void rebase(CountersSnapshot::PB& base, const CountersSnapshot::PB& now) {
+  base.packets += now.packets;
+  base.bytes += now.bytes;
+}
+
+}  // namespace
+
 void Dataplane::resetLineSlot(uint16_t slot) {
   CountersSnapshot now = counters();
-  baseline_->line_tx[slot].packets += now.line_tx[slot].packets;
-  baseline_->line_tx[slot].bytes += now.line_tx[slot].bytes;
-  baseline_->line_rx[slot].packets += now.line_rx[slot].packets;
-  baseline_->line_rx[slot].bytes += now.line_rx[slot].bytes;
+  rebase(baseline_->line_tx[slot], now.line_tx[slot]);
+  rebase(baseline_->line_rx[slot], now.line_rx[slot]);
 }
 
 void Dataplane::resetTunnelSlot(uint16_t slot) {
   CountersSnapshot now = counters();
-  baseline_->tunnel_tx[slot].packets += now.tunnel_tx[slot].packets;
-  baseline_->tunnel_tx[slot].bytes += now.tunnel_tx[slot].bytes;
-  baseline_->tunnel_rx[slot].packets += now.tunnel_rx[slot].packets;
-  baseline_->tunnel_rx[slot].bytes += now.tunnel_rx[slot].bytes;
+  rebase(baseline_->tunnel_tx[slot], now.tunnel_tx[slot]);
+  rebase(baseline_->tunnel_rx[slot], now.tunnel_rx[slot]);
 }
 
 }  // namespace mcgw::engine
