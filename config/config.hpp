@@ -105,6 +105,7 @@ struct PeerConfig {
   std::optional<uint32_t> asn;
   Encapsulation encapsulation = Encapsulation::kVxlan;
   MssClamp mss_clamp;
+  bool mss_insert = false;
   LineMode line_mode = LineMode::kActiveBackup;
   std::vector<std::string> tenants;  // empty: all
   std::vector<LineConfig> lines;

@@ -107,6 +107,7 @@ std::string peerDetail(const PeerConfig& a, const PeerConfig& b) {
   field(d, "asn", a.asn, b.asn);
   field(d, "encapsulation", a.encapsulation, b.encapsulation);
   field(d, "mss-clamp", a.mss_clamp, b.mss_clamp);
+  field(d, "mss-insert", a.mss_insert, b.mss_insert);
   field(d, "line-mode", a.line_mode, b.line_mode);
   field(d, "tenants", a.tenants, b.tenants);
   field(d, "lines", a.lines, b.lines);

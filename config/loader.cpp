@@ -798,6 +798,7 @@ Config buildConfig(lyd_node* tree) {
     } else {
       pc.mss_clamp = {MssClamp::Mode::kFixed, static_cast<uint16_t>(std::stoul(mss))};
     }
+    pc.mss_insert = R::str(p, "mss-insert", "false") == "true";
     pc.line_mode = R::str(p, "line-mode") == "ecmp" ? LineMode::kEcmp : LineMode::kActiveBackup;
     pc.tenants = R::strs(p, "tenants");
     for (lyd_node* l : R::children(R::child(p, "lines"), "line")) {

@@ -460,7 +460,7 @@ Result<bool, std::string> Gateway::publish(const config::Config& c,
   for (uint16_t slot : builder_.freshTunnelSlots()) {
     dataplane_->resetTunnelSlot(slot);
   }
-  refreshLineHealth(**tables);
+  refreshLiveState(**tables);
   dataplane_->publish(std::move(*tables));
   return true;
 }
@@ -502,14 +502,14 @@ void Gateway::tick() {
     }
   }
   if (ticks_++ % 5 == 0) {
-    refreshLineHealth(*t);
+    refreshLiveState(*t);
   }
 }
 
 // A line is usable when its port is open with link up and the operator has
 // not taken it down (BFD joins in later).  Set before tables that add the
 // line are published, so the first packets find it up.
-void Gateway::refreshLineHealth(const engine::ForwardingTables& tables) {
+void Gateway::refreshLiveState(const engine::ForwardingTables& tables) {
   const engine::ForwardingTables* t = &tables;
   port_link_.clear();
   for (const auto& p : ports_) {
@@ -523,6 +523,39 @@ void Gateway::refreshLineHealth(const engine::ForwardingTables& tables) {
       spdlog::info("line {}/{}: {}", l.peer, l.name, up ? "up" : "down");
     }
     dataplane_->setLineUp(l.slot, up);
+    const uint16_t mtu = dataplane_->linePathMtu(l.slot);
+    if (mtu == 0 || mtu > l.mtu) {
+      dataplane_->setLinePathMtu(l.slot, l.mtu);
+    }
+  }
+  refreshMss(tables);
+}
+
+// The MSS clamp of each tunnel from its peer's mss-clamp and the current
+// path MTU of its lines (the lowest: a flow may move to any of them).
+void Gateway::refreshMss(const engine::ForwardingTables& t) {
+  for (const auto& tu : t.tunnels) {
+    const config::PeerConfig* peer = config_->findPeer(t.peer_names[tu.peer]);
+    uint16_t mss4 = 0, mss6 = 0;
+    if (peer && peer->mss_clamp.mode != config::MssClamp::Mode::kOff) {
+      unsigned inner = 65535;
+      for (unsigned i = 0; i < tu.n_lines; ++i) {
+        const engine::LineEntry& l = t.lines[tu.lines[i]];
+        const unsigned mtu =
+            dataplane_->linePathMtu(l.slot) ? dataplane_->linePathMtu(l.slot) : l.mtu;
+        const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation) - 14;
+        inner = std::min(inner, mtu > overhead ? mtu - overhead : 0u);
+      }
+      unsigned m4 = inner > 40 ? inner - 40 : 0, m6 = inner > 60 ? inner - 60 : 0;
+      if (peer->mss_clamp.mode == config::MssClamp::Mode::kFixed) {
+        m4 = std::min<unsigned>(m4, peer->mss_clamp.value);
+        m6 = std::min<unsigned>(m6, peer->mss_clamp.value - 20u);
+      }
+      // Never below what every TCP must accept (RFC 9293 / RFC 8200).
+      mss4 = static_cast<uint16_t>(std::max(m4, 536u));
+      mss6 = static_cast<uint16_t>(std::max(m6, 1220u));
+    }
+    dataplane_->setTunnelMss(tu.slot, mss4, mss6);
   }
 }
 
@@ -731,7 +764,7 @@ ReloadOutcome Gateway::reload() {
       return !p || std::none_of(p->lines.begin(), p->lines.end(),
                                 [&](const auto& l) { return l.name == key.substr(slash + 1); });
     });
-    refreshLineHealth(**tables);
+    refreshLiveState(**tables);
     dataplane_->publish(std::move(*tables));
     // Kernel sides of new ports (their TAPs join the tables in a second step).
     setUpKernelSides();

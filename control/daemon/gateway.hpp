@@ -93,7 +93,8 @@ class Gateway {
                                     const std::map<std::string, engine::OpenPort>& ports);
   nlohmann::json fastPathStatus() const;
   nlohmann::json xdpCounters() const;
-  void refreshLineHealth(const engine::ForwardingTables& tables);
+  void refreshLiveState(const engine::ForwardingTables& tables);
+  void refreshMss(const engine::ForwardingTables& tables);
   uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
 
   std::string path_;

@@ -772,7 +772,7 @@ class Bench {
   uint64_t bursts_;
   size_t big_n_;
   unsigned pool_size_ = 0;
-  engine::LineHealth health_;
+  engine::LiveState health_;
   engine::TablesBuilder builder_;
   BigRoutes big_;
   std::vector<Ip4> dsts_;

@@ -289,6 +289,7 @@ void Dataplane::resetLineSlot(uint16_t slot) {
   CountersSnapshot now = counters();
   rebase(baseline_->line_tx[slot], now.line_tx[slot]);
   rebase(baseline_->line_rx[slot], now.line_rx[slot]);
+  health_.path_mtu[slot].store(0, std::memory_order_relaxed);  // the new line's configured MTU
 }
 
 void Dataplane::resetTunnelSlot(uint16_t slot) {

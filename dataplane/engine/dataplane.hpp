@@ -67,6 +67,22 @@ class Dataplane {
 
   void setLineUp(uint16_t slot, bool up) { health_.up[slot].store(up, std::memory_order_relaxed); }
   bool lineUp(uint16_t slot) const { return health_.up[slot].load(std::memory_order_relaxed); }
+  void setLinePathMtu(uint16_t slot, uint16_t mtu) {
+    health_.path_mtu[slot].store(mtu, std::memory_order_relaxed);
+  }
+  uint16_t linePathMtu(uint16_t slot) const {
+    return health_.path_mtu[slot].load(std::memory_order_relaxed);
+  }
+  void setTunnelMss(uint16_t slot, uint16_t mss4, uint16_t mss6) {
+    health_.mss4[slot].store(mss4, std::memory_order_relaxed);
+    health_.mss6[slot].store(mss6, std::memory_order_relaxed);
+  }
+  uint16_t tunnelMss4(uint16_t slot) const {
+    return health_.mss4[slot].load(std::memory_order_relaxed);
+  }
+  uint16_t tunnelMss6(uint16_t slot) const {
+    return health_.mss6[slot].load(std::memory_order_relaxed);
+  }
   // Counters of slots that a new line or tunnel took over start from zero.
   void resetLineSlot(uint16_t slot);
   void resetTunnelSlot(uint16_t slot);
@@ -86,7 +102,7 @@ class Dataplane {
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::atomic<ForwardingTables*> current_{nullptr};
   std::atomic<bool> stop_{false};
-  LineHealth health_;
+  LiveState health_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // Counter values at the time a slot was (re)assigned.
   std::unique_ptr<CountersSnapshot> baseline_;

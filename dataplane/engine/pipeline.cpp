@@ -92,7 +92,7 @@ uint32_t flowHash6(const proto::Ipv6Header* ip, const uint8_t* l4, size_t l4_len
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
-                   const LineHealth* health, rte_ring* misses)
+                   const LiveState* health, rte_ring* misses)
     : tx_queue_(tx_queue), pool_(pool), counters_(counters), health_(health), misses_(misses) {
   for (auto& b : tx_) {
     b = static_cast<rte_eth_dev_tx_buffer*>(

@@ -24,10 +24,17 @@ struct rte_ring;
 
 namespace mcgw::engine {
 
-// Line health as the control plane sets it (link state now, BFD later),
-// indexed by line slot.  Workers read it per packet.
-struct LineHealth {
+// What the control plane changes between table publications and workers
+// read per packet (relaxed): line health (link state now, BFD later) and the
+// path MTU by line slot; the MSS clamp by tunnel slot.
+struct LiveState {
   std::array<std::atomic<bool>, kMaxLines> up{};
+  // The line's current underlay path MTU (configured, then learned from
+  // ICMP or probes); 0 = the table's configured line MTU.
+  std::array<std::atomic<uint16_t>, kMaxLines> path_mtu{};
+  // The largest MSS a SYN through the tunnel may carry, IPv4 and IPv6
+  // inner; 0 = no clamping.
+  std::array<std::atomic<uint16_t>, kMaxTunnels> mss4{}, mss6{};
 };
 
 inline constexpr uint16_t kBurst = 32;
@@ -51,7 +58,7 @@ class Pipeline {
  public:
   // tx_queue: the TX queue this worker owns on every port.
   // misses: where unresolved neighbours are reported (may be null).
-  Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters, const LineHealth* health,
+  Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters, const LiveState* health,
            rte_ring* misses = nullptr);
   ~Pipeline();  // frees whatever is still buffered
   Pipeline(const Pipeline&) = delete;
@@ -95,7 +102,7 @@ class Pipeline {
   uint16_t tx_queue_;
   rte_mempool* pool_;
   WorkerCounters* counters_;
-  const LineHealth* health_;
+  const LiveState* health_;
   std::array<rte_eth_dev_tx_buffer*, kMaxPorts> tx_{};
   uint32_t pending_mask_ = 0;  // ports whose buffer holds packets
   rte_ring* misses_ = nullptr;

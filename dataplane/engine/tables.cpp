@@ -316,6 +316,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       te.n_lines = static_cast<uint8_t>(line_indexes.size());
       std::copy(line_indexes.begin(), line_indexes.end(), te.lines.begin());
       te.inner_dst = toMac(peer.inner_mac);
+      te.mss_insert = peer.mss_insert;
       te.name = key;
       const auto idx = static_cast<uint16_t>(t->tunnels.size());
       tunnel_of[{pi, ti}] = idx;

@@ -76,6 +76,7 @@ struct TunnelEntry {
   uint16_t tenant = 0;
   uint32_t vni = 0;
   bool ecmp = false;
+  bool mss_insert = false;  // add an MSS option to SYNs without one
   uint8_t n_lines = 0;
   std::array<uint16_t, kMaxLinesPerPeer> lines{};  // indexes into lines, in preference order
   Mac inner_dst{};
