@@ -557,7 +557,10 @@ void Gateway::refreshMss(const engine::ForwardingTables& t) {
         const engine::LineEntry& l = t.lines[tu.lines[i]];
         const unsigned mtu =
             dataplane_->linePathMtu(l.slot) ? dataplane_->linePathMtu(l.slot) : l.mtu;
-        const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation) - 14;
+        // The outer IP packet carries the inner Ethernet header as well:
+        // tunnelOverhead's 14 outer Ethernet bytes stand for it (1500 over
+        // VXLAN/IPv4: inner IP 1450, MSS 1410).
+        const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
         inner = std::min(inner, mtu > overhead ? mtu - overhead : 0u);
       }
       unsigned m4 = inner > 40 ? inner - 40 : 0, m6 = inner > 60 ? inner - 60 : 0;
