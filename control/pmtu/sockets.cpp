@@ -140,6 +140,9 @@ void IcmpListener::handle(const IcmpTooBig& icmp, const std::vector<LineAddresse
 
 void IcmpListener::receive(int fd, const std::vector<LineAddresses>& lines, uint16_t probe_port,
                            std::vector<Event>& out) {
+  if (fd < 0 || (fd != v4_.get() && fd != v6_.get())) {
+    return;  // not ours (a prober's socket)
+  }
   std::array<std::byte, 2048> buf;
   for (int i = 0; i < 256; ++i) {  // bounded: the control loop has other work
     sockaddr_storage from{};
