@@ -354,7 +354,8 @@ std::vector<BrokenCase> brokenCases() {
       // --- path MTU
       {"ProbePortIsTheVxlanPort",
        edited({{"logging:\n", "path-mtu:\n  probe-port: 4789\nlogging:\n"}}), 64, 15,
-       "must not be a tunnel port", "/mcgw:path-mtu/probe-port"},
+       "expected an integer in 1..4788 or 4792..6080 or 6082..65535, found \"4789\"",
+       "/mcgw:path-mtu/probe-port"},
       {"ProbeTimeoutNotShorterThanInterval",
        edited({{"logging:\n",
                 "path-mtu:\n  probe-interval: 2\n  probe-timeout-ms: 2000\nlogging:\n"}}),
