@@ -50,6 +50,8 @@ void parseQuoted(proto::Bytes q, bool v6, IcmpTooBig& out) {
     out.quoted_src = address(ip->src, false);
     out.quoted_dst = address(ip->dst, false);
     out.quoted_dport = udp->dst_port.get();
+    out.quoted_sport = udp->src_port.get();
+    out.quoted_length = ip->total_length.get();
   } else {
     const auto* ip = proto::headerAt<proto::Ipv6Header>(q);
     if (!ip || ip->version() != 6 ||
@@ -65,6 +67,8 @@ void parseQuoted(proto::Bytes q, bool v6, IcmpTooBig& out) {
     out.quoted_src = address(ip->src, true);
     out.quoted_dst = address(ip->dst, true);
     out.quoted_dport = udp->dst_port.get();
+    out.quoted_sport = udp->src_port.get();
+    out.quoted_length = sizeof(proto::Ipv6Header) + ip->payload_length.get();
   }
   out.verdict = IcmpVerdict::kTooBig;
 }
@@ -147,9 +151,16 @@ const LineAddresses* matchLine(const IcmpTooBig& icmp, const std::vector<LineAdd
   if (icmp.verdict != IcmpVerdict::kTooBig) {
     return nullptr;
   }
+  // The quoted packet must be one that did not fit the reported MTU (a
+  // forged report quoting a small packet is ignored), and a tunnel packet
+  // must carry one of the fast path's UDP source ports (49152-65535).
+  if (icmp.mtu != 0 && icmp.quoted_length <= icmp.mtu) {
+    return nullptr;
+  }
   for (const auto& l : lines) {
     if (l.local == icmp.quoted_src && l.remote == icmp.quoted_dst &&
-        (icmp.quoted_dport == l.tunnel_port || icmp.quoted_dport == probe_port)) {
+        ((icmp.quoted_dport == l.tunnel_port && icmp.quoted_sport >= 49152) ||
+         icmp.quoted_dport == probe_port)) {
       return &l;
     }
   }

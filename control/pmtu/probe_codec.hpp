@@ -57,6 +57,8 @@ struct IcmpTooBig {
   config::IpAddress quoted_src;  // the quoted (our outer) packet
   config::IpAddress quoted_dst;
   uint16_t quoted_dport = 0;
+  uint16_t quoted_sport = 0;
+  uint32_t quoted_length = 0;  // the quoted packet's IP length (the one that did not fit)
 };
 
 // What a raw IPPROTO_ICMP socket reads: the IPv4 header, then the ICMP message.

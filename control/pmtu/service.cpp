@@ -25,7 +25,9 @@ void PathMtuService::configure(const config::PathMtuConfig& c,
     lines_.push_back(a);
   }
   tracker_.setLines(specs, now);
-  prober_.configure(c.probe ? endpoints : std::vector<Prober::Endpoint>{}, c.probe_port);
+  // The responder answers peers' probes even when this gateway does not
+  // probe (the tracker then asks for none).
+  prober_.configure(endpoints, c.probe_port);
 }
 
 std::vector<int> PathMtuService::fds() const {

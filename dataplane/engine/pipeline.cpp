@@ -670,7 +670,8 @@ bool Pipeline::take(TokenBucket& b, uint64_t now, uint64_t rate, uint64_t burst)
   const uint64_t earned = elapsed * rate / tsc_hz_;
   if (earned > 0) {
     b.tokens = std::min(burst, b.tokens + earned);
-    b.last_tsc = now;
+    // Keep the remainder of the interval: the rate stays exact.
+    b.last_tsc = now - b.last_tsc >= tsc_hz_ ? now : b.last_tsc + earned * tsc_hz_ / rate;
   }
   if (b.tokens == 0) {
     return false;

@@ -143,16 +143,19 @@ MssVerdict clampMss(uint8_t* ip, size_t* len, size_t capacity, bool v6, uint16_t
   }
   // The new option goes first, before any EOL: everything behind it moves 4
   // bytes (two whole words, so their checksum sum is unchanged).
+  // Its value never exceeds what the sender's silence meant (536 / 1220,
+  // RFC 9293 3.7.1): an inserted option only ever lowers, as Linux's TCPMSS.
+  const uint16_t inserted = std::min<uint16_t>(max_mss, v6 ? 1220 : 536);
   uint8_t* options = t + sizeof(TcpHeader);
   std::memmove(options + kMssOptionLength, options, n - tcp_at - sizeof(TcpHeader));
   options[0] = kTcpOptMss;
   options[1] = kMssOptionLength;
-  store16(options + 2, max_mss);
+  store16(options + 2, inserted);
   const uint16_t old_offset_word = load16(t + 12);
   t[12] = static_cast<uint8_t>(t[12] + (kMssOptionLength / 4 << 4));
   checksum = checksumUpdate16(checksum, old_offset_word, load16(t + 12));
   checksum = checksumUpdate16(checksum, 0, kTcpOptMss << 8 | kMssOptionLength);
-  checksum = checksumUpdate16(checksum, 0, max_mss);
+  checksum = checksumUpdate16(checksum, 0, inserted);
   // The pseudo-header's TCP length (< 65536 here: the upper 16 bits of the
   // IPv6 32-bit length stay 0).
   checksum = checksumUpdate16(checksum, static_cast<uint16_t>(segment),

@@ -22,7 +22,7 @@ namespace mcgw::proto {
   X(kClamped, "clamped")            /* an MSS option above max_mss was lowered */ \
   X(kAlreadyBelow, "already-below") /* every MSS option was <= max_mss */         \
   X(kNoOption, "no-option")         /* a SYN without MSS option, none inserted */ \
-  X(kInserted, "inserted")          /* an MSS option of max_mss was inserted */   \
+  X(kInserted, "inserted")          /* an MSS option was inserted */              \
   X(kMalformed, "malformed")        /* a (claimed) TCP SYN that does not parse: kept */
 
 enum class MssVerdict : uint8_t {
@@ -74,7 +74,8 @@ inline bool mayBeTcpSyn(const uint8_t* ip, size_t len, bool v6) {
 // length in the buffer (the IP length field may be shorter: Ethernet
 // padding); capacity: bytes writable from ip (>= *len), room for an insert.
 //
-// insert: a SYN without MSS option gets one (value max_mss), placed first
+// insert: a SYN without MSS option gets one (value min(max_mss, 536 / 1220):
+// never more than the sender's silence meant, RFC 9293 3.7.1), placed first
 // among the options, if the TCP header has room (data offset <= 56 bytes
 // after), capacity allows, the IP length stays <= 65535 and the packet is not
 // a fragment (an IPv4 first fragment or an IPv6 fragment with offset 0 may be

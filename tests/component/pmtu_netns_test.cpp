@@ -156,7 +156,9 @@ TEST_F(PmtuNetns, RouterIcmpLowersTheLine) {
   a.configure(
       c, {line("b/v4", "100.64.1.1", "100.64.3.1"), line("b/v6", "fd00:64:1::1", "fd00:64:3::1")},
       Clock::now());
+  // Tunnel packets come from the fast path's source ports (49152-65535).
   auto sendBig = [](const char* local, const char* remote, uint16_t dport, size_t size) {
+    const uint16_t sport = dport == 4789 ? 50000 : 0;
     const auto l = ip(local), r = ip(remote);
     const bool v6 = l.family == config::Family::V6;
     const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
@@ -172,6 +174,7 @@ TEST_F(PmtuNetns, RouterIcmpLowersTheLine) {
       std::memcpy(&s->sin6_addr, l.bytes.data(), 16);
       std::memcpy(&d->sin6_addr, r.bytes.data(), 16);
       d->sin6_port = htons(dport);
+      s->sin6_port = htons(sport);
       len = sizeof(sockaddr_in6);
     } else {
       auto* s = reinterpret_cast<sockaddr_in*>(&src);
@@ -180,6 +183,7 @@ TEST_F(PmtuNetns, RouterIcmpLowersTheLine) {
       std::memcpy(&s->sin_addr, l.bytes.data(), 4);
       std::memcpy(&d->sin_addr, r.bytes.data(), 4);
       d->sin_port = htons(dport);
+      s->sin_port = htons(sport);
       len = sizeof(sockaddr_in);
     }
     ::bind(fd, reinterpret_cast<sockaddr*>(&src), len);

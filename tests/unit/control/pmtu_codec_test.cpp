@@ -103,6 +103,29 @@ TEST(IcmpParse, FragNeeded) {
   EXPECT_EQ(matchLine(parseIcmp4(fragNeeded(4789, 1400)), lines, 4788), nullptr);
 }
 
+// Forged reports: a quoted packet that fit the reported MTU, or a tunnel
+// packet from a source port the fast path never uses, lowers nothing.
+TEST(IcmpParse, ForgedReportsAreNotMatched) {
+  std::vector<LineAddresses> lines{{"b/line1", ip("100.64.1.1"), ip("100.64.3.1"), 4789}};
+  IcmpTooBig r = parseIcmp4(fragNeeded(4789, 1400));
+  EXPECT_EQ(r.quoted_length, 1500u);
+  EXPECT_EQ(r.quoted_sport, 0xc738);
+  EXPECT_NE(matchLine(r, lines, 4788), nullptr);
+  // The quoted packet (1500) fit an MTU of 1500 / 1600: not why it was dropped.
+  EXPECT_EQ(matchLine(parseIcmp4(fragNeeded(4789, 1500)), lines, 4788), nullptr);
+  EXPECT_EQ(matchLine(parseIcmp4(fragNeeded(4789, 1600)), lines, 4788), nullptr);
+  // A report of 0 (pre-RFC 1191 router) says nothing to check the length against.
+  EXPECT_NE(matchLine(parseIcmp4(fragNeeded(4789, 0)), lines, 4788), nullptr);
+  // Tunnel packets leave from UDP ports 49152-65535.
+  auto low = fragNeeded(4789, 1400);
+  low[48] = std::byte{0x80};  // source port 0x8038 = 32824
+  EXPECT_EQ(matchLine(parseIcmp4(low), lines, 4788), nullptr);
+  // Probes leave from the kernel's ephemeral ports: any source port.
+  auto probe = fragNeeded(4788, 1400);
+  probe[48] = std::byte{0x80};
+  EXPECT_NE(matchLine(parseIcmp4(probe), lines, 4788), nullptr);
+}
+
 TEST(IcmpParse, OtherMessagesAndBrokenQuotes) {
   auto pkt = fragNeeded(4789, 1400);
   pkt[21] = std::byte{1};  // host unreachable

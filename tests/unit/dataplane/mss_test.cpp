@@ -308,14 +308,14 @@ using V = MssVerdict;
 TEST(mss, Ipv4Table) {
   const std::vector<Case> cases = {
       {"no MSS, insert off", syn4(""), 1410, false, 64, V::kNoOption, kSame},
-      {"no MSS, insert on", syn4(""), 1410, true, 64, V::kInserted, "02 04 05 82"},
+      {"no MSS, insert on", syn4(""), 1410, true, 64, V::kInserted, "02 04 02 18"},
       {"no MSS with SACK-permitted, TS, WS, insert on", syn4(cat({kSackOk, kTs, "01", kWs})), 1410,
-       true, 64, V::kInserted, cat({"02 04 05 82", kSackOk, kTs, "01", kWs})},
+       true, 64, V::kInserted, cat({"02 04 02 18", kSackOk, kTs, "01", kWs})},
       {"no MSS, insert on, TFO data moves along",
        syn4("22 0a 01 02 03 04 05 06 07 08 01 01").withPayload("de ad be ef 42"), 1410, true, 64,
-       V::kInserted, "02 04 05 82 22 0a 01 02 03 04 05 06 07 08 01 01"},
+       V::kInserted, "02 04 02 18 22 0a 01 02 03 04 05 06 07 08 01 01"},
       {"no MSS, insert on, exactly the room needed", syn4(""), 1410, true, 4, V::kInserted,
-       "02 04 05 82"},
+       "02 04 02 18"},
       {"no MSS, insert on, capacity 3 short", syn4(""), 1410, true, 3, V::kNoOption, kSame},
       {"no MSS, insert on, data offset 60: no room", syn4("04 02 " + nops(38)), 1410, true, 64,
        V::kNoOption, kSame},
@@ -323,7 +323,7 @@ TEST(mss, Ipv4Table) {
        kSame},
       {"EOL before MSS, insert on: the new option goes before the EOL",
        syn4("00 00 00 00 02 04 05 b4"), 1410, true, 64, V::kInserted,
-       "02 04 05 82 00 00 00 00 02 04 05 b4"},
+       "02 04 02 18 00 00 00 00 02 04 05 b4"},
       {"MSS 536 already below", syn4("02 04 02 18"), 1410, true, 64, V::kAlreadyBelow, kSame},
       {"MSS equal to the clamp", syn4("02 04 05 82"), 1410, false, 64, V::kAlreadyBelow, kSame},
       {"MSS 1460 -> 1410", syn4("02 04 05 b4"), 1410, false, 64, V::kClamped, "02 04 05 82"},
@@ -386,7 +386,7 @@ TEST(mss, Ipv4Table) {
       {"first fragment (MF), DF clear: no insert", syn4("").withFrag(0x2000), 1410, true, 64,
        V::kNoOption, kSame},
       {"DF set, not a fragment: insert", syn4("").withFrag(0x4000), 1410, true, 64, V::kInserted,
-       "02 04 05 82"},
+       "02 04 02 18"},
       {"later fragment with SYN-looking bytes", syn4("02 04 05 b4").withFrag(0x2000 | 185), 1410,
        true, 64, V::kNone, kSame},
       {"last fragment", syn4("02 04 05 b4").withFrag(1), 1410, true, 64, V::kNone, kSame},
@@ -394,7 +394,7 @@ TEST(mss, Ipv4Table) {
       {"IHL 6 (router alert)", syn4("01 02 04 05 b4").withIpOptions("94 04 00 00"), 1410, true, 64,
        V::kClamped, "01 02 04 05 82"},
       {"IHL 15, insert", syn4("").withIpOptions(nops(39) + "00"), 1410, true, 64, V::kInserted,
-       "02 04 05 82"},
+       "02 04 02 18"},
       {"IHL 15, clamp",
        syn4(cat({kTs, "01 01 02 04 05 b4"}))
            .withIpOptions("01 01 01 00 " + std::string(36 * 2, '0')),
@@ -423,7 +423,7 @@ TEST(mss, Ipv6Table) {
       {"MSS 1220 already below", syn6("02 04 04 c4"), 1390, true, 64, V::kAlreadyBelow, kSame},
       {"no MSS, insert off", syn6(kSackOk), 1390, false, 64, V::kNoOption, kSame},
       {"no MSS, insert on", syn6(kSackOk).withPayload("aa bb cc"), 1390, true, 64, V::kInserted,
-       cat({"02 04 05 6e", kSackOk})},
+       cat({"02 04 04 c4", kSackOk})},
       {"behind hop-by-hop", syn6("02 04 05 b4").withExt({kHopByHop}), 1390, false, 64, V::kClamped,
        "02 04 05 6e"},
       {"behind hop-by-hop, routing, destination options",
@@ -431,13 +431,13 @@ TEST(mss, Ipv6Table) {
        V::kClamped, "01 01 01 02 04 05 6e"},
       {"behind hop-by-hop, routing, destination options: insert",
        syn6("").withExt({kHopByHop, kRouting, kDestOpts}), 1390, true, 64, V::kInserted,
-       "02 04 05 6e"},
+       "02 04 04 c4"},
       {"first fragment: clamped", syn6("02 04 05 b4").withExt({kHopByHop, kFirstFragment}), 1390,
        true, 64, V::kClamped, "02 04 05 6e"},
       {"first fragment: no insert", syn6("").withExt({kFirstFragment}), 1390, true, 64,
        V::kNoOption, kSame},
       {"atomic fragment: insert", syn6("").withExt({kAtomicFragment}), 1390, true, 64, V::kInserted,
-       "02 04 05 6e"},
+       "02 04 04 c4"},
       {"later fragment", syn6("02 04 05 b4").withExt({kLaterFragment}), 1390, true, 64, V::kNone,
        kSame},
       {"malformed option behind extension headers",
@@ -464,7 +464,7 @@ TEST(mss, InsertUpToSixtyBytes) {
   size_t len = p.size() - 4;
   ASSERT_EQ(clampMss(p.data(), &len, p.size(), false, 1400, true), MssVerdict::kInserted);
   EXPECT_EQ(p[20 + 12] >> 4, 15);
-  EXPECT_EQ(toHex(p), toHex(build(s.withOptions("02 04 05 78 04 02" + nops(34)))));
+  EXPECT_EQ(toHex(p), toHex(build(s.withOptions("02 04 02 18 04 02" + nops(34)))));
 }
 
 // Ethernet padding after the IP packet: moved along with the insert, and
@@ -478,7 +478,7 @@ TEST(mss, InsertWithTrailingPadding) {
   p.resize(p.size() + 4);
   ASSERT_EQ(clampMss(p.data(), &len, p.size(), false, 1400, true), MssVerdict::kInserted);
   EXPECT_EQ(len, ip_len + 6 + 4);
-  Packet want = build(s.withOptions("02 04 05 78"));
+  Packet want = build(s.withOptions("02 04 02 18"));
   want.insert(want.end(), {0, 0, 0, 0, 0, 0});
   EXPECT_EQ(toHex(p), toHex(want));
 }
