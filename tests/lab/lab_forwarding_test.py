@@ -8,7 +8,8 @@ variant per run (so each ctest entry stays short):
 No static neighbour anywhere: the gateways' kernel sides (the af_xdp
 interface with mcgw's XDP program, or a TAP for af_packet) answer ARP/ND,
 and mcgwd resolves hosts and next hops through the kernel's neighbour table.
-The hosts' MTU is 1400 (Options.host_mtu: until PMTU/MSS clamping lands).
+The hosts' MTU is 1500: the gateways clamp the TCP MSS (issue 5; tested in
+lab_pmtu_test.py).
 
 1. ICMP echo A <-> B (IPv4, IPv6) through two mcgwd, and A <-> C, where C is
    a Linux VXLAN device (interop); some sent with DSCP 46 (TOS 0xb8).
