@@ -174,8 +174,20 @@ std::string renderCounters(json c) {
       o << line;
     }
   }
-  o << "\nICMP errors sent " << u(c["icmp"], "sent") << ", suppressed "
-    << u(c["icmp"], "suppressed") << "\n";
+  o << "\nICMP errors sent " << u(c["icmp"], "sent") << " (time exceeded "
+    << u(c["icmp"], "time_exceeded") << ", frag-needed " << u(c["icmp"], "frag_needed")
+    << ", packet too big " << u(c["icmp"], "packet_too_big") << "), not sent: rate limit "
+    << u(c["icmp"], "rate_limited") << ", not allowed " << u(c["icmp"], "not_allowed")
+    << ", no source/buffer " << u(c["icmp"], "suppressed") << "\n";
+  if (c.contains("mss")) {
+    o << "MSS clamp: " << u(c["mss"], "clamped") << " clamped, " << u(c["mss"], "already_below")
+      << " already below, " << u(c["mss"], "no_option") << " without option, "
+      << u(c["mss"], "inserted") << " inserted, " << u(c["mss"], "malformed") << " malformed\n";
+  }
+  if (c.contains("fragmentation")) {
+    o << "Fragmented: " << u(c["fragmentation"], "packets") << " packets into "
+      << u(c["fragmentation"], "fragments") << " fragments\n";
+  }
   if (c.contains("kernel")) {
     o << "Kernel path: " << u(c["kernel"], "to_kernel_packets") << " packets to the kernel, "
       << u(c["kernel"], "from_kernel_packets") << " from it\n";

@@ -228,10 +228,9 @@ CountersSnapshot Dataplane::counters() const {
     add(s.wan_tx, c.wan_tx);
     add(s.to_kernel, c.to_kernel);
     add(s.from_kernel, c.from_kernel);
-    s.held += c.held.get();
-    s.neighbor_misses += c.neighbor_misses.get();
-    s.icmp_sent += c.icmp_sent.get();
-    s.icmp_suppressed += c.icmp_suppressed.get();
+#define MCGW_SUM_COUNTER(name, what) s.name += c.name.get();
+    MCGW_EVENT_COUNTERS(MCGW_SUM_COUNTER)
+#undef MCGW_SUM_COUNTER
     WorkerStatus ws;
     ws.index = w->index;
     ws.lcore = w->lcore;

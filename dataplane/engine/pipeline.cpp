@@ -16,6 +16,7 @@
 #include "dataplane/proto/icmp.hpp"
 #include "dataplane/proto/ipv4.hpp"
 #include "dataplane/proto/ipv6.hpp"
+#include "dataplane/proto/mss.hpp"
 #include "dataplane/proto/tcp.hpp"
 #include "dataplane/proto/tunnel.hpp"
 
@@ -24,12 +25,19 @@ namespace mcgw::engine {
 namespace {
 
 using proto::Bytes;
+using proto::IcmpErrorKind;
 using proto::MutableBytes;
 
 constexpr size_t kEth = 14;
-// ICMP errors: at most kIcmpRate per second per worker, bursts of kIcmpBurst.
+// ICMP errors: at most kIcmpRate per second per worker, bursts of
+// kIcmpBurst; to one source at most kIcmpSourceRate, bursts of
+// kIcmpSourceBurst.
 constexpr uint64_t kIcmpRate = 1000;
 constexpr uint64_t kIcmpBurst = 100;
+constexpr uint64_t kIcmpSourceRate = 100;
+constexpr uint64_t kIcmpSourceBurst = 20;
+// A packet needing more fragments than this is dropped (too-big).
+constexpr size_t kMaxFragments = 64;
 
 // The decapsulation lookups over one snapshot.  `tenant` answers with the
 // tunnel index (which names the tenant); the matched VTEP's line is kept.
@@ -103,8 +111,8 @@ Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counter
     }
   }
   tsc_hz_ = rte_get_tsc_hz();
-  icmp_tokens_ = kIcmpBurst;
-  icmp_last_tsc_ = rte_rdtsc();
+  icmp_worker_.tokens = kIcmpBurst;
+  icmp_worker_.last_tsc = rte_rdtsc();
 }
 
 Pipeline::~Pipeline() {
@@ -227,6 +235,7 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
     drop(m, DropReason::kNOT_IP);
     return;
   }
+  clampSyn(m, tunnel);  // the other direction's SYN-ACK (or SYN) from the peer's side
   forward(t, m, tunnel.tenant, port, Origin::kTunnel);
 }
 
@@ -261,7 +270,8 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       return;
     }
     if (ip->ttl <= 1 && !originated) {
-      timeExceeded(t, m, tenant, rx_port);
+      icmpError(t, m, IcmpErrorKind::kTimeExceeded, 0, tenant, rx_port, origin);
+      drop(m, DropReason::kTTL_EXPIRED);
       return;
     }
     nh_index = t.tenants[tenant].fib->find4(dst);
@@ -297,7 +307,8 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       return;
     }
     if (ip->hop_limit <= 1 && !originated) {
-      timeExceeded(t, m, tenant, rx_port);
+      icmpError(t, m, IcmpErrorKind::kTimeExceeded, 0, tenant, rx_port, origin);
+      drop(m, DropReason::kTTL_EXPIRED);
       return;
     }
     nh_index = t.tenants[tenant].fib->find6(dst);
@@ -323,32 +334,137 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
         flow_hash = flowHash6(reinterpret_cast<const Ipv6Header*>(l3), l3 + sizeof(Ipv6Header),
                               l3_len - sizeof(Ipv6Header));
       }
-      encapsulate(t, m, t.tunnels[nh.tunnel], flow_hash);
-    }
+      encapsulate(t, m, t.tunnels[nh.tunnel], flow_hash, tenant, rx_port, origin);
       return;
-    case NextHop::Kind::kGateway:
-      if (!nh.resolved) {
-        drop(m, DropReason::kNO_NEIGHBOR);  // the kernel resolves configured next hops
-        return;
-      }
-      std::memcpy(data, nh.mac.data(), 6);
-      break;
-    case NextHop::Kind::kConnected: {
-      Mac mac;
-      if (!t.neighbor(nh.port, v6, dst, &mac)) {
-        hold(t, m, nh.port, v6, dst);
-        return;
-      }
-      std::memcpy(data, mac.data(), 6);
-      break;
     }
+    case NextHop::Kind::kGateway:
+    case NextHop::Kind::kConnected:
+      break;
+  }
+  const uint16_t mtu = t.ports[nh.port].mtu;
+  if (l3_len > mtu) {
+    tooBig(t, m, mtu, tenant, rx_port, origin, [&](rte_mbuf* f) { toLan(t, f, nh, v6); });
+    return;
+  }
+  toLan(t, m, nh, v6);
+}
+
+void Pipeline::toLan(const ForwardingTables& t, rte_mbuf* m, const NextHop& nh, bool v6) {
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  if (nh.kind == NextHop::Kind::kGateway) {
+    if (!nh.resolved) {
+      drop(m, DropReason::kNO_NEIGHBOR);  // the kernel resolves configured next hops
+      return;
+    }
+    std::memcpy(data, nh.mac.data(), 6);
+  } else {
+    const uint8_t* dst = data + kEth + (v6 ? 24 : 16);
+    Mac mac;
+    if (!t.neighbor(nh.port, v6, dst, &mac)) {
+      hold(t, m, nh.port, v6, dst);
+      return;
+    }
+    std::memcpy(data, mac.data(), 6);
   }
   std::memcpy(data + 6, t.ports[nh.port].mac.data(), 6);
-  if (m->data_len - kEth > t.ports[nh.port].mtu) {  // ICMP for it: issue 5 (PMTU)
+  transmit(t, nh.port, m);
+}
+
+template <typename Emit>
+void Pipeline::tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint16_t tenant,
+                      uint16_t rx_port, Origin origin, Emit&& emit) {
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
+  const proto::Bytes packet(reinterpret_cast<const std::byte*>(data + kEth), m->data_len - kEth);
+  const bool df = v6 || (data[kEth + 6] & 0x40);
+  if (df) {
+    // IPv6 links carry at least 1280 (RFC 8200 5): a lower tunnel MTU is
+    // reported as 1280 and such packets stay too big.
+    icmpError(t, m, IcmpErrorKind::kTooBig, v6 ? std::max<uint32_t>(mtu, 1280) : mtu, tenant,
+              rx_port, origin);
     drop(m, DropReason::kTOO_BIG);
     return;
   }
-  transmit(t, nh.port, m);
+  // IPv4 without DF: fragmented here, all fragments or none.
+  const size_t n = proto::ipv4FragmentCount(packet, mtu);
+  std::array<rte_mbuf*, kMaxFragments> frags;
+  if (n == 0 || n > kMaxFragments) {
+    drop(m, DropReason::kTOO_BIG);
+    return;
+  }
+  if (rte_pktmbuf_alloc_bulk(pool_, frags.data(), static_cast<unsigned>(n)) != 0) {
+    drop(m, DropReason::kNO_BUFFER);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    rte_mbuf* f = frags[i];
+    auto* out = rte_pktmbuf_mtod(f, uint8_t*);
+    const size_t room = rte_pktmbuf_tailroom(f);
+    const size_t len =
+        room > kEth ? proto::writeIpv4Fragment(
+                          packet, mtu, i,
+                          proto::MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth))
+                    : 0;
+    if (len == 0) {
+      rte_pktmbuf_free_bulk(frags.data(), static_cast<unsigned>(n));
+      drop(m, DropReason::kTOO_BIG);
+      return;
+    }
+    std::memcpy(out, data, kEth);
+    rte_pktmbuf_append(f, static_cast<uint16_t>(kEth + len));
+    f->port = m->port;
+  }
+  counters_->fragmented.add();
+  counters_->fragments.add(n);
+  rte_pktmbuf_free(m);
+  for (size_t i = 0; i < n; ++i) {
+    emit(frags[i]);
+  }
+}
+
+// TCP SYN and SYN-ACK through a tunnel: the MSS option lowered to the
+// tunnel's clamp (0: off).  Other packets pay the inline pre-check only.
+void Pipeline::clampSyn(rte_mbuf* m, const TunnelEntry& tunnel) {
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  uint8_t* ip = data + kEth;
+  size_t len = m->data_len - kEth;
+  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
+  if (!proto::mayBeTcpSyn(ip, len, v6)) {
+    return;
+  }
+  const uint16_t mss =
+      (v6 ? health_->mss6 : health_->mss4)[tunnel.slot].load(std::memory_order_relaxed);
+  if (mss == 0) {
+    return;
+  }
+  // The IP packet without any Ethernet padding behind it.
+  const size_t ip_len = v6 ? 40u + (ip[4] << 8 | ip[5]) : static_cast<size_t>(ip[2] << 8 | ip[3]);
+  if (ip_len < len) {
+    rte_pktmbuf_trim(m, static_cast<uint16_t>(len - ip_len));
+    len = ip_len;
+  }
+  size_t new_len = len;
+  switch (proto::clampMss(ip, &new_len, len + rte_pktmbuf_tailroom(m), v6, mss,
+                          tunnel.mss_insert)) {
+    case proto::MssVerdict::kNone:
+      break;
+    case proto::MssVerdict::kClamped:
+      counters_->mss_clamped.add();
+      break;
+    case proto::MssVerdict::kAlreadyBelow:
+      counters_->mss_below.add();
+      break;
+    case proto::MssVerdict::kNoOption:
+      counters_->mss_no_option.add();
+      break;
+    case proto::MssVerdict::kInserted:
+      rte_pktmbuf_append(m, static_cast<uint16_t>(new_len - len));
+      counters_->mss_inserted.add();
+      break;
+    case proto::MssVerdict::kMalformed:
+      counters_->mss_malformed.add();
+      break;
+  }
 }
 
 // A packet for the kernel: to the port's TAP when it has one, else dropped
@@ -437,7 +553,10 @@ void Pipeline::retryHeld(const ForwardingTables& t) {
 }
 
 void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
-                           uint32_t flow_hash) {
+                           uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin) {
+  if (origin != Origin::kGateway) {
+    clampSyn(m, tunnel);
+  }
   // The line.  active-backup: the first usable one.  ECMP: the flow's own
   // line (hash over all lines) while it is usable, so flows on lines that
   // stay up never move; the flows of a line that is not usable are spread
@@ -471,14 +590,25 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
     chosen = &t.lines[healthy[n == 1 ? 0 : (flow_hash >> 16) % n]];
   }
   const LineEntry& line = *chosen;
-  const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
-  const size_t inner_len = m->data_len;
-  // The outer IP packet must fit the line's MTU: the gateway never
-  // fragments outer packets (RFC 7348 4.3).
-  if (inner_len + overhead - kEth > line.mtu) {
-    drop(m, DropReason::kTOO_BIG);
+  // The outer IP packet must fit the line's path MTU: the gateway never
+  // fragments outer packets (RFC 7348 4.3).  The inner packet is
+  // fragmented (IPv4 without DF) or answered with ICMP instead.
+  const size_t outer = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation) - kEth;
+  const uint16_t path_mtu = health_->path_mtu[line.slot].load(std::memory_order_relaxed);
+  const size_t mtu = path_mtu ? path_mtu : line.mtu;
+  if (m->data_len + outer > mtu) {
+    const uint32_t inner_mtu = mtu > outer + kEth ? static_cast<uint32_t>(mtu - outer - kEth) : 0;
+    tooBig(t, m, inner_mtu, tenant, rx_port, origin,
+           [&](rte_mbuf* f) { encapsulateOn(t, f, tunnel, line, flow_hash); });
     return;
   }
+  encapsulateOn(t, m, tunnel, line, flow_hash);
+}
+
+void Pipeline::encapsulateOn(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
+                             const LineEntry& line, uint32_t flow_hash) {
+  const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
+  const size_t inner_len = m->data_len;
   auto* inner = rte_pktmbuf_mtod(m, uint8_t*);
   std::memcpy(inner, tunnel.inner_dst.data(), 6);
   std::memcpy(inner + 6, line.header.src_mac, 6);
@@ -533,135 +663,101 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   transmit(t, line.port, m);
 }
 
-bool Pipeline::icmpAllowed() {
-  const uint64_t now = rte_rdtsc();
+bool Pipeline::take(TokenBucket& b, uint64_t now, uint64_t rate, uint64_t burst) {
   // At most a second's worth: no overflow after a long quiet time.
-  const uint64_t elapsed = std::min(now - icmp_last_tsc_, tsc_hz_);
-  const uint64_t earned = elapsed * kIcmpRate / tsc_hz_;
+  const uint64_t elapsed = std::min(now - b.last_tsc, tsc_hz_);
+  const uint64_t earned = elapsed * rate / tsc_hz_;
   if (earned > 0) {
-    icmp_tokens_ = std::min(kIcmpBurst, icmp_tokens_ + earned);
-    icmp_last_tsc_ = now;
+    b.tokens = std::min(burst, b.tokens + earned);
+    b.last_tsc = now;
   }
-  if (icmp_tokens_ == 0) {
+  if (b.tokens == 0) {
     return false;
   }
-  --icmp_tokens_;
+  --b.tokens;
   return true;
 }
 
-// ICMP time exceeded (RFC 792 / RFC 4443 §3.3) for an expired packet, sent
-// from the tenant's LAN address and routed like any packet.  The expired
-// packet itself is dropped and counted.  Never in answer to an ICMP error, a
-// later fragment or a multicast source.
-void Pipeline::timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant,
-                            uint16_t rx_port) {
+bool Pipeline::icmpAllowed(bool v6, const uint8_t* source) {
+  const uint64_t now = rte_rdtsc();
+  const uint32_t key = rte_hash_crc(source, v6 ? 16 : 4, v6);
+  TokenBucket& b = icmp_sources_[key % kIcmpSources];
+  if (b.key != key || b.last_tsc == 0) {
+    b = TokenBucket{kIcmpSourceBurst, now, key};
+  }
+  return take(b, now, kIcmpSourceRate, kIcmpSourceBurst) &&
+         take(icmp_worker_, now, kIcmpRate, kIcmpBurst);
+}
+
+// ICMP errors (time exceeded, frag-needed, Packet Too Big) about a packet
+// the gateway drops: from the gateway's address on the side it arrived from
+// (the LAN port's, or for a packet out of a tunnel the tenant's first LAN
+// address: routable back to the sender), quoting the packet as the sender
+// sent it, routed like any packet.  Never about an ICMP error, a later
+// fragment or a multicast / broadcast packet (proto::mayAnswer); per-source
+// and per-worker token buckets.
+void Pipeline::icmpError(const ForwardingTables& t, const rte_mbuf* m, proto::IcmpErrorKind kind,
+                         uint32_t mtu, uint16_t tenant, uint16_t rx_port, Origin origin) {
   using namespace proto;
   const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
   const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  const uint8_t* ip_bytes = data + kEth;
-  const size_t ip_len = m->data_len - kEth;
-  const TenantEntry& te = t.tenants[tenant];
-  // From the address of the port the packet arrived on (a LAN port), else
-  // the tenant's first LAN address: routable back to the sender.
-  const PortEntry& rx = t.ports[rx_port];
-  const auto* source4 = rx.lan && rx.icmp_source4 ? &*rx.icmp_source4
-                        : te.icmp_source4         ? &*te.icmp_source4
-                                                  : nullptr;
-  const auto* source6 = rx.lan && rx.icmp_source6 ? &*rx.icmp_source6
-                        : te.icmp_source6         ? &*te.icmp_source6
-                                                  : nullptr;
-  bool answer = true;
-  if (!v6) {
-    const auto* ip = reinterpret_cast<const Ipv4Header*>(ip_bytes);
-    const size_t hl = ip->headerLength();
-    // Never for a later fragment, a multicast, "this network" or loopback
-    // source (RFC 1812 4.3.2.7), nor an ICMP error.
-    if (ip->fragmentOffset() != 0 || ip->src[0] >= 224 || ip->src[0] == 0 || ip->src[0] == 127 ||
-        !source4) {
-      answer = false;
-    } else if (ip->protocol == kIpProtoIcmp) {
-      answer = ip_len > hl && !isIcmpError(ip_bytes[hl]);
-    }
-  } else {
-    const auto* ip = reinterpret_cast<const Ipv6Header*>(ip_bytes);
-    static constexpr uint8_t kUnspecified[16] = {};
-    static constexpr uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    // RFC 4443 2.4 (e): never for an ICMPv6 error (behind any extension
-    // headers), a multicast, unspecified or loopback source; nor for a
-    // later fragment.
-    const Ipv6Packet p6 = parseIpv6(Bytes(reinterpret_cast<const std::byte*>(ip_bytes), ip_len));
-    if (ip->src[0] == 0xff || std::memcmp(ip->src, kUnspecified, 16) == 0 ||
-        std::memcmp(ip->src, kLoopback, 16) == 0 || !source6 || !p6.ip.ok() || !p6.first_fragment) {
-      answer = false;
-    } else if (p6.upper_protocol == kIpProtoIpv6Icmp) {
-      answer = !p6.upper.empty() && !isIcmp6Error(static_cast<uint8_t>(p6.upper[0]));
-    }
-  }
-  rte_mbuf* e = nullptr;
-  if (answer && icmpAllowed()) {
-    e = rte_pktmbuf_alloc(pool_);
-  }
-  if (!e) {
-    counters_->icmp_suppressed.add();
-    drop(m, DropReason::kTTL_EXPIRED);
+  const Bytes packet(reinterpret_cast<const std::byte*>(data + kEth), m->data_len - kEth);
+  if (origin == Origin::kGateway || !mayAnswer(packet, v6)) {
+    counters_->icmp_not_allowed.add();
     return;
   }
-  // As much of the packet as fits in 576 (IPv4, RFC 1812 4.3.2.3) or 1280
-  // (IPv6, RFC 4443 2.4) bytes.
-  const size_t ip_header = v6 ? sizeof(Ipv6Header) : sizeof(Ipv4Header);
-  const size_t limit = (v6 ? 1280 : 576) - ip_header - sizeof(IcmpHeader);
-  const size_t quote = std::min(
-      {ip_len, limit,
-       static_cast<size_t>(rte_pktmbuf_tailroom(e)) - kEth - ip_header - sizeof(IcmpHeader)});
-  const size_t total = kEth + ip_header + sizeof(IcmpHeader) + quote;
-  auto* out = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(e, static_cast<uint16_t>(total)));
-  if (!out) {
+  const TenantEntry& te = t.tenants[tenant];
+  const PortEntry& rx = t.ports[rx_port];
+  const uint8_t* source = nullptr;
+  if (!v6) {
+    source = rx.lan && rx.icmp_source4 ? rx.icmp_source4->data()
+             : te.icmp_source4         ? te.icmp_source4->data()
+                                       : nullptr;
+  } else {
+    source = rx.lan && rx.icmp_source6 ? rx.icmp_source6->data()
+             : te.icmp_source6         ? te.icmp_source6->data()
+                                       : nullptr;
+  }
+  if (!source) {
+    counters_->icmp_suppressed.add();
+    return;
+  }
+  const uint8_t* sender = data + kEth + (v6 ? 8 : 12);
+  if (!icmpAllowed(v6, sender)) {
+    counters_->icmp_rate_limited.add();
+    return;
+  }
+  rte_mbuf* e = rte_pktmbuf_alloc(pool_);
+  if (!e) {
+    counters_->icmp_suppressed.add();
+    return;
+  }
+  auto* out = rte_pktmbuf_mtod(e, uint8_t*);
+  const size_t room = rte_pktmbuf_tailroom(e);
+  // The TTL the sender set: forwarding decremented it before the packet
+  // turned out too big (not before time exceeded).
+  const uint8_t ttl_restore = kind == IcmpErrorKind::kTooBig ? 1 : 0;
+  const size_t len =
+      room > kEth ? buildIcmpError(MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth),
+                                   packet, v6, kind, mtu, source, ttl_restore)
+                  : 0;
+  if (len == 0) {
     rte_pktmbuf_free(e);
     counters_->icmp_suppressed.add();
-    drop(m, DropReason::kTTL_EXPIRED);
     return;
   }
   std::memcpy(out, data + 6, 6);  // rewritten when forwarded
   std::memcpy(out + 6, data, 6);
   out[12] = data[12];
   out[13] = data[13];
-  auto* icmp = reinterpret_cast<IcmpHeader*>(out + kEth + ip_header);
-  std::memcpy(reinterpret_cast<uint8_t*>(icmp) + sizeof(IcmpHeader), ip_bytes, quote);
-  icmp->code = 0;
-  icmp->rest.set(0);
-  icmp->checksum.set(0);
-  const uint16_t icmp_len = static_cast<uint16_t>(sizeof(IcmpHeader) + quote);
-  const Bytes icmp_bytes(reinterpret_cast<const std::byte*>(icmp), icmp_len);
-  if (!v6) {
-    const auto* orig = reinterpret_cast<const Ipv4Header*>(ip_bytes);
-    auto* ip = reinterpret_cast<Ipv4Header*>(out + kEth);
-    *ip = Ipv4Header{};
-    ip->version_ihl = 0x45;
-    ip->total_length.set(static_cast<uint16_t>(ip_header + icmp_len));
-    ip->ttl = 64;
-    ip->protocol = kIpProtoIcmp;
-    std::memcpy(ip->src, source4->data(), 4);
-    std::memcpy(ip->dst, orig->src, 4);
-    ip->checksum.set(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), ip_header)));
-    icmp->type = kIcmpTimeExceeded;
-    icmp->checksum.set(internetChecksum(icmp_bytes));
-  } else {
-    const auto* orig = reinterpret_cast<const Ipv6Header*>(ip_bytes);
-    auto* ip = reinterpret_cast<Ipv6Header*>(out + kEth);
-    *ip = Ipv6Header{};
-    ip->ver_tc_flow.set(6u << 28);
-    ip->payload_length.set(icmp_len);
-    ip->next_header = kIpProtoIpv6Icmp;
-    ip->hop_limit = 64;
-    std::memcpy(ip->src, source6->data(), 16);
-    std::memcpy(ip->dst, orig->src, 16);
-    icmp->type = kIcmp6TimeExceeded;
-    icmp->checksum.set(
-        internetChecksum(icmp_bytes, pseudoHeaderV6(ip->src, ip->dst, kIpProtoIpv6Icmp, icmp_len)));
-  }
+  rte_pktmbuf_append(e, static_cast<uint16_t>(kEth + len));
   e->port = rx_port;
-  drop(m, DropReason::kTTL_EXPIRED);
   counters_->icmp_sent.add();
+  if (kind == IcmpErrorKind::kTimeExceeded) {
+    counters_->icmp_time_exceeded.add();
+  } else {
+    (v6 ? counters_->icmp_packet_too_big : counters_->icmp_frag_needed).add();
+  }
   forward(t, e, tenant, rx_port, Origin::kGateway);
 }
 

@@ -16,6 +16,7 @@
 
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/engine/tables.hpp"
+#include "dataplane/proto/icmp_error.hpp"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -90,14 +91,36 @@ class Pipeline {
   void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
                Origin origin = Origin::kPort);
   void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
-                   uint32_t flow_hash);
-  void timeExceeded(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port);
+                   uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin);
+  void encapsulateOn(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
+                     const LineEntry& line, uint32_t flow_hash);
+  // Towards a LAN next hop: the neighbour's MAC, then TX (or held).
+  void toLan(const ForwardingTables& t, rte_mbuf* m, const NextHop& nh, bool v6);
+  // An IP packet larger than `mtu` (an IP MTU) on its way out: IPv4 without
+  // DF is fragmented and every fragment handed to emit(rte_mbuf*); anything
+  // else is dropped (too-big) with ICMP frag-needed / Packet Too Big.
+  template <typename Emit>
+  void tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint16_t tenant,
+              uint16_t rx_port, Origin origin, Emit&& emit);
+  // Sends an ICMP error about m (which the caller then drops) from the
+  // gateway's address on the side m arrived from, if the rules and the rate
+  // limits allow.
+  void icmpError(const ForwardingTables& t, const rte_mbuf* m, proto::IcmpErrorKind kind,
+                 uint32_t mtu, uint16_t tenant, uint16_t rx_port, Origin origin);
+  // Clamps the MSS of a SYN / SYN-ACK through tunnel (both directions).
+  void clampSyn(rte_mbuf* m, const TunnelEntry& tunnel);
   void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
   void drop(rte_mbuf* m, DropReason why);
   void toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m, DropReason otherwise);
   void hold(const ForwardingTables& t, rte_mbuf* m, uint16_t port, bool v6, const uint8_t* address);
   void localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_port, Origin origin);
-  bool icmpAllowed();
+  struct TokenBucket {
+    uint64_t tokens = 0;
+    uint64_t last_tsc = 0;
+    uint32_t key = 0;  // per-source buckets: the source's hash
+  };
+  bool take(TokenBucket& b, uint64_t now, uint64_t rate, uint64_t burst);
+  bool icmpAllowed(bool v6, const uint8_t* source);
 
   uint16_t tx_queue_;
   rte_mempool* pool_;
@@ -116,9 +139,12 @@ class Pipeline {
   };
   std::array<Held, kHoldPackets> held_{};
   unsigned n_held_ = 0;
-  // ICMP error token bucket (per worker): tokens refill at kIcmpRate per second.
-  uint64_t icmp_tokens_ = 0;
-  uint64_t icmp_last_tsc_ = 0;
+  // ICMP error token buckets: one per worker, and per source address of
+  // the offending packet (hashed into kIcmpSources buckets; a bucket taken
+  // over by another source starts full).
+  static constexpr size_t kIcmpSources = 256;
+  TokenBucket icmp_worker_;
+  std::array<TokenBucket, kIcmpSources> icmp_sources_{};
   uint64_t tsc_hz_ = 0;
 };
 

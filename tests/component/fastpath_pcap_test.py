@@ -41,11 +41,15 @@ from scapy.all import (  # noqa: E402
     UDP,
     Ether,
     IPv6,
+    TCP,
     IPv6ExtHdrFragment,
+    ICMPv6PacketTooBig,
     ICMPv6TimeExceeded,
+    defragment,
     NoPayload,
     Raw,
     checksum,
+    in4_chksum,
     in6_chksum,
     load_contrib,
 )
@@ -1089,11 +1093,191 @@ class FastPathPcapTest(FastPathTestCase):
                 o.inner, expired_inner, False, eth_dst=vx4.dst_mac, eth_src=WAN0_MAC)
             self.check_encap(back[0], None, vx4, vx4.lines[0], "ICMP into the tunnel",
                              exp_inner=exp_inner)
-        self.assertEqual(run.counters["icmp"], {"sent": 3, "suppressed": 0})
-        self.assertEqual(len(run.out["lan0"]), 2)
+        # The four too-big packets (DF / IPv6) are answered with frag-needed / PTB.
+        self.assertEqual(run.counters["icmp"],
+                         {"sent": 7, "time_exceeded": 3, "frag_needed": 2, "packet_too_big": 2,
+                          "rate_limited": 0, "not_allowed": 0, "suppressed": 0})
+        self.assertEqual(len(run.out["lan0"]), 6)
         self.assertEqual(len(run.out["wan0"]), len(expect_wan) + 1)
         self.assert_drops(run, {"too-big": 4, "ttl-expired": 3, "no-neighbor": 1, "local": 2,
                                 "malformed": 1})
+
+
+
+def tcp_syn(dst, tag, options, flags="S", v6=None, src=None, sport=40100, dport=443, ack=0):
+    """A TCP segment (SYN unless flags say otherwise) from the LAN host."""
+    v6 = ":" in dst if v6 is None else v6
+    ip = (IPv6(src=src or HOST6, dst=dst, hlim=64) if v6 else
+          IP(src=src or HOST4, dst=dst, ttl=64, id=0x5151, flags="DF"))
+    return Ether(dst=LAN_MAC, src=HOST_MAC) / ip / TCP(
+        sport=sport, dport=dport, flags=flags, seq=1000, ack=ack, window=64240,
+        options=options) / Raw(marker(tag))
+
+
+def tcp_mss(inner_frame):
+    """The MSS option's value of a frame's TCP header, or None."""
+    for name, value in Ether(bytes(inner_frame))[TCP].options:
+        if name == "MSS":
+            return value
+    return None
+
+
+def tcp_checksum_ok(frame):
+    p = Ether(bytes(frame))
+    declared = p[TCP].chksum
+    ip = p[IPv6] if IPv6 in p else p[IP]
+    tcp = bytes(p[TCP])
+    zeroed = tcp[:16] + b"\0\0" + tcp[18:]
+    if IPv6 in p:
+        computed = in6_chksum(socket.IPPROTO_TCP, ip, zeroed)
+    else:
+        computed = in4_chksum(socket.IPPROTO_TCP, ip, zeroed)
+    return declared == computed
+
+
+class PathMtuPcapTest(FastPathTestCase):
+    """Issue 5 in the fast path: MSS clamping, too-big packets (ICMP,
+    fragmentation), ICMP rate limits."""
+
+    def test_9_mss_clamp(self):
+        vx4, vx6, gn4 = PEERS["vx4"], PEERS["vx6"], PEERS["gn4"]
+        full = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1, 0)), ("NOP", None),
+                ("WScale", 7)]
+        lan, expect = [], []
+        # (peer, inner IP version, expected MSS): 1500 − overhead − IP − TCP.
+        for peer, v6, mss in ((vx4, False, 1410), (vx4, True, 1390), (gn4, False, 1402),
+                              (gn4, True, 1382), (vx6, False, 1390), (vx6, True, 1370)):
+            tag = "syn-%s-%s" % (peer.name, "v6" if v6 else "v4")
+            lan.append(tcp_syn(peer.host(v6), tag, full, v6=v6))
+            expect.append((tag, peer, mss))
+        # The MSS value at an odd offset (after one NOP), in a SYN-ACK.
+        lan.append(tcp_syn(vx4.host(False), "synack-odd", [("NOP", None), ("MSS", 8960)],
+                           flags="SA", ack=77))
+        expect.append(("synack-odd", vx4, 1410))
+        # Already below, no option, not a SYN, malformed options: unchanged.
+        unchanged = [
+            ("below", tcp_syn(vx4.host(False), "below", [("MSS", 536)])),
+            ("nooption", tcp_syn(vx4.host(False), "nooption", [("WScale", 7)])),
+            ("ack", tcp_syn(vx4.host(False), "ack", [("MSS", 1460)], flags="A", ack=5)),
+        ]
+        # (Malformed options: tests/unit/dataplane/mss_*; tshark would flag
+        # them in the output capture.)
+        lan += [f for _, f in unchanged]
+        # The other direction: a SYN-ACK out of the tunnel towards the LAN host.
+        synack = (Ether(dst=DEFAULT_INNER_MAC, src="02:00:00:00:0d:0d") /
+                  IP(src=vx4.host(False), dst=HOST4, ttl=64, flags="DF") /
+                  TCP(sport=443, dport=40100, flags="SA", seq=9, ack=1001,
+                      options=[("MSS", 1460), ("SAckOK", b"")]) / Raw(marker("decap-synack")))
+        wan = [tunnel_packet(vx4.lines[0], "vxlan", synack)]
+        run = self.run_gateway("mss", {"lan0": lan, "wan0": wan})
+
+        for tag, peer, mss in expect:
+            with self.subTest(tag=tag):
+                o = Outer(self.one(run.out["wan0"], tag, tag))
+                self.assertEqual(tcp_mss(o.inner), mss, "%s: MSS in the tunnel" % tag)
+                self.assertTrue(tcp_checksum_ok(o.inner), "%s: TCP checksum" % tag)
+        for tag, f in unchanged:
+            with self.subTest(tag=tag):
+                o = Outer(self.one(run.out["wan0"], tag, tag))
+                exp = expected_routed(f, vx4.dst_mac, WAN0_MAC)
+                self.assertEqual(bytes(exp)[14:], o.inner[14:], "%s: inner packet unchanged" % tag)
+        with self.subTest(tag="decap-synack"):
+            out = Ether(self.one(run.out["lan0"], "decap-synack", "decap-synack"))
+            self.assertEqual(tcp_mss(out), 1410)
+            self.assertTrue(tcp_checksum_ok(out))
+        self.assertEqual(run.counters["mss"], {"clamped": 8, "already_below": 1, "no_option": 1,
+                                               "inserted": 0, "malformed": 0})
+        self.assert_drops(run, {})
+
+    def test_10_too_big(self):
+        vx4, gn6 = PEERS["vx4"], PEERS["gn6"]
+
+        def sized(peer, ip_len, tag, v6, df=True, src=None):
+            head = 40 + 8 if v6 else 20 + 8
+            m = marker(tag)
+            f = lan_packet(peer.host(v6), tag, src=src,
+                           payload=m + bytes(range(256)) * 6)
+            f[Raw].load = f[Raw].load[:ip_len - head]
+            if not v6 and not df:
+                f[IP].flags = 0
+            return Ether(bytes(f))
+
+        lan = []
+        big4 = sized(vx4, 1451, "big4-df", False)
+        big6 = sized(vx4, 1451, "big6", True)
+        big6_gn6 = sized(gn6, 1431, "big6-gn6", True)  # Geneve over IPv6: inner MTU 1422
+        nodf = sized(vx4, 1500, "big4-nodf", False, df=False)
+        nodf_gn6 = sized(gn6, 1500, "big4-nodf-gn6", False, df=False)
+        lan += [big4, big6, big6_gn6, nodf, nodf_gn6]
+        # An ICMP error that is too big: dropped, never answered.
+        icmp_err = Ether(dst=LAN_MAC, src=HOST_MAC) / IP(src=HOST4, dst=vx4.host(False),
+                                                          flags="DF") / ICMP(type=3, code=1) / \
+            Raw(bytes(IP(src=vx4.host(False), dst=HOST4) / UDP()) + b"e" * 1400)
+        lan.append(icmp_err)
+        # Rate limit per source: 30 more too-big packets from one sender.
+        flood = [sized(vx4, 1451, "flood-%d" % i, False) for i in range(30)]
+        lan += flood
+        run = self.run_gateway("toobig", {"lan0": lan})
+
+        icmp4 = [Ether(f) for f in run.out["lan0"] if ICMP in Ether(f)]
+        icmp6 = [Ether(f) for f in run.out["lan0"] if ICMPv6PacketTooBig in Ether(f)]
+        with self.subTest(case="frag-needed"):
+            first = icmp4[0]
+            self.assertEqual((first[ICMP].type, first[ICMP].code), (3, 4))
+            self.assertEqual(first[ICMP].nexthopmtu, 1450)
+            self.assertEqual((first[IP].src, first[IP].dst), (LAN4, HOST4))
+            self.assertEqual(first[Ether].dst, HOST_MAC)
+            self.assertEqual(checksum(bytes(first[ICMP])), 0, "ICMP checksum")
+            self.assertTrue(ipv4_checksum_ok(bytes(first[IP])[:20]))
+            # The quote: the packet as the host sent it (TTL 64), 548 bytes.
+            self.assertEqual(bytes(first[ICMP].payload), bytes(big4)[14:14 + 548])
+        with self.subTest(case="packet too big"):
+            self.assertEqual(len(icmp6), 2)
+            by_mtu = sorted(p[ICMPv6PacketTooBig].mtu for p in icmp6)
+            self.assertEqual(by_mtu, [1422, 1450])
+            for p in icmp6:
+                self.assertEqual((p[IPv6].src, p[IPv6].dst), (LAN6, HOST6))
+                self.assertEqual(len(p) - 14, 1280, "the PTB fills 1280 bytes")
+                quoted = bytes(p[ICMPv6PacketTooBig].payload)
+                sent = bytes(big6 if p[ICMPv6PacketTooBig].mtu == 1450 else big6_gn6)[14:]
+                self.assertEqual(quoted, sent[:len(quoted)], "quote as sent (hop limit 64)")
+                zeroed = bytes(p[ICMPv6PacketTooBig])
+                zeroed = zeroed[:2] + b"\0\0" + zeroed[4:]
+                self.assertEqual(p[ICMPv6PacketTooBig].cksum,
+                                 in6_chksum(58, p[IPv6], zeroed), "ICMPv6 checksum")
+        for tag, f, peer, mtu in (("big4-nodf", nodf, vx4, 1450),
+                                  ("big4-nodf-gn6", nodf_gn6, gn6, 1422)):
+            with self.subTest(case=tag):
+                outs = [Outer(r) for r in run.out["wan0"]
+                        if IP in Ether(Outer(r).inner) and Ether(Outer(r).inner)[IP].id == 0x4242
+                        and Outer(r).ip.dst == peer.lines[0].remote
+                        and Ether(Outer(r).inner)[IP].len + 0 > 0
+                        and (Ether(Outer(r).inner)[IP].flags.MF or Ether(Outer(r).inner)[IP].frag)]
+                self.assertEqual(len(outs), 2, "%s: two fragments in the tunnel" % tag)
+                for o in outs:
+                    self.assertLessEqual(len(o.raw) - 14, 1500, "outer packet fits 1500")
+                    inner = Ether(o.inner)
+                    self.assertLessEqual(inner[IP].len, mtu)
+                    self.assertTrue(ipv4_checksum_ok(o.inner[14:34]), "fragment header checksum")
+                    if not o.v6:
+                        self.assertTrue(o.ip.flags.DF and not o.ip.flags.MF and o.ip.frag == 0,
+                                        "the outer packet is not a fragment")
+                whole = defragment([Ether(o.inner)[IP] for o in outs])
+                self.assertEqual(len(whole), 1)
+                exp = expected_routed(f, peer.dst_mac, PORT_MACS[peer.lines[0].port])
+                self.assertEqual(bytes(whole[0])[20:], bytes(exp)[34:], "reassembled payload")
+                self.assertEqual(whole[0].ttl, 63)
+        with self.subTest(case="rate limit per source"):
+            flood_icmp = len(icmp4) - 1
+            c = run.counters["icmp"]
+            self.assertGreaterEqual(flood_icmp, 19)  # the bucket holds 20 (one went to big4)
+            self.assertLessEqual(flood_icmp, 24)
+            self.assertEqual(c["rate_limited"], 30 - flood_icmp)
+            self.assertEqual(c["not_allowed"], 1, "the too-big ICMP error is not answered")
+            self.assertEqual(c["frag_needed"], len(icmp4))
+            self.assertEqual(c["packet_too_big"], 2)
+        self.assertEqual(run.counters["fragmentation"], {"packets": 2, "fragments": 4})
+        self.assert_drops(run, {"too-big": 3 + 1 + 30})
 
 
 def main():
