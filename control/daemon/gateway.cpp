@@ -543,7 +543,7 @@ void Gateway::refreshMss(const engine::ForwardingTables& t) {
         const engine::LineEntry& l = t.lines[tu.lines[i]];
         const unsigned mtu =
             dataplane_->linePathMtu(l.slot) ? dataplane_->linePathMtu(l.slot) : l.mtu;
-        const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation) - 14;
+        const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
         inner = std::min(inner, mtu > overhead ? mtu - overhead : 0u);
       }
       unsigned m4 = inner > 40 ? inner - 40 : 0, m6 = inner > 60 ? inner - 60 : 0;

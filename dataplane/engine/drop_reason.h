@@ -18,7 +18,7 @@
   X(NO_ROUTE, "no-route", "no route in the tenant's table")                                      \
   X(NO_TUNNEL, "no-tunnel", "route to a peer without a usable line")                             \
   X(TTL_EXPIRED, "ttl-expired", "TTL or hop limit reached zero")                                 \
-  X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable (DF or IPv6: ICMP sent)")\
+  X(TOO_BIG, "too-big", "larger than the path MTU and not fragmentable (DF or IPv6: ICMP sent)") \
   X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                                      \
   X(TX_FULL, "tx-full", "the transmit queue was full")                                           \
   X(NOT_IP, "not-ip", "not an untagged IPv4/IPv6 frame (ARP, LLDP, VLAN): not forwarded")        \

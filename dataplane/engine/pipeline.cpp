@@ -401,10 +401,11 @@ void Pipeline::tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint
     auto* out = rte_pktmbuf_mtod(f, uint8_t*);
     const size_t room = rte_pktmbuf_tailroom(f);
     const size_t len =
-        room > kEth ? proto::writeIpv4Fragment(
-                          packet, mtu, i,
-                          proto::MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth))
-                    : 0;
+        room > kEth
+            ? proto::writeIpv4Fragment(
+                  packet, mtu, i,
+                  proto::MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth))
+            : 0;
     if (len == 0) {
       rte_pktmbuf_free_bulk(frags.data(), static_cast<unsigned>(n));
       drop(m, DropReason::kTOO_BIG);
@@ -444,8 +445,8 @@ void Pipeline::clampSyn(rte_mbuf* m, const TunnelEntry& tunnel) {
     len = ip_len;
   }
   size_t new_len = len;
-  switch (proto::clampMss(ip, &new_len, len + rte_pktmbuf_tailroom(m), v6, mss,
-                          tunnel.mss_insert)) {
+  switch (
+      proto::clampMss(ip, &new_len, len + rte_pktmbuf_tailroom(m), v6, mss, tunnel.mss_insert)) {
     case proto::MssVerdict::kNone:
       break;
     case proto::MssVerdict::kClamped:
@@ -738,9 +739,10 @@ void Pipeline::icmpError(const ForwardingTables& t, const rte_mbuf* m, proto::Ic
   // turned out too big (not before time exceeded).
   const uint8_t ttl_restore = kind == IcmpErrorKind::kTooBig ? 1 : 0;
   const size_t len =
-      room > kEth ? buildIcmpError(MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth),
-                                   packet, v6, kind, mtu, source, ttl_restore)
-                  : 0;
+      room > kEth
+          ? buildIcmpError(MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth),
+                           packet, v6, kind, mtu, source, ttl_restore)
+          : 0;
   if (len == 0) {
     rte_pktmbuf_free(e);
     counters_->icmp_suppressed.add();

@@ -1,0 +1,632 @@
+// Byte-level tests of the ICMP error codec and IPv4 fragmentation
+// (dataplane/proto/icmp_error.hpp).  Checksums are checked by summing the
+// whole header / message again (a correct one sums to 0xffff).
+#include "dataplane/proto/icmp_error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/icmp.hpp"
+#include "dataplane/proto/ipv4.hpp"
+#include "dataplane/proto/ipv6.hpp"
+
+namespace mcgw::proto {
+namespace {
+
+using Packet = std::vector<uint8_t>;
+
+Bytes span(const Packet& p) {
+  return Bytes(reinterpret_cast<const std::byte*>(p.data()), p.size());
+}
+
+MutableBytes mspan(Packet& p) {
+  return MutableBytes(reinterpret_cast<std::byte*>(p.data()), p.size());
+}
+
+uint16_t be16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+
+uint32_t be32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
+         static_cast<uint32_t>(p[2]) << 8 | p[3];
+}
+
+bool ipv4HeaderChecksumOk(const uint8_t* ip) {
+  const size_t hl = static_cast<size_t>(ip[0] & 0x0f) * 4;
+  return internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), hl)) == 0;
+}
+
+struct V4 {
+  uint8_t src[4] = {10, 0, 0, 1};
+  uint8_t dst[4] = {10, 1, 0, 1};
+  uint8_t protocol = kIpProtoUdp;
+  uint8_t ttl = 63;
+  uint16_t frag_off = 0;  // flags | offset
+  uint16_t id = 0x1234;
+  Packet options;  // a multiple of 4 bytes
+};
+
+// An IPv4 packet of `total` bytes; the payload is a counting pattern
+// (the first byte of an ICMP payload set by the caller).
+Packet ipv4(const V4& v, size_t total) {
+  const size_t hl = 20 + v.options.size();
+  Packet p(total);
+  p[0] = static_cast<uint8_t>(0x40 | hl / 4);
+  p[2] = static_cast<uint8_t>(total >> 8);
+  p[3] = static_cast<uint8_t>(total);
+  p[4] = static_cast<uint8_t>(v.id >> 8);
+  p[5] = static_cast<uint8_t>(v.id);
+  p[6] = static_cast<uint8_t>(v.frag_off >> 8);
+  p[7] = static_cast<uint8_t>(v.frag_off);
+  p[8] = v.ttl;
+  p[9] = v.protocol;
+  std::memcpy(&p[12], v.src, 4);
+  std::memcpy(&p[16], v.dst, 4);
+  std::copy(v.options.begin(), v.options.end(), p.begin() + 20);
+  for (size_t i = hl; i < total; ++i) {
+    p[i] = static_cast<uint8_t>(i * 7 + 3);
+  }
+  const uint16_t c = internetChecksum(Bytes(reinterpret_cast<const std::byte*>(p.data()), hl));
+  p[10] = static_cast<uint8_t>(c >> 8);
+  p[11] = static_cast<uint8_t>(c);
+  return p;
+}
+
+struct V6 {
+  uint8_t src[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  uint8_t dst[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  uint8_t hop_limit = 63;
+  Packet ext;  // extension headers, the first one's type in next_header
+  uint8_t next_header = kIpProtoUdp;
+};
+
+Packet ipv6(const V6& v, size_t total) {
+  Packet p(total);
+  p[0] = 0x60;
+  const size_t payload = total - 40;
+  p[4] = static_cast<uint8_t>(payload >> 8);
+  p[5] = static_cast<uint8_t>(payload);
+  p[6] = v.next_header;
+  p[7] = v.hop_limit;
+  std::memcpy(&p[8], v.src, 16);
+  std::memcpy(&p[24], v.dst, 16);
+  for (size_t i = 40; i < total; ++i) {
+    p[i] = static_cast<uint8_t>(i * 5 + 1);
+  }
+  std::copy(v.ext.begin(), v.ext.end(), p.begin() + 40);
+  return p;
+}
+
+constexpr uint8_t kSource4[4] = {192, 0, 2, 1};
+constexpr uint8_t kSource6[16] = {0x20, 0x01, 0x0d, 0xb8, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9};
+
+// Checks the IPv4 error's headers and checksums; returns the quote.
+Packet checkIpv4Error(const Packet& out, size_t n, const Packet& offending) {
+  EXPECT_EQ(out[0], 0x45);
+  EXPECT_EQ(be16(&out[2]), n);
+  EXPECT_EQ(out[8], 64);
+  EXPECT_EQ(out[9], kIpProtoIcmp);
+  EXPECT_EQ(std::memcmp(&out[12], kSource4, 4), 0);
+  EXPECT_EQ(std::memcmp(&out[16], &offending[12], 4), 0);  // to the offending source
+  EXPECT_TRUE(ipv4HeaderChecksumOk(out.data()));
+  EXPECT_EQ(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(&out[20]), n - 20)), 0);
+  return Packet(out.begin() + 28, out.begin() + static_cast<long>(n));
+}
+
+Packet checkIpv6Error(const Packet& out, size_t n, const Packet& offending) {
+  EXPECT_EQ(out[0], 0x60);
+  EXPECT_EQ(be16(&out[4]), n - 40);
+  EXPECT_EQ(out[6], kIpProtoIpv6Icmp);
+  EXPECT_EQ(out[7], 64);
+  EXPECT_EQ(std::memcmp(&out[8], kSource6, 16), 0);
+  EXPECT_EQ(std::memcmp(&out[24], &offending[8], 16), 0);
+  const uint32_t pseudo =
+      pseudoHeaderV6(&out[8], &out[24], kIpProtoIpv6Icmp, static_cast<uint32_t>(n - 40));
+  EXPECT_EQ(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(&out[40]), n - 40), pseudo),
+            0);
+  return Packet(out.begin() + 48, out.begin() + static_cast<long>(n));
+}
+
+// --- ICMP errors ------------------------------------------------------------
+
+TEST(IcmpError, FragNeededIpv4QuotesTo576) {
+  V4 v;
+  v.frag_off = 0x4000;  // DF
+  const Packet p = ipv4(v, 1500);
+  Packet out(2048, 0xee);
+  const size_t n =
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTooBig, 1450, kSource4, 0);
+  ASSERT_EQ(n, 576u);
+  EXPECT_EQ(out[20], 3);  // destination unreachable
+  EXPECT_EQ(out[21], 4);  // fragmentation needed
+  EXPECT_EQ(be16(&out[24]), 0);
+  EXPECT_EQ(be16(&out[26]), 1450);
+  const Packet quote = checkIpv4Error(out, n, p);
+  ASSERT_EQ(quote.size(), 548u);
+  EXPECT_EQ(quote, Packet(p.begin(), p.begin() + 548));
+  EXPECT_EQ(out[576], 0xee);  // nothing written past the packet
+}
+
+TEST(IcmpError, FragNeededMtuIsLow16Bits) {
+  V4 v;
+  v.frag_off = 0x4000;
+  const Packet p = ipv4(v, 100);
+  Packet out(1500);
+  const size_t n =
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTooBig, 0x12345678, kSource4, 0);
+  ASSERT_EQ(n, 128u);
+  EXPECT_EQ(be32(&out[24]), 0x5678u);
+}
+
+TEST(IcmpError, PacketTooBigIpv6QuotesTo1280) {
+  V6 v;
+  const Packet p = ipv6(v, 1500);
+  Packet out(2048);
+  const size_t n =
+      buildIcmpError(mspan(out), span(p), true, IcmpErrorKind::kTooBig, 1400, kSource6, 0);
+  ASSERT_EQ(n, 1280u);
+  EXPECT_EQ(out[40], 2);  // Packet Too Big
+  EXPECT_EQ(out[41], 0);
+  EXPECT_EQ(be32(&out[44]), 1400u);
+  const Packet quote = checkIpv6Error(out, n, p);
+  ASSERT_EQ(quote.size(), 1232u);
+  EXPECT_EQ(quote, Packet(p.begin(), p.begin() + 1232));
+}
+
+TEST(IcmpError, TimeExceededIpv4WholeShortPacketWithoutPadding) {
+  V4 v;
+  const Packet p = ipv4(v, 46);
+  Packet padded = p;
+  padded.resize(60, 0);  // Ethernet minimum frame padding is not quoted
+  Packet out(1500);
+  const size_t n = buildIcmpError(mspan(out), span(padded), false, IcmpErrorKind::kTimeExceeded,
+                                  1450, kSource4, 0);
+  ASSERT_EQ(n, 28u + 46u);
+  EXPECT_EQ(out[20], 11);
+  EXPECT_EQ(out[21], 0);
+  EXPECT_EQ(be32(&out[24]), 0u);  // unused
+  EXPECT_EQ(checkIpv4Error(out, n, p), p);
+}
+
+TEST(IcmpError, TimeExceededIpv6) {
+  V6 v;
+  const Packet p = ipv6(v, 100);
+  Packet out(1500);
+  const size_t n =
+      buildIcmpError(mspan(out), span(p), true, IcmpErrorKind::kTimeExceeded, 1400, kSource6, 0);
+  ASSERT_EQ(n, 148u);
+  EXPECT_EQ(out[40], 3);
+  EXPECT_EQ(out[41], 0);
+  EXPECT_EQ(be32(&out[44]), 0u);
+  EXPECT_EQ(checkIpv6Error(out, n, p), p);
+}
+
+TEST(IcmpError, TtlRestoredInQuoteOnly) {
+  V4 v;
+  v.ttl = 0;  // decremented from 1
+  const Packet p = ipv4(v, 200);
+  const Packet before = p;
+  Packet out(1500);
+  const size_t n =
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTimeExceeded, 0, kSource4, 1);
+  ASSERT_EQ(n, 228u);
+  EXPECT_EQ(p, before);  // the offending packet is left alone
+  const Packet quote = checkIpv4Error(out, n, p);
+  EXPECT_EQ(quote[8], 1);
+  EXPECT_TRUE(ipv4HeaderChecksumOk(quote.data()));  // fixed incrementally
+  V4 sent = v;
+  sent.ttl = 1;
+  EXPECT_EQ(quote, ipv4(sent, 200));  // as the sender sent it
+
+  V6 v6;
+  v6.hop_limit = 0;
+  const Packet p6 = ipv6(v6, 90);
+  const size_t n6 =
+      buildIcmpError(mspan(out), span(p6), true, IcmpErrorKind::kTimeExceeded, 0, kSource6, 1);
+  ASSERT_EQ(n6, 138u);
+  const Packet quote6 = checkIpv6Error(out, n6, p6);
+  EXPECT_EQ(quote6[7], 1);
+  v6.hop_limit = 1;
+  EXPECT_EQ(quote6, ipv6(v6, 90));
+}
+
+TEST(IcmpError, OutTooSmall) {
+  V4 v;
+  const Packet p = ipv4(v, 1500);
+  // Headers (28) + the offending header (20) + 8 bytes.
+  Packet out(55);
+  EXPECT_EQ(
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTimeExceeded, 0, kSource4, 0), 0u);
+  out.resize(56);
+  const size_t n =
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTimeExceeded, 0, kSource4, 0);
+  ASSERT_EQ(n, 56u);
+  EXPECT_EQ(checkIpv4Error(out, n, p), Packet(p.begin(), p.begin() + 28));
+
+  // Options count in the least quote.
+  v.options = {1, 1, 1, 0};
+  const Packet with_options = ipv4(v, 1500);
+  out.assign(59, 0);
+  EXPECT_EQ(buildIcmpError(mspan(out), span(with_options), false, IcmpErrorKind::kTimeExceeded, 0,
+                           kSource4, 0),
+            0u);
+  out.resize(60);
+  EXPECT_EQ(buildIcmpError(mspan(out), span(with_options), false, IcmpErrorKind::kTimeExceeded, 0,
+                           kSource4, 0),
+            60u);
+
+  V6 v6;
+  const Packet p6 = ipv6(v6, 1500);
+  out.assign(95, 0);
+  EXPECT_EQ(buildIcmpError(mspan(out), span(p6), true, IcmpErrorKind::kTooBig, 1280, kSource6, 0),
+            0u);
+  out.resize(96);
+  EXPECT_EQ(buildIcmpError(mspan(out), span(p6), true, IcmpErrorKind::kTooBig, 1280, kSource6, 0),
+            96u);
+  // A packet shorter than header + 8 is quoted whole.
+  const Packet tiny = ipv6(v6, 44);
+  out.assign(48 + 44, 0);
+  EXPECT_EQ(buildIcmpError(mspan(out), span(tiny), true, IcmpErrorKind::kTooBig, 1280, kSource6, 0),
+            92u);
+}
+
+TEST(IcmpError, NotAnswerableOrNoSource) {
+  V4 v;
+  v.protocol = kIpProtoIcmp;
+  Packet p = ipv4(v, 100);
+  p[20] = kIcmpTimeExceeded;  // an error about an error
+  Packet out(1500);
+  EXPECT_EQ(
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTimeExceeded, 0, kSource4, 0), 0u);
+  p[20] = kIcmpEchoRequest;
+  EXPECT_EQ(buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTimeExceeded, 0, nullptr, 0),
+            0u);
+  EXPECT_EQ(
+      buildIcmpError(mspan(out), span(p), false, IcmpErrorKind::kTimeExceeded, 0, kSource4, 0),
+      128u);
+}
+
+// --- mayAnswer --------------------------------------------------------------
+
+TEST(IcmpMayAnswer, Ipv4) {
+  V4 udp;
+  EXPECT_TRUE(mayAnswer(span(ipv4(udp, 100)), false));
+
+  V4 icmp;
+  icmp.protocol = kIpProtoIcmp;
+  Packet p = ipv4(icmp, 100);
+  p[20] = kIcmpEchoRequest;
+  EXPECT_TRUE(mayAnswer(span(p), false));
+  p[20] = kIcmpEchoReply;
+  EXPECT_TRUE(mayAnswer(span(p), false));
+  for (uint8_t type : {3, 4, 5, 11, 12}) {
+    p[20] = type;
+    EXPECT_FALSE(mayAnswer(span(p), false)) << int(type);
+  }
+  EXPECT_FALSE(mayAnswer(span(ipv4(icmp, 20)), false));  // no ICMP type to read
+
+  V4 later = udp;
+  later.frag_off = 0x2000 | 185;  // MF, offset 1480
+  EXPECT_FALSE(mayAnswer(span(ipv4(later, 100)), false));
+  later.frag_off = 185;  // the last fragment
+  EXPECT_FALSE(mayAnswer(span(ipv4(later, 100)), false));
+  V4 first = udp;
+  first.frag_off = 0x2000;  // the first fragment
+  EXPECT_TRUE(mayAnswer(span(ipv4(first, 100)), false));
+
+  struct Address {
+    uint8_t a[4];
+    bool as_source;
+    bool as_destination;
+  };
+  const Address addresses[] = {
+      {{224, 0, 0, 1}, false, false},        // multicast
+      {{239, 255, 255, 250}, false, false},  // multicast
+      {{240, 0, 0, 1}, false, true},         // class E
+      {{255, 255, 255, 255}, false, false},  // limited broadcast
+      {{0, 0, 0, 0}, false, true},           // this network
+      {{0, 1, 2, 3}, false, true},           // this network
+      {{127, 0, 0, 1}, false, true},         // loopback
+      {{127, 9, 9, 9}, false, true},         // loopback
+      {{192, 0, 2, 255}, true, true},        // a directed broadcast can't be told apart
+      {{223, 255, 255, 254}, true, true},
+  };
+  for (const auto& a : addresses) {
+    V4 s = udp;
+    std::memcpy(s.src, a.a, 4);
+    EXPECT_EQ(mayAnswer(span(ipv4(s, 100)), false), a.as_source) << int(a.a[0]);
+    V4 d = udp;
+    std::memcpy(d.dst, a.a, 4);
+    EXPECT_EQ(mayAnswer(span(ipv4(d, 100)), false), a.as_destination) << int(a.a[0]);
+  }
+}
+
+TEST(IcmpMayAnswer, Ipv6) {
+  V6 udp;
+  EXPECT_TRUE(mayAnswer(span(ipv6(udp, 100)), true));
+
+  V6 icmp;
+  icmp.next_header = kIpProtoIpv6Icmp;
+  Packet p = ipv6(icmp, 100);
+  p[40] = kIcmp6EchoRequest;
+  EXPECT_TRUE(mayAnswer(span(p), true));
+  p[40] = kIcmp6NeighborSolicit;
+  EXPECT_TRUE(mayAnswer(span(p), true));
+  for (uint8_t type : {1, 2, 3, 4, 127}) {
+    p[40] = type;
+    EXPECT_FALSE(mayAnswer(span(p), true)) << int(type);
+  }
+  EXPECT_FALSE(mayAnswer(span(ipv6(icmp, 40)), true));  // no ICMPv6 type to read
+
+  // An ICMPv6 error behind a hop-by-hop and a destination-options header.
+  V6 behind;
+  behind.next_header = kIpv6HopByHop;
+  behind.ext = {kIpv6DestinationOptions, 0, 1, 4, 0, 0, 0, 0,
+                kIpProtoIpv6Icmp,        0, 1, 4, 0, 0, 0, 0};
+  Packet q = ipv6(behind, 100);
+  q[56] = kIcmp6PacketTooBig;
+  EXPECT_FALSE(mayAnswer(span(q), true));
+  q[56] = kIcmp6EchoReply;
+  EXPECT_TRUE(mayAnswer(span(q), true));
+
+  // Fragments: the first may be answered, a later one not.
+  V6 frag;
+  frag.next_header = kIpv6Fragment;
+  frag.ext = {kIpProtoUdp, 0, 0x00, 0x01, 0, 0, 0, 7};  // offset 0, M
+  EXPECT_TRUE(mayAnswer(span(ipv6(frag, 100)), true));
+  frag.ext = {kIpProtoUdp, 0, 0x05, 0xa8, 0, 0, 0, 7};  // offset 1448/8, last
+  EXPECT_FALSE(mayAnswer(span(ipv6(frag, 100)), true));
+  frag.ext = {kIpProtoIpv6Icmp, 0, 0x05, 0xa9, 0, 0, 0, 7};
+  EXPECT_FALSE(mayAnswer(span(ipv6(frag, 100)), true));
+
+  const uint8_t unspecified[16] = {};
+  const uint8_t loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const uint8_t multicast[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const uint8_t link_local[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  for (const uint8_t* a : {unspecified, loopback, multicast}) {
+    V6 s = udp;
+    std::memcpy(s.src, a, 16);
+    EXPECT_FALSE(mayAnswer(span(ipv6(s, 100)), true));
+  }
+  V6 d = udp;
+  std::memcpy(d.dst, multicast, 16);
+  EXPECT_FALSE(mayAnswer(span(ipv6(d, 100)), true));
+  std::memcpy(d.dst, loopback, 16);  // not a source rule
+  EXPECT_TRUE(mayAnswer(span(ipv6(d, 100)), true));
+  V6 s = udp;
+  std::memcpy(s.src, link_local, 16);
+  EXPECT_TRUE(mayAnswer(span(ipv6(s, 100)), true));
+}
+
+TEST(IcmpMayAnswer, Malformed) {
+  V4 v;
+  Packet p = ipv4(v, 100);
+  EXPECT_FALSE(mayAnswer(span(p), true));  // not IPv6
+  EXPECT_FALSE(mayAnswer(Bytes(span(p).first(19)), false));
+  EXPECT_FALSE(mayAnswer(Bytes(span(p).first(99)), false));  // shorter than total length
+  Packet bad_ihl = p;
+  bad_ihl[0] = 0x44;
+  EXPECT_FALSE(mayAnswer(span(bad_ihl), false));
+  Packet bad_total = p;
+  bad_total[3] = 10;
+  EXPECT_FALSE(mayAnswer(span(bad_total), false));
+  EXPECT_FALSE(mayAnswer(Bytes(), false));
+
+  V6 v6;
+  Packet p6 = ipv6(v6, 100);
+  EXPECT_FALSE(mayAnswer(span(p6), false));  // not IPv4
+  EXPECT_FALSE(mayAnswer(Bytes(span(p6).first(99)), true));
+  EXPECT_FALSE(mayAnswer(Bytes(span(p6).first(39)), true));
+  V6 truncated_ext;
+  truncated_ext.next_header = kIpv6HopByHop;
+  truncated_ext.ext = {kIpProtoUdp, 9};  // 80 bytes, only 60 there
+  EXPECT_FALSE(mayAnswer(span(ipv6(truncated_ext, 100)), true));
+}
+
+// --- IPv4 fragmentation -----------------------------------------------------
+
+struct Fragment {
+  Packet bytes;
+  uint16_t offset() const { return be16(&bytes[6]) & 0x1fff; }
+  bool more() const { return be16(&bytes[6]) & 0x2000; }
+  size_t header() const { return static_cast<size_t>(bytes[0] & 0x0f) * 4; }
+  Packet data() const { return Packet(bytes.begin() + static_cast<long>(header()), bytes.end()); }
+};
+
+std::vector<Fragment> fragment(const Packet& p, size_t mtu) {
+  std::vector<Fragment> out;
+  const size_t count = ipv4FragmentCount(span(p), mtu);
+  for (size_t i = 0; i < count; ++i) {
+    Packet buf(mtu + 100, 0xee);
+    const size_t n = writeIpv4Fragment(span(p), mtu, i, mspan(buf));
+    EXPECT_GT(n, 0u);
+    EXPECT_LE(n, mtu);
+    buf.resize(n);
+    EXPECT_EQ(be16(&buf[2]), n);
+    EXPECT_TRUE(ipv4HeaderChecksumOk(buf.data()));
+    EXPECT_TRUE(parseIpv4(span(buf)).ok());
+    out.push_back({buf});
+  }
+  Packet buf(mtu + 100);
+  EXPECT_EQ(writeIpv4Fragment(span(p), mtu, count, mspan(buf)), 0u);  // out of range
+  return out;
+}
+
+// The data of the fragments in order, checking that they are contiguous.
+Packet reassemble(const std::vector<Fragment>& fragments, uint16_t first_offset) {
+  Packet data;
+  for (const auto& f : fragments) {
+    EXPECT_EQ(f.offset(), first_offset + data.size() / 8);
+    const Packet d = f.data();
+    data.insert(data.end(), d.begin(), d.end());
+  }
+  return data;
+}
+
+TEST(Ipv4Fragment, UdpPacketInTwo) {
+  V4 v;
+  const Packet p = ipv4(v, 1500);
+  ASSERT_EQ(ipv4FragmentCount(span(p), 1450), 2u);
+  const auto f = fragment(p, 1450);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].bytes.size(), 20u + 1424u);
+  EXPECT_EQ(f[0].offset(), 0);
+  EXPECT_TRUE(f[0].more());
+  EXPECT_EQ(f[1].bytes.size(), 20u + 56u);
+  EXPECT_EQ(f[1].offset(), 178);
+  EXPECT_FALSE(f[1].more());
+  for (const auto& x : f) {
+    // Everything else of the header as it was: id, TTL, protocol, addresses.
+    EXPECT_EQ(std::memcmp(&x.bytes[0], &p[0], 2), 0);
+    EXPECT_EQ(std::memcmp(&x.bytes[4], &p[4], 2), 0);
+    EXPECT_EQ(std::memcmp(&x.bytes[8], &p[8], 2), 0);
+    EXPECT_EQ(std::memcmp(&x.bytes[12], &p[12], 8), 0);
+  }
+  EXPECT_EQ(reassemble(f, 0), Packet(p.begin() + 20, p.end()));
+}
+
+TEST(Ipv4Fragment, FitsIsOneCopiedAsIs) {
+  V4 v;
+  v.frag_off = 0x4000;  // DF does not matter when it fits
+  const Packet p = ipv4(v, 1450);
+  Packet padded = p;
+  padded.resize(1500, 0);
+  ASSERT_EQ(ipv4FragmentCount(span(padded), 1450), 1u);
+  Packet out(1500);
+  ASSERT_EQ(writeIpv4Fragment(span(padded), 1450, 0, mspan(out)), 1450u);
+  out.resize(1450);
+  EXPECT_EQ(out, p);
+}
+
+TEST(Ipv4Fragment, CannotBeFragmented) {
+  V4 v;
+  v.frag_off = 0x4000;
+  Packet out(2000);
+  const Packet df = ipv4(v, 1500);
+  EXPECT_EQ(ipv4FragmentCount(span(df), 1450), 0u);
+  EXPECT_EQ(writeIpv4Fragment(span(df), 1450, 0, mspan(out)), 0u);
+
+  v.frag_off = 0;
+  const Packet p = ipv4(v, 1500);
+  EXPECT_EQ(ipv4FragmentCount(span(p), 27), 0u);  // header + 8 does not fit
+  EXPECT_EQ(ipv4FragmentCount(span(p), 0), 0u);
+  EXPECT_EQ(writeIpv4Fragment(span(p), 27, 0, mspan(out)), 0u);
+  ASSERT_EQ(ipv4FragmentCount(span(p), 28), 185u);  // 8 bytes each
+  EXPECT_EQ(reassemble(fragment(p, 28), 0), Packet(p.begin() + 20, p.end()));
+
+  EXPECT_EQ(ipv4FragmentCount(Bytes(span(p).first(1499)), 1450), 0u);  // truncated
+  EXPECT_EQ(ipv4FragmentCount(Bytes(), 1450), 0u);
+
+  // Options that can't be walked.
+  v.options = {0x07, 0x09, 4, 0};  // record route running past the header
+  EXPECT_EQ(ipv4FragmentCount(span(ipv4(v, 1500)), 1450), 0u);
+  v.options = {0x01, 0x83, 0x01, 0};  // length 1
+  EXPECT_EQ(ipv4FragmentCount(span(ipv4(v, 1500)), 1450), 0u);
+  v.options = {0x01, 0x01, 0x01, 0x83};  // no length byte
+  EXPECT_EQ(ipv4FragmentCount(span(ipv4(v, 1500)), 1450), 0u);
+}
+
+TEST(Ipv4Fragment, OutTooSmall) {
+  V4 v;
+  const Packet p = ipv4(v, 1500);
+  Packet out(1443);
+  EXPECT_EQ(writeIpv4Fragment(span(p), 1450, 0, mspan(out)), 0u);
+  out.resize(1444);
+  EXPECT_EQ(writeIpv4Fragment(span(p), 1450, 0, mspan(out)), 1444u);
+  out.resize(75);
+  EXPECT_EQ(writeIpv4Fragment(span(p), 1450, 1, mspan(out)), 0u);
+  out.resize(76);
+  EXPECT_EQ(writeIpv4Fragment(span(p), 1450, 1, mspan(out)), 76u);
+  out.resize(1449);  // a packet that fits is copied whole or not at all
+  EXPECT_EQ(writeIpv4Fragment(span(p), 1500, 0, mspan(out)), 0u);
+}
+
+TEST(Ipv4Fragment, OptionsCopiedOrNot) {
+  V4 v;
+  // Record route (not copied), NOP, loose source route (copied), EOL.
+  v.options = {0x07, 7, 4, 0, 0, 0, 0, 0x01, 0x83, 7, 4, 198, 51, 100, 1, 0x00};
+  const Packet p = ipv4(v, 36 + 1000);
+  ASSERT_EQ(ipv4FragmentCount(span(p), 500), 3u);  // 464 + 472 + 64
+  const auto f = fragment(p, 500);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].header(), 36u);
+  EXPECT_EQ(Packet(f[0].bytes.begin() + 20, f[0].bytes.begin() + 36),
+            Packet(p.begin() + 20, p.begin() + 36));
+  EXPECT_EQ(f[0].data().size(), 464u);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(f[i].header(), 28u);
+    EXPECT_EQ(Packet(f[i].bytes.begin() + 20, f[i].bytes.begin() + 28),
+              (Packet{0x83, 7, 4, 198, 51, 100, 1, 0x00}));
+  }
+  EXPECT_EQ(f[1].data().size(), 472u);
+  EXPECT_EQ(f[2].data().size(), 64u);
+  EXPECT_EQ(reassemble(f, 0), Packet(p.begin() + 36, p.end()));
+}
+
+TEST(Ipv4Fragment, CountUsesTheShorterLaterHeader) {
+  V4 v;
+  // 40 bytes of record route: nothing is copied, later headers are 20 bytes.
+  v.options.assign(40, 0);
+  v.options[0] = 0x07;
+  v.options[1] = 39;
+  v.options[2] = 4;
+  const Packet p = ipv4(v, 60 + 200);
+  // 40 bytes in the first (60-byte header), 80 in each later one:
+  // 3, where 60-byte headers throughout would need 5.
+  ASSERT_EQ(ipv4FragmentCount(span(p), 100), 3u);
+  const auto f = fragment(p, 100);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].bytes.size(), 100u);
+  EXPECT_EQ(f[1].bytes.size(), 100u);
+  EXPECT_EQ(f[2].bytes.size(), 20u + 80u);
+  EXPECT_EQ(f[1].header(), 20u);
+  EXPECT_EQ(reassemble(f, 0), Packet(p.begin() + 60, p.end()));
+  // A copied option that needs padding: 3 bytes → 4.
+  v.options.assign(8, 0);
+  v.options[0] = 0x88;  // stream id... with the copied flag, length 3 here
+  v.options[1] = 3;
+  v.options[3] = 0x01;
+  const Packet q = ipv4(v, 28 + 100);
+  const auto g = fragment(q, 60);
+  ASSERT_EQ(g.size(), 4u);  // 32 + 32 + 32 + 4
+  EXPECT_EQ(g[1].header(), 24u);
+  EXPECT_EQ(g[1].bytes[23], 0);  // padded with End of Option List
+  EXPECT_EQ(reassemble(g, 0), Packet(q.begin() + 28, q.end()));
+}
+
+TEST(Ipv4Fragment, FragmentOfAFragment) {
+  V4 v;
+  v.frag_off = 0x2000 | 100;  // MF, offset 800
+  const Packet p = ipv4(v, 1500);
+  auto f = fragment(p, 1000);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].offset(), 100);
+  EXPECT_EQ(f[1].offset(), 100 + 976 / 8);
+  EXPECT_TRUE(f[0].more());
+  EXPECT_TRUE(f[1].more());  // the packet's own MF
+  EXPECT_EQ(reassemble(f, 100), Packet(p.begin() + 20, p.end()));
+
+  v.frag_off = 100;  // the last fragment
+  f = fragment(ipv4(v, 1500), 1000);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_TRUE(f[0].more());
+  EXPECT_FALSE(f[1].more());
+
+  v.frag_off = 0x8000;  // the reserved bit is kept
+  f = fragment(ipv4(v, 1500), 1000);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].bytes[6] & 0xe0, 0xa0);
+  EXPECT_EQ(f[1].bytes[6] & 0xe0, 0x80);
+
+  // Data ending past byte 65535 of the datagram: offsets would not fit.
+  v.frag_off = 8100;
+  EXPECT_EQ(ipv4FragmentCount(span(ipv4(v, 1500)), 1000), 0u);
+}
+
+}  // namespace
+}  // namespace mcgw::proto
