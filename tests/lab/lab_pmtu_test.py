@@ -421,7 +421,12 @@ def mss(tmp: Path) -> None:
         check_no_fragments(frags)
         drops = too_big_drops(lab)
         check(drops == {"gwa": 0, "gwb": 0}, "too-big drops", drops)
-        ok("no IP fragment on rtr a1 a2 b1 b2; no too-big drop")
+        mss_c = {gw: show(lab, gw, "counters").get("mss", {}) for gw in ("gwa", "gwb")}
+        check(all(c.get("clamped", 0) >= 4 and c.get("malformed") == 0 for c in mss_c.values()),
+              "counters mss: each gateway clamped the SYN or SYN-ACK its host sent for each of the 4 "
+              "transfers (clamped >= 4), none malformed", mss_c)
+        ok(f"no IP fragment on rtr a1 a2 b1 b2; no too-big drop; MSS clamped by gwa {mss_c['gwa']['clamped']}, "
+           f"gwb {mss_c['gwb']['clamped']} times")
         for gw in ("gwa", "gwb"):
             ln = check_line(lab, gw, 1500, ("configured", "probe"))
         ok(f"show tunnels: line1 path_mtu 1500 ({ln.get('path_mtu_source')}), inner_mtu 1450, mss4 1410, "
@@ -613,10 +618,17 @@ def df(tmp: Path) -> None:
            "from fd00:a::1 / fd00:b::1 with MTU 1450, cached by the hosts")
         check_no_fragments(frags)
         ok("no outer IP fragment on rtr a1 a2 b1 b2")
+        c = {gw: show(lab, gw, "counters") for gw in ("gwa", "gwb")}
+        summary = {gw: {k: c[gw].get(k) for k in ("drops", "icmp", "fragmentation")} for gw in c}
+        fr = c["gwa"].get("fragmentation", {})
+        check(fr.get("packets") == 3 and fr.get("fragments") == 6,
+              "gwa counters fragmentation: 3 packets in 6 fragments", summary)
         for gw in ("gwa", "gwb"):
-            c = show(lab, gw, "counters")
-            print(f"   {gw} drops: {', '.join(f'{k} {v}' for k, v in c['drops'].items() if v) or 'none'}; "
-                  f"other counters: { {k: v for k, v in c.items() if k not in ('drops', 'ports', 'schema')} }")
+            ic = c[gw].get("icmp", {})
+            check(1 <= ic.get("frag_needed", 0) <= 3 and 1 <= ic.get("packet_too_big", 0) <= 3,
+                  f"{gw} counters icmp: frag_needed and packet_too_big 1..3 (3 datagrams with DF each)", summary)
+        ok(f"counters: gwa fragmented 3 packets into 6; ICMP sent by gwa {c['gwa']['icmp']['sent']}, "
+           f"gwb {c['gwb']['icmp']['sent']}")
 
     scenario(new_lab(tmp, "df"), body)
 
