@@ -185,7 +185,7 @@ def line(lab, gw: str, name: str = "line1") -> dict:
     return ln
 
 
-PMTU_KEYS = ("path_mtu", "path_mtu_source", "mtu", "inner_mtu", "mss4", "mss6", "probe")
+PMTU_KEYS = ("path_mtu", "path_mtu_source", "path_mtu_reason", "mtu", "inner_mtu", "mss4", "mss6", "probe")
 
 
 def brief(ln: dict) -> dict:
