@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Lab test: MSS clamping and path MTU (issue 5), af_xdp, VXLAN over IPv4,
-hosts with MTU 1500.  One scenario per run (each its own ctest entry):
+"""Lab test: MSS clamping and path MTU (issue 5), af_xdp, VXLAN over IPv4
+unless said otherwise, hosts with MTU 1500.  One scenario per run (each its own ctest entry):
 
-  lab_pmtu_test.py mss | icmp | probe | df
+  lab_pmtu_test.py mss | mss-geneve-ipv6 | icmp | shrink | probe | df
 
 mss    The plain lab (1500-byte underlay).  show tunnels: line1 path_mtu 1500,
        inner_mtu 1450, mss4 1410, mss6 1390 in both gateways.  iperf3 10 MiB
@@ -10,21 +10,30 @@ mss    The plain lab (1500-byte underlay).  show tunnels: line1 path_mtu 1500,
        every SYN and SYN-ACK arrives with MSS <= 1410 (IPv4) / <= 1390 (IPv6)
        although it left the other host with 1460 / 1440.  No outer IP
        fragment on the router's a1 a2 b1 b2; no too-big drop.
+mss-geneve-ipv6  The same with Geneve over an IPv6 underlay: inner_mtu 1430, MSS
+       1390 / 1370, no outer IPv6 fragment header.
 icmp   rtr forwards at most 1400 bytes out of a1 and b1 (every A<->B packet on
        line 1; Options.rtr_mtu) and sends frag-needed / Packet Too Big; probing
-       off.  DF datagrams of 1500 bytes from each host make each gateway learn
+       off.  DF datagrams from each host, 1500 bytes first and then filling
+       the MTU its kernel learned (as PMTUD does), make each gateway learn
        path_mtu 1400 (source icmp; inner_mtu 1350, mss4 1310, mss6 1290) and
        then answer the host itself: hosta's kernel caches mtu 1350 towards
        10.2.0.10 and fd00:b::10 (`ip route get`), hostb likewise, from ICMP
        sent by 10.1.0.1 / fd00:a::1 (10.2.0.1 / fd00:b::1).  Then, with the
        hosts' caches flushed, 10 MiB both ways, IPv4 and IPv6, SYNs clamped to
        <= 1310 / 1290; no outer fragment.
+shrink The path narrows to 1400 (as in icmp, probing off) 1.5 s into two
+       paced TCP transfers (A->B IPv4, B->A IPv6, 20 Mbit/s, 10 MiB): both
+       gateways learn it from rtr's ICMP (within 10 s; printed), tell the
+       senders (frag-needed from 10.1.0.1 / PTB from fd00:b::1, MTU 1350,
+       tcpdump on the hosts; `ip route get`), and both transfers complete.
 probe  As icmp, but rtr drops ICMP (nft: all IPv4 ICMP and ICMPv6 errors) and
        the gateways probe (path-mtu: probe true, probe-interval 2): both find
        line1's MTU (source probe, exactly 1400) within 30 s (the time is
-       printed; about 8 s) while line2 stays at 1500; nft's counter shows that rtr's frag-needed/PTB were dropped; the
-       hosts get ICMP from their gateway for the probed MTU; 10 MiB both ways,
-       IPv4 and IPv6; no outer fragment.
+       printed; about 8 s) while line2 stays at 1500; nft's counter shows
+       that rtr's frag-needed/PTB were dropped; the hosts get ICMP from their
+       gateway for the probed MTU; 10 MiB both ways, IPv4 and IPv6; no outer
+       fragment.
 df     UDP datagrams of 1472 bytes (1500-byte packets) from hosta to hostb:
        without DF they arrive whole (hostb reassembles what gwa fragmented
        before encapsulation: inner fragments on the wire, no outer one); with
@@ -50,6 +59,7 @@ import select
 import socket
 import struct
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -202,9 +212,9 @@ def wait_for(pred, timeout: float, step: float = 0.2):
         time.sleep(step)
 
 
-def check_line(lab, gw: str, path_mtu: int, sources: tuple, name: str = "line1") -> dict:
+def check_line(lab, gw: str, path_mtu: int, sources: tuple, name: str = "line1", overhead: int = OVERHEAD) -> dict:
     ln = line(lab, gw, name)
-    inner = path_mtu - OVERHEAD
+    inner = path_mtu - overhead
     check(ln.get("path_mtu") == path_mtu and ln.get("path_mtu_source") in sources
           and ln.get("inner_mtu") == inner,
           f"{gw} {name}: want path_mtu {path_mtu} (source {'|'.join(sources)}), inner_mtu {inner}", brief(ln))
@@ -409,14 +419,18 @@ def scenario(lab, body) -> None:
 # the scenarios
 
 
-def mss(tmp: Path) -> None:
+def mss(tmp: Path, encap: str = "vxlan", underlay: str = "ipv4") -> None:
+    overhead = OVERHEAD + (20 if underlay == "ipv6" else 0)  # Geneve without options: 8 bytes, as VXLAN
+    inner = 1500 - overhead
+    mss4, mss6 = inner - 40, inner - 60
+
     def body(lab):
         frags = fragment_captures(lab)
         caps = syn_captures(lab)
-        failed = transfers(lab, "1500-byte underlay")
-        seen = check_mss(caps, 1410, 1390)
+        failed = transfers(lab, f"1500-byte underlay ({encap}, {underlay})")
+        seen = check_mss(caps, mss4, mss6)
         check(not failed, "transfers", "\n".join(failed))
-        ok(f"10 MiB A->B and B->A over IPv4 and IPv6; SYN/SYN-ACK MSS as received: {seen} "
+        ok(f"{encap}/{underlay}: 10 MiB A->B and B->A over IPv4 and IPv6; SYN/SYN-ACK MSS as received: {seen} "
            "(sent with 1460/1440)")
         check_no_fragments(frags)
         drops = too_big_drops(lab)
@@ -428,11 +442,11 @@ def mss(tmp: Path) -> None:
         ok(f"no IP fragment on rtr a1 a2 b1 b2; no too-big drop; MSS clamped by gwa {mss_c['gwa']['clamped']}, "
            f"gwb {mss_c['gwb']['clamped']} times")
         for gw in ("gwa", "gwb"):
-            ln = check_line(lab, gw, 1500, ("configured", "probe"))
-        ok(f"show tunnels: line1 path_mtu 1500 ({ln.get('path_mtu_source')}), inner_mtu 1450, mss4 1410, "
-           "mss6 1390 in both gateways")
+            ln = check_line(lab, gw, 1500, ("configured", "probe"), overhead=overhead)
+        ok(f"show tunnels: line1 path_mtu 1500 ({ln.get('path_mtu_source')}), inner_mtu {inner}, mss4 {mss4}, "
+           f"mss6 {mss6} in both gateways")
 
-    scenario(new_lab(tmp, "mss"), body)
+    scenario(new_lab(tmp, "mss" if encap == "vxlan" else "mss6", encap=encap, underlay=underlay), body)
 
 
 def learn_from_hosts(lab, want: int, timeout: float) -> dict:
@@ -536,6 +550,62 @@ def probe(tmp: Path) -> None:
                      path_mtu={"probe": True, "probe-interval": 2}), body)
 
 
+def shrink(tmp: Path) -> None:
+    def body(lab):
+        for gw in ("gwa", "gwb"):
+            check_line(lab, gw, 1500, ("configured",))
+        icmp_caps = {h: lab.capture(h, "eth0", name=f"icmp-{h}", bpf_filter=[ICMP_ERRORS]) for h in OTHER}
+        frags = fragment_captures(lab)
+        results: dict = {}
+
+        def transfer(key, sender, v6):
+            try:
+                results[key] = lab.iperf(sender, OTHER[sender], v6=v6, nbytes=MIB10, bitrate="20M", timeout=40)
+            except Exception as e:  # noqa: BLE001 - reported below
+                results[key] = e
+
+        flows = [("A->B IPv4", "hosta", False), ("B->A IPv6", "hostb", True)]
+        threads = [threading.Thread(target=transfer, args=f) for f in flows]
+        for th in threads:
+            th.start()
+        time.sleep(1.5)
+        t_cut = time.monotonic()
+        lab.set_ip_mtu("rtr", "a1", NARROW)
+        lab.set_ip_mtu("rtr", "b1", NARROW)
+        learned = wait_for(lambda: all(line(lab, gw).get("path_mtu") == NARROW for gw in ("gwa", "gwb")), 10, 0.1)
+        dt = time.monotonic() - t_cut
+        for th in threads:
+            th.join(60)
+        check(not any(th.is_alive() for th in threads), "iperf3 did not end")
+        for c in icmp_caps.values():
+            c.stop()
+        check(learned, f"both gateways learned line1 path_mtu {NARROW} within 10 s of the cut",
+              {gw: brief(line(lab, gw)) for gw in ("gwa", "gwb")})
+        for gw in ("gwa", "gwb"):
+            check_line(lab, gw, NARROW, ("icmp",))
+        for key, sender, v6 in flows:
+            t = results.get(key)
+            check(isinstance(t, mcgwlab.Transfer) and t.bytes >= MIB10,
+                  f"TCP {key} ({sender} sends, 20 Mbit/s) across the cut: 10 MiB received", t)
+            print(f"   {key}: {t}", flush=True)
+        for _, host, v6 in flows:
+            dst, gwaddr = ADDR[OTHER[host]][v6], GW_LAN[host][v6]
+            errs = [e for e in icmp_errors(icmp_caps[host]) if e["quoted_dst"] == dst]
+            want = NARROW - OVERHEAD
+            check(errs and all(e["from"] == gwaddr and e["mtu"] == want and e["quoted_src"] == ADDR[host][v6]
+                               and e["quoted_len"] > want for e in errs),
+                  f"{host}: frag-needed/PTB for its TCP segments to {dst}, from {gwaddr} with MTU {want}", errs)
+            m = route_mtu(lab, host, dst)
+            check(m == want, f"{host}: ip route get {dst}: mtu {want}", m)
+        ok(f"path narrowed to {NARROW} under two TCP transfers (A->B IPv4, B->A IPv6): both gateways learned it "
+           f"from rtr's ICMP within {dt:.1f} s, told their senders (frag-needed from 10.1.0.1, PTB from "
+           f"fd00:b::1, MTU {NARROW - OVERHEAD}), both transfers completed")
+        check_no_fragments(frags)
+        ok("no IP fragment on rtr a1 a2 b1 b2")
+
+    scenario(new_lab(tmp, "shrink", path_mtu={"probe": False}), body)
+
+
 def df(tmp: Path) -> None:
     def body(lab):
         recv_b = start_receiver(lab, "hostb", 9001)
@@ -633,7 +703,8 @@ def df(tmp: Path) -> None:
     scenario(new_lab(tmp, "df"), body)
 
 
-SCENARIOS = {"mss": mss, "icmp": icmp, "probe": probe, "df": df}
+SCENARIOS = {"mss": mss, "mss-geneve-ipv6": lambda tmp: mss(tmp, "geneve", "ipv6"), "icmp": icmp,
+             "shrink": shrink, "probe": probe, "df": df}
 
 
 def main() -> int:
