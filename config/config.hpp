@@ -194,6 +194,16 @@ struct FastPathConfig {
   bool operator==(const FastPathConfig&) const = default;
 };
 
+// How lines' underlay path MTUs are learned (ICMP, probes, aging).
+struct PathMtuConfig {
+  bool probe = true;
+  uint32_t probe_interval_s = 60;
+  uint32_t probe_timeout_ms = 1000;
+  uint32_t aging_s = 600;  // RFC 1191 / RFC 8201: 10 minutes
+  uint16_t probe_port = 4788;
+  bool operator==(const PathMtuConfig&) const = default;
+};
+
 struct ApiConfig {
   std::string socket;
   std::string group;
@@ -217,6 +227,7 @@ struct Config {
   std::vector<VrrpGroupConfig> vrrp_groups;
   AddressPlanConfig address_plan;
   FastPathConfig fast_path;
+  PathMtuConfig path_mtu;
   ApiConfig api;
   LoggingConfig logging;
 

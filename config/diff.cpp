@@ -65,7 +65,9 @@ void field(std::string& d, const char* name, const V& a, const V& b) {
     if (!d.empty()) {
       d += ", ";
     }
-    if constexpr (std::is_arithmetic_v<V>) {
+    if constexpr (std::is_same_v<V, bool>) {
+      d += std::string(name) + (a ? " true -> false" : " false -> true");
+    } else if constexpr (std::is_arithmetic_v<V>) {
       d += std::string(name) + " " + std::to_string(a) + " -> " + std::to_string(b);
     } else {
       d += name;
@@ -161,6 +163,15 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
     std::string d;
     field(d, "idle-sleep-max-us", a.fast_path.idle_sleep_max_us, b.fast_path.idle_sleep_max_us);
     out.push_back({"fast-path", "", Kind::kChanged, d, false});
+  }
+  if (!(a.path_mtu == b.path_mtu)) {
+    std::string d;
+    field(d, "probe", a.path_mtu.probe, b.path_mtu.probe);
+    field(d, "probe-interval", a.path_mtu.probe_interval_s, b.path_mtu.probe_interval_s);
+    field(d, "probe-timeout-ms", a.path_mtu.probe_timeout_ms, b.path_mtu.probe_timeout_ms);
+    field(d, "aging", a.path_mtu.aging_s, b.path_mtu.aging_s);
+    field(d, "probe-port", a.path_mtu.probe_port, b.path_mtu.probe_port);
+    out.push_back({"path-mtu", "", Kind::kChanged, d, false});
   }
   if (!(a.api == b.api)) {
     out.push_back({"api", "", Kind::kChanged, "API socket", true});

@@ -893,6 +893,16 @@ Config buildConfig(lyd_node* tree) {
   c.fast_path.idle_sleep_max_us =
       R::num<uint32_t>(r.top("fast-path"), "idle-sleep-max-us", FastPathConfig{}.idle_sleep_max_us);
 
+  {
+    lyd_node* pm = r.top("path-mtu");
+    const PathMtuConfig d;
+    c.path_mtu.probe = R::str(pm, "probe", d.probe ? "true" : "false") == "true";
+    c.path_mtu.probe_interval_s = R::num<uint32_t>(pm, "probe-interval", d.probe_interval_s);
+    c.path_mtu.probe_timeout_ms = R::num<uint32_t>(pm, "probe-timeout-ms", d.probe_timeout_ms);
+    c.path_mtu.aging_s = R::num<uint32_t>(pm, "aging", d.aging_s);
+    c.path_mtu.probe_port = R::num<uint16_t>(pm, "probe-port", d.probe_port);
+  }
+
   lyd_node* api = r.top("api");
   c.api = {R::str(api, "socket"), R::str(api, "group")};
   c.logging.level = R::str(r.top("logging"), "level");

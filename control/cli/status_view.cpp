@@ -94,6 +94,34 @@ std::string renderStatus(json s) {
       o << ", " << w.value("rx_packets", uint64_t{0}) << " packets received\n";
     }
   }
+  if (s.contains("path_mtu") && s["path_mtu"].is_object()) {
+    json& pm = s["path_mtu"];
+    o << "\nPath MTU  probing " << (pm.value("probe", false) ? "on" : "off") << " (UDP port "
+      << pm.value("probe_port", 0) << ")";
+    if (pm.contains("icmp")) {
+      o << ", ICMP too-big " << pm["icmp"].value("matched", uint64_t{0}) << " matched / "
+        << pm["icmp"].value("received", uint64_t{0}) << " received, probes "
+        << pm["probes"].value("replies", uint64_t{0}) << " answered / "
+        << pm["probes"].value("sent", uint64_t{0}) << " sent";
+    }
+    o << "\n";
+    std::snprintf(line, sizeof line, "  %-24s %5s %5s %-10s %-9s %s\n", "LINE", "PMTU", "MTU",
+                  "SOURCE", "PROBE", "SINCE");
+    o << line;
+    for (auto& l : pm["lines"]) {
+      const std::string name = str(l, "peer") + "/" + str(l, "line");
+      const std::string since = l.contains("path_mtu_age_s")
+                                    ? duration(l.value("path_mtu_age_s", int64_t{0})) + " ago"
+                                    : "-";
+      std::snprintf(line, sizeof line, "  %-24s %5d %5d %-10s %-9s %s\n", name.c_str(),
+                    l.value("path_mtu", 0), l.value("configured_mtu", 0),
+                    str(l, "path_mtu_source").c_str(), str(l, "probe").c_str(), since.c_str());
+      o << line;
+    }
+    for (const auto& e : pm["errors"]) {
+      o << "  ! " << e.get<std::string>() << "\n";
+    }
+  }
   return o.str();
 }
 
@@ -119,9 +147,17 @@ std::string renderTunnels(json t) {
     json& k = tu["counters"];
     o << "  tx " << u(k, "tx_packets") << " pkts / " << u(k, "tx_bytes") << " B, rx "
       << u(k, "rx_packets") << " pkts / " << u(k, "rx_bytes") << " B\n";
-    std::snprintf(line, sizeof line, "  %-10s %-6s %-6s %-24s %-24s %5s %5s %12s %12s\n", "LINE",
-                  "PORT", "STATE", "LOCAL VTEP", "REMOTE VTEP", "MTU", "INNER", "TX PKTS",
-                  "RX PKTS");
+    if (tu.contains("mss4")) {
+      const unsigned m4 = tu.value("mss4", 0u), m6 = tu.value("mss6", 0u);
+      o << "  mss clamp "
+        << (m4 ? std::to_string(m4) + " (IPv4) / " + std::to_string(m6) + " (IPv6)"
+               : std::string("off"))
+        << "\n";
+    }
+    std::snprintf(line, sizeof line,
+                  "  %-10s %-6s %-6s %-24s %-24s %5s %5s %-10s %-9s %5s %12s %12s\n", "LINE",
+                  "PORT", "STATE", "LOCAL VTEP", "REMOTE VTEP", "MTU", "PMTU", "SOURCE", "PROBE",
+                  "INNER", "TX PKTS", "RX PKTS");
     o << line;
     for (auto& l : tu["lines"]) {
       std::string state = l.value("up", false)          ? "up"
@@ -129,12 +165,18 @@ std::string renderTunnels(json t) {
                           : !l.value("link_up", false)  ? "down"
                           : !l.value("resolved", false) ? "no-mac"
                                                         : "down";
-      std::snprintf(line, sizeof line, "  %-10s %-6s %-6s %-24s %-24s %5d %5d %12llu %12llu\n",
+      std::snprintf(line, sizeof line,
+                    "  %-10s %-6s %-6s %-24s %-24s %5d %5d %-10s %-9s %5d %12llu %12llu\n",
                     str(l, "name").c_str(), str(l, "port").c_str(), state.c_str(),
                     str(l, "local_vtep").c_str(), str(l, "remote_vtep").c_str(), l.value("mtu", 0),
-                    l.value("inner_mtu", 0), u(l["counters"], "tx_packets"),
-                    u(l["counters"], "rx_packets"));
+                    l.value("path_mtu", l.value("mtu", 0)), str(l, "path_mtu_source").c_str(),
+                    str(l, "probe").c_str(), l.value("inner_mtu", 0),
+                    u(l["counters"], "tx_packets"), u(l["counters"], "rx_packets"));
       o << line;
+      if (l.value("path_mtu_source", "configured") != "configured") {
+        o << "             path MTU since " << str(l, "path_mtu_since") << ": "
+          << str(l, "path_mtu_reason") << "\n";
+      }
     }
   }
   if (t["tunnels"].empty()) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "control/api/protocol.hpp"
+#include "dataplane/proto/udp.hpp"
 
 #include <fcntl.h>
 #include <linux/neighbour.h>
@@ -110,6 +111,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     return unexpected(std::vector<std::string>{"kernel neighbour table: " + monitor.error()});
   }
   gw->neighbors_ = std::move(*monitor);
+  gw->pmtu_ = std::make_unique<pmtu::PathMtuService>();
   gw->setUpKernelSides();
   gw->keepNextHopsResolved();
   if (auto r = gw->publish(*gw->config_, gw->openPorts()); !r) {
@@ -460,6 +462,7 @@ Result<bool, std::string> Gateway::publish(const config::Config& c,
   for (uint16_t slot : builder_.freshTunnelSlots()) {
     dataplane_->resetTunnelSlot(slot);
   }
+  configurePathMtu(**tables);
   refreshLiveState(**tables);
   dataplane_->publish(std::move(*tables));
   return true;
@@ -501,6 +504,10 @@ void Gateway::tick() {
       spdlog::debug("resolving {} on {}", a.toString(), k->second.ifname);
     }
   }
+  if (pmtu_) {
+    pmtu_->poll(pmtu::Clock::now());
+    applyPathMtu(*t);
+  }
   if (ticks_++ % 5 == 0) {
     refreshLiveState(*t);
   }
@@ -523,8 +530,15 @@ void Gateway::refreshLiveState(const engine::ForwardingTables& tables) {
       spdlog::info("line {}/{}: {}", l.peer, l.name, up ? "up" : "down");
     }
     dataplane_->setLineUp(l.slot, up);
+    // Path MTU discovery is the source of truth for the lines it tracks;
+    // without it, the configured MTU.
+    const uint16_t tracked = pmtu_ ? pmtu_->tracker().mtu(l.peer + "/" + l.name) : 0;
     const uint16_t mtu = dataplane_->linePathMtu(l.slot);
-    if (mtu == 0 || mtu > l.mtu) {
+    if (tracked != 0 && tracked <= l.mtu) {
+      if (mtu != tracked) {
+        dataplane_->setLinePathMtu(l.slot, tracked);
+      }
+    } else if (mtu == 0 || mtu > l.mtu) {
       dataplane_->setLinePathMtu(l.slot, l.mtu);
     }
   }
@@ -543,6 +557,9 @@ void Gateway::refreshMss(const engine::ForwardingTables& t) {
         const engine::LineEntry& l = t.lines[tu.lines[i]];
         const unsigned mtu =
             dataplane_->linePathMtu(l.slot) ? dataplane_->linePathMtu(l.slot) : l.mtu;
+        // The outer IP packet carries the inner Ethernet header as well:
+        // tunnelOverhead's 14 outer Ethernet bytes stand for it (1500 over
+        // VXLAN/IPv4: inner IP 1450, MSS 1410).
         const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
         inner = std::min(inner, mtu > overhead ? mtu - overhead : 0u);
       }
@@ -556,6 +573,69 @@ void Gateway::refreshMss(const engine::ForwardingTables& t) {
       mss6 = static_cast<uint16_t>(std::max(m6, 1220u));
     }
     dataplane_->setTunnelMss(tu.slot, mss4, mss6);
+  }
+}
+
+// Path MTU discovery tracks the lines of the tables about to be published:
+// their VTEP addresses, tunnel port and configured MTU.
+void Gateway::configurePathMtu(const engine::ForwardingTables& t) {
+  if (!pmtu_) {
+    return;
+  }
+  std::vector<pmtu::ServiceLine> lines;
+  for (const auto& l : t.lines) {
+    pmtu::ServiceLine sl;
+    pmtu::LineAddresses& a = sl.addresses;
+    a.key = l.peer + "/" + l.name;
+    a.local.family = a.remote.family = l.header.ipv6 ? config::Family::V6 : config::Family::V4;
+    std::copy_n(l.header.local, l.header.ipv6 ? 16 : 4, a.local.bytes.begin());
+    std::copy_n(l.header.remote, l.header.ipv6 ? 16 : 4, a.remote.bytes.begin());
+    a.tunnel_port = l.header.encapsulation == proto::Encapsulation::kGeneve ? proto::kGenevePort
+                                                                            : proto::kVxlanPort;
+    sl.configured_mtu = l.mtu;
+    lines.push_back(std::move(sl));
+  }
+  pmtu_->configure(config_->path_mtu, lines, pmtu::Clock::now());
+  for (const auto& e : pmtu_->errors()) {
+    if (std::find(pmtu_errors_.begin(), pmtu_errors_.end(), e) == pmtu_errors_.end()) {
+      spdlog::warn("path MTU: {}", e);
+      pmtu_errors_.push_back(e);
+    }
+  }
+}
+
+// Path MTU changes go to the fast path (its too-big check and ICMP to the
+// inner sender) and into the tunnels' MSS clamp.
+void Gateway::applyPathMtu(const engine::ForwardingTables& t) {
+  auto changes = pmtu_->takeChanges();
+  if (changes.empty()) {
+    return;
+  }
+  for (const auto& c : changes) {
+    spdlog::info("line {}: path MTU {} -> {} ({})", c.line, c.from, c.to, c.reason);
+  }
+  for (const auto& l : t.lines) {
+    const uint16_t mtu = pmtu_->tracker().mtu(l.peer + "/" + l.name);
+    if (mtu != 0 && mtu <= l.mtu) {
+      dataplane_->setLinePathMtu(l.slot, mtu);
+    }
+  }
+  refreshMss(t);
+}
+
+std::vector<int> Gateway::pathMtuFds() const {
+  return pmtu_ ? pmtu_->fds() : std::vector<int>{};
+}
+
+void Gateway::onPathMtuReadable(int fd) {
+  if (!pmtu_) {
+    return;
+  }
+  const auto now = pmtu::Clock::now();
+  pmtu_->onReadable(fd, now);
+  pmtu_->poll(now);
+  if (const engine::ForwardingTables* t = dataplane_->tables()) {
+    applyPathMtu(*t);
   }
 }
 
@@ -764,6 +844,7 @@ ReloadOutcome Gateway::reload() {
       return !p || std::none_of(p->lines.begin(), p->lines.end(),
                                 [&](const auto& l) { return l.name == key.substr(slash + 1); });
     });
+    configurePathMtu(**tables);
     refreshLiveState(**tables);
     dataplane_->publish(std::move(*tables));
     // Kernel sides of new ports (their TAPs join the tables in a second step).
@@ -917,7 +998,8 @@ json Gateway::status() const {
             {"loaded_at", isoTime(loaded_at_)},
             {"last_reload", last}}},
           {"ports", ports},
-          {"fast_path", fastPathStatus()}};
+          {"fast_path", fastPathStatus()},
+          {"path_mtu", pathMtuStatus()}};
 }
 
 namespace {
@@ -996,6 +1078,67 @@ json Gateway::xdpCounters() const {
   return out;
 }
 
+namespace {
+
+// A steady-clock time as ISO-8601 UTC.
+std::string isoTime(pmtu::TimePoint t) {
+  return isoTime(
+      std::chrono::system_clock::now() -
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(pmtu::Clock::now() - t));
+}
+
+int64_t ageSeconds(pmtu::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(pmtu::Clock::now() - t).count();
+}
+
+json pathMtuCounters(const pmtu::Counters& c) {
+  return {{"icmp_accepted", c.icmp_accepted}, {"icmp_ignored", c.icmp_ignored},
+          {"probes_sent", c.probes_sent},     {"probes_answered", c.probes_answered},
+          {"probes_lost", c.probes_lost},     {"searches", c.searches}};
+}
+
+}  // namespace
+
+json Gateway::pathMtuStatus() const {
+  const engine::ForwardingTables* t = dataplane_->tables();
+  json lines = json::array();
+  for (const auto& l : t->lines) {
+    const pmtu::LineView* v = pmtu_ ? pmtu_->tracker().view(l.peer + "/" + l.name) : nullptr;
+    const uint16_t mtu = dataplane_->linePathMtu(l.slot) ? dataplane_->linePathMtu(l.slot) : l.mtu;
+    json line = {{"peer", l.peer},
+                 {"line", l.name},
+                 {"configured_mtu", l.mtu},
+                 {"path_mtu", mtu},
+                 {"path_mtu_source", v ? pmtu::toString(v->source) : "configured"},
+                 {"probe", v ? pmtu::toString(v->probe) : "off"}};
+    if (v) {
+      line["path_mtu_since"] = isoTime(v->since);
+      line["path_mtu_age_s"] = ageSeconds(v->since);
+    }
+    lines.push_back(std::move(line));
+  }
+  json out = {{"probe", config_->path_mtu.probe},
+              {"probe_port", config_->path_mtu.probe_port},
+              {"lines", lines}};
+  if (pmtu_) {
+    const auto& i = pmtu_->listener().counters();
+    const auto& p = pmtu_->prober().counters();
+    out["icmp"] = {{"received", i.received},
+                   {"matched", i.matched},
+                   {"not_ours", i.not_ours},
+                   {"malformed", i.malformed}};
+    out["probes"] = {{"sent", p.sent},
+                     {"send_errors", p.send_errors},
+                     {"replies", p.replies},
+                     {"replies_unmatched", p.replies_unmatched},
+                     {"requests_answered", p.requests_answered},
+                     {"requests_refused", p.requests_refused},
+                     {"malformed", p.malformed}};
+    out["errors"] = pmtu_->errors();
+  }
+  return out;
+}
+
 json Gateway::tunnels() const {
   const engine::ForwardingTables* t = dataplane_->tables();
   const engine::CountersSnapshot c = dataplane_->counters();
@@ -1008,26 +1151,41 @@ json Gateway::tunnels() const {
       const engine::LineEntry& l = t->lines[tu.lines[i]];
       const bool up = dataplane_->lineUp(l.slot);
       auto link = port_link_.find(l.port);
+      const pmtu::LineView* v = pmtu_ ? pmtu_->tracker().view(l.peer + "/" + l.name) : nullptr;
+      const unsigned path_mtu =
+          dataplane_->linePathMtu(l.slot) ? dataplane_->linePathMtu(l.slot) : l.mtu;
+      const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
       const config::LineConfig* lc = nullptr;
       for (const auto& x : peer->lines) {
         if (x.name == l.name) {
           lc = &x;
         }
       }
-      json line = {
-          {"name", l.name},
-          {"port", config_->findPort(lc->port) ? lc->port : ""},
-          {"local_vtep", lc->local_vtep.toString()},
-          {"remote_vtep", lc->remote_vtep.toString()},
-          {"next_hop", l.next_hop.toString()},
-          {"next_hop_mac", l.resolved ? macText(l.header.dst_mac) : ""},
-          {"mtu", l.mtu},
-          {"inner_mtu", l.mtu - proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation)},
-          {"up", up && l.resolved},
-          {"admin_up", !admin_down_.count(l.peer + "/" + l.name)},
-          {"link_up", link != port_link_.end() && link->second},
-          {"resolved", l.resolved},
-          {"counters", pb(c.line_tx[l.slot], c.line_rx[l.slot])}};
+      json line = {{"name", l.name},
+                   {"port", config_->findPort(lc->port) ? lc->port : ""},
+                   {"local_vtep", lc->local_vtep.toString()},
+                   {"remote_vtep", lc->remote_vtep.toString()},
+                   {"next_hop", l.next_hop.toString()},
+                   {"next_hop_mac", l.resolved ? macText(l.header.dst_mac) : ""},
+                   {"mtu", l.mtu},
+                   {"path_mtu", path_mtu},
+                   {"path_mtu_source", v ? pmtu::toString(v->source) : "configured"},
+                   {"path_mtu_since", v ? json(isoTime(v->since)) : json(nullptr)},
+                   {"path_mtu_age_s", v ? json(ageSeconds(v->since)) : json(nullptr)},
+                   {"path_mtu_reason", v ? v->reason : "configured"},
+                   {"probe", v ? pmtu::toString(v->probe) : "off"},
+                   {"path_mtu_counters", pathMtuCounters(v ? v->counters : pmtu::Counters{})},
+                   // The largest inner IP packet: the path MTU less the encapsulation
+                   // (tunnelOverhead counts the outer Ethernet header, the same size
+                   // as the inner one, which the path MTU carries).
+                   {"inner_mtu", path_mtu > overhead ? path_mtu - overhead : 0},
+                   {"mss4", dataplane_->tunnelMss4(tu.slot)},
+                   {"mss6", dataplane_->tunnelMss6(tu.slot)},
+                   {"up", up && l.resolved},
+                   {"admin_up", !admin_down_.count(l.peer + "/" + l.name)},
+                   {"link_up", link != port_link_.end() && link->second},
+                   {"resolved", l.resolved},
+                   {"counters", pb(c.line_tx[l.slot], c.line_rx[l.slot])}};
       if (up && l.resolved && (tu.ecmp || active.empty())) {
         active.push_back(l.name);
       }
@@ -1040,6 +1198,8 @@ json Gateway::tunnels() const {
                    {"line_mode", config::toString(peer->line_mode)},
                    {"inner_mac", macText(tu.inner_dst.data())},
                    {"active_lines", active},
+                   {"mss4", dataplane_->tunnelMss4(tu.slot)},
+                   {"mss6", dataplane_->tunnelMss6(tu.slot)},
                    {"lines", lines},
                    {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
   }

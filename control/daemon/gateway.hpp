@@ -17,6 +17,7 @@
 #include "config/diff.hpp"
 #include "config/loader.hpp"
 #include "control/kernel/netlink.hpp"
+#include "control/pmtu/service.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
 #include "dataplane/engine/port.hpp"
@@ -70,6 +71,10 @@ class Gateway {
   // The kernel neighbour table's notifications (fd to poll, and the handler).
   int neighborFd() const { return neighbors_ ? neighbors_->fd() : -1; }
   void onNeighborEvents();
+  // Path MTU discovery's sockets (ICMP listener, probers) to poll, and the
+  // handler for a readable one.
+  std::vector<int> pathMtuFds() const;
+  void onPathMtuReadable(int fd);
   // `mcgwctl line PEER LINE up|down`: administratively takes a line out of
   // (or back into) use.  Not persisted: a restart brings every line back.
   Result<std::string, std::string> setLineAdmin(const std::string& peer, const std::string& line,
@@ -95,6 +100,11 @@ class Gateway {
   nlohmann::json xdpCounters() const;
   void refreshLiveState(const engine::ForwardingTables& tables);
   void refreshMss(const engine::ForwardingTables& tables);
+  // Path MTU discovery follows the lines of `tables` (state of lines that
+  // stay is kept); applyPathMtu pushes its changes into the fast path.
+  void configurePathMtu(const engine::ForwardingTables& tables);
+  void applyPathMtu(const engine::ForwardingTables& tables);
+  nlohmann::json pathMtuStatus() const;
   uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
 
   std::string path_;
@@ -122,6 +132,8 @@ class Gateway {
   std::set<std::pair<int, config::IpAddress>> managed_;       // next hops we keep resolved
   std::set<std::pair<int, config::IpAddress>> managed_own_;   // ... whose entries we created
   std::set<std::pair<int, config::IpAddress>> host_managed_;  // hosts asked for by misses
+  std::unique_ptr<pmtu::PathMtuService> pmtu_;
+  std::vector<std::string> pmtu_errors_;  // logged once each
   unsigned ticks_ = 0;
   unsigned tap_serial_ = 0;
   std::vector<std::string> kernel_errors_;  // for health

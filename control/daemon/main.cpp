@@ -216,6 +216,11 @@ int main(int argc, char** argv) {
   auto next_tick = std::chrono::steady_clock::now();
   while (running) {
     std::vector<pollfd> fds{{sfd, POLLIN, 0}, {gw.neighborFd(), POLLIN, 0}};
+    // Path MTU discovery's sockets follow fds[0..1]; the API's come last.
+    const std::vector<int> pmtu_fds = gw.pathMtuFds();
+    for (int fd : pmtu_fds) {
+      fds.push_back({fd, POLLIN, 0});
+    }
     server.pollFds(fds);
     int timeout_ms = kTickMs;
     if (watchdog) {
@@ -243,6 +248,11 @@ int main(int argc, char** argv) {
     }
     if (fds[1].revents & POLLIN) {
       gw.onNeighborEvents();
+    }
+    for (size_t i = 0; i < pmtu_fds.size(); ++i) {
+      if (fds[2 + i].revents & POLLIN) {
+        gw.onPathMtuReadable(pmtu_fds[i]);
+      }
     }
     server.handle(fds);
     if (std::chrono::steady_clock::now() >= next_tick) {

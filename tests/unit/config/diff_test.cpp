@@ -194,6 +194,9 @@ TEST(DiffTest, ForwardingKeysChangeWithoutRestart) {
       {"fast-path sleep", std::string(kBase),
        std::string(kBase) + "fast-path:\n  idle-sleep-max-us: 50\n", "fast-path", "",
        "idle-sleep-max-us 200 -> 50"},
+      {"path-mtu probing", std::string(kBase),
+       std::string(kBase) + "path-mtu:\n  probe: false\n  aging: 60\n", "path-mtu", "",
+       "probe true -> false, aging 600 -> 60"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -212,6 +212,12 @@ peers:
         remote-vtep: 203.0.113.2
 fast-path:
   idle-sleep-max-us: 0
+path-mtu:
+  probe: false
+  probe-interval: 2
+  probe-timeout-ms: 500
+  aging: 30
+  probe-port: 5000
 )yaml",
                                 "new.yaml");
   ASSERT_TRUE(r.ok()) << describe(r.error());
@@ -244,6 +250,7 @@ fast-path:
   EXPECT_FALSE(mcgw_peer->lines[0].next_hop.has_value());
 
   EXPECT_EQ(c.fast_path.idle_sleep_max_us, 0u);
+  EXPECT_EQ(c.path_mtu, (PathMtuConfig{false, 2, 500, 30, 5000}));
 }
 
 TEST(LoaderTest, LanPortCarriesTheOnlyTenant) {
@@ -329,6 +336,11 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_TRUE(c->api.group.empty());
   EXPECT_EQ(c->logging.level, "info");
   EXPECT_EQ(c->fast_path.idle_sleep_max_us, 200u);
+  EXPECT_TRUE(c->path_mtu.probe);  // path-mtu defaults
+  EXPECT_EQ(c->path_mtu.probe_interval_s, 60u);
+  EXPECT_EQ(c->path_mtu.probe_timeout_ms, 1000u);
+  EXPECT_EQ(c->path_mtu.aging_s, 600u);
+  EXPECT_EQ(c->path_mtu.probe_port, 4788);
 }
 
 TEST(LoaderTest, PciExampleNeverSleeps) {

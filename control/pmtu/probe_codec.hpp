@@ -1,0 +1,81 @@
+// Wire formats of path MTU discovery, pure functions over byte spans:
+//
+// The probe (UDP, to the peer gateway's probe-port; payload, big-endian):
+//   | "MCGWPROBE" (9) | version = 1 (1) | type: 1 request, 2 reply (1) | 0 (1) |
+//   | nonce (8) | size (2): the request's IP packet size | received (2) | zero padding |
+// A request is padded so that its IP packet is exactly `size` bytes; a reply
+// is the 24-byte head alone, with `received` = the request's UDP payload
+// length as it arrived (the sender checks nothing was cut).
+//
+// ICMP errors that report a path MTU: IPv4 type 3 code 4 (frag-needed, RFC
+// 1191) and ICMPv6 type 2 (Packet Too Big, RFC 8201), with the quoted
+// packet's addresses and UDP destination port.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/net.hpp"
+#include "dataplane/proto/bytes.hpp"
+
+namespace mcgw::pmtu {
+
+inline constexpr size_t kProbeHeadLength = 24;
+inline constexpr uint8_t kProbeVersion = 1;
+
+struct ProbeMessage {
+  bool reply = false;
+  uint64_t nonce = 0;
+  uint16_t size = 0;      // the request's IP packet size
+  uint16_t received = 0;  // reply: the request's UDP payload length on arrival
+};
+
+// The UDP payload of a probe (a request padded to `payload_length`, at least
+// the head).
+std::vector<std::byte> encodeProbe(const ProbeMessage& m, size_t payload_length);
+std::optional<ProbeMessage> decodeProbe(proto::Bytes udp_payload);
+// The UDP payload length that makes an IP packet of `size` bytes.
+constexpr size_t probePayloadLength(bool ipv6, uint16_t size) {
+  const size_t headers = (ipv6 ? 40 : 20) + 8;
+  return size > headers + kProbeHeadLength ? size - headers : kProbeHeadLength;
+}
+
+enum class IcmpVerdict : uint8_t {
+  kTooBig,     // parsed: a frag-needed / PTB
+  kOtherType,  // another ICMP type or code
+  kMalformed,  // truncated or not parseable
+  kNotUdp,     // the quoted packet is not UDP (or has IPv6 extension headers)
+};
+
+struct IcmpTooBig {
+  IcmpVerdict verdict = IcmpVerdict::kMalformed;
+  uint32_t mtu = 0;
+  config::IpAddress from;        // the reporting router
+  config::IpAddress quoted_src;  // the quoted (our outer) packet
+  config::IpAddress quoted_dst;
+  uint16_t quoted_dport = 0;
+};
+
+// What a raw IPPROTO_ICMP socket reads: the IPv4 header, then the ICMP message.
+IcmpTooBig parseIcmp4(proto::Bytes ip_packet);
+// What a raw IPPROTO_ICMPV6 socket reads: the ICMPv6 message (the sender from recvfrom).
+IcmpTooBig parseIcmp6(proto::Bytes icmp_message, const config::IpAddress& from);
+
+// A line as ICMP matching sees it.
+struct LineAddresses {
+  std::string key;  // "peer/line"
+  config::IpAddress local;
+  config::IpAddress remote;
+  uint16_t tunnel_port = 4789;  // 4789 VXLAN, 6081 Geneve
+};
+
+// The line whose outer packet (or probe) the ICMP quotes: quoted source =
+// its local VTEP, destination = its remote VTEP, UDP destination port = its
+// tunnel port or the probe port.  Null when none.
+const LineAddresses* matchLine(const IcmpTooBig& icmp, const std::vector<LineAddresses>& lines,
+                               uint16_t probe_port);
+
+}  // namespace mcgw::pmtu

@@ -1,0 +1,66 @@
+#include "control/pmtu/service.hpp"
+
+#include <map>
+
+namespace mcgw::pmtu {
+
+Settings toSettings(const config::PathMtuConfig& c) {
+  return {c.probe, std::chrono::seconds(c.probe_interval_s),
+          std::chrono::milliseconds(c.probe_timeout_ms), std::chrono::seconds(c.aging_s)};
+}
+
+PathMtuService::PathMtuService() = default;
+
+void PathMtuService::configure(const config::PathMtuConfig& c,
+                               const std::vector<ServiceLine>& lines, TimePoint now) {
+  config_ = c;
+  tracker_.setSettings(toSettings(c), now);
+  std::map<std::string, LineSpec> specs;
+  std::vector<Prober::Endpoint> endpoints;
+  lines_.clear();
+  for (const auto& l : lines) {
+    const auto& a = l.addresses;
+    specs[a.key] = {a.local.family == config::Family::V6, l.configured_mtu};
+    endpoints.push_back({a.key, a.local, a.remote});
+    lines_.push_back(a);
+  }
+  tracker_.setLines(specs, now);
+  prober_.configure(c.probe ? endpoints : std::vector<Prober::Endpoint>{}, c.probe_port);
+}
+
+std::vector<int> PathMtuService::fds() const {
+  std::vector<int> out = listener_.fds();
+  for (int fd : prober_.fds()) {
+    out.push_back(fd);
+  }
+  return out;
+}
+
+void PathMtuService::onReadable(int fd, TimePoint now) {
+  std::vector<IcmpListener::Event> events;
+  listener_.receive(fd, lines_, config_.probe_port, events);
+  for (const auto& e : events) {
+    tracker_.onIcmp(e.line, e.mtu, e.from.toString(), now);
+  }
+  std::vector<uint64_t> answered;
+  prober_.receive(fd, answered, now);
+  for (uint64_t id : answered) {
+    tracker_.onProbeReply(id, now);
+  }
+}
+
+void PathMtuService::poll(TimePoint now) {
+  for (const auto& p : tracker_.poll(now)) {
+    prober_.send(p.line, p.id, p.size, now);
+  }
+}
+
+std::vector<std::string> PathMtuService::errors() const {
+  std::vector<std::string> out = listener_.errors();
+  for (const auto& e : prober_.errors()) {
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace mcgw::pmtu

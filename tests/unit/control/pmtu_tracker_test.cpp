@@ -1,0 +1,259 @@
+// PathMtuTracker on a fake clock: ICMP, probe confirmation and search,
+// "no answer", aging, reconfiguration.
+#include "control/pmtu/tracker.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace mcgw::pmtu {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kLine = "peer/l1";
+
+Settings fast() {
+  Settings s;
+  s.probe_interval = seconds(2);
+  s.probe_timeout = milliseconds(1000);
+  s.aging = seconds(30);
+  return s;
+}
+
+// A simulated underlay: a probe of `size` is answered when path(size) says so.
+struct Sim {
+  PathMtuTracker& t;
+  TimePoint now{};
+  std::function<bool(uint16_t)> passes;
+  unsigned sent = 0;
+
+  // Runs in 100 ms steps for `d`, answering probes right away.
+  void run(milliseconds d) {
+    const TimePoint end = now + d;
+    while (now < end) {
+      for (const auto& p : t.poll(now)) {
+        ++sent;
+        if (passes(p.size)) {
+          t.onProbeReply(p.id, now);
+        }
+      }
+      now += milliseconds(100);
+    }
+  }
+  // Runs until the line's MTU is `mtu`; how long it took (or `limit`).
+  milliseconds until(uint16_t mtu, milliseconds limit) {
+    const TimePoint start = now;
+    while (t.mtu(kLine) != mtu && now - start < limit) {
+      run(milliseconds(100));
+    }
+    return std::chrono::duration_cast<milliseconds>(now - start);
+  }
+};
+
+TEST(PathMtuTracker, StartsAtTheConfiguredMtuAndProbesIt) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  const LineView* v = t.view(kLine);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->mtu, 1500);
+  EXPECT_EQ(v->source, Source::kConfigured);
+  EXPECT_EQ(v->probe, ProbeState::kStarting);
+  auto probes = t.poll(TimePoint{});
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_EQ(probes[0].size, 1500);
+  EXPECT_EQ(probes[1].size, kFloor4);  // the base probe
+  t.onProbeReply(probes[0].id, TimePoint{});
+  t.onProbeReply(probes[1].id, TimePoint{});
+  EXPECT_TRUE(t.poll(TimePoint{} + milliseconds(10)).empty());
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+  // The next confirmation after probe-interval.
+  EXPECT_TRUE(t.poll(TimePoint{} + milliseconds(1900)).empty());
+  EXPECT_EQ(t.poll(TimePoint{} + milliseconds(2100)).size(), 2u);
+  EXPECT_TRUE(t.takeChanges().empty());
+}
+
+TEST(PathMtuTracker, IcmpLowersAtOnceAndNeverRaises) {
+  Settings s = fast();
+  s.probe = false;
+  PathMtuTracker t(s);
+  const TimePoint t0{};
+  t.setLines({{kLine, {false, 1500}}, {"peer/v6", {true, 1500}}}, t0);
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOff);
+  EXPECT_TRUE(t.onIcmp(kLine, 1400, "100.64.1.2", t0 + seconds(1)));
+  EXPECT_EQ(t.mtu(kLine), 1400);
+  EXPECT_EQ(t.view(kLine)->source, Source::kIcmp);
+  EXPECT_EQ(t.view(kLine)->since, t0 + seconds(1));
+  EXPECT_EQ(t.view(kLine)->reason, "icmp from 100.64.1.2");
+  auto changes = t.takeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].line, kLine);
+  EXPECT_EQ(changes[0].from, 1500);
+  EXPECT_EQ(changes[0].to, 1400);
+  EXPECT_EQ(changes[0].source, Source::kIcmp);
+
+  EXPECT_FALSE(t.onIcmp(kLine, 1400, "x", t0));  // not lower: ignored
+  EXPECT_FALSE(t.onIcmp(kLine, 9000, "x", t0));
+  EXPECT_EQ(t.view(kLine)->counters.icmp_ignored, 2u);
+  EXPECT_EQ(t.view(kLine)->counters.icmp_accepted, 1u);
+
+  // Below the floor: the floor (Linux min_pmtu 552, IPv6 1280).
+  EXPECT_TRUE(t.onIcmp(kLine, 68, "x", t0));
+  EXPECT_EQ(t.mtu(kLine), kFloor4);
+  EXPECT_EQ(t.view(kLine)->reason, "icmp from x (reported 68)");
+  EXPECT_FALSE(t.onIcmp(kLine, 100, "x", t0));
+  EXPECT_TRUE(t.onIcmp("peer/v6", 1000, "fd00::2", t0));
+  EXPECT_EQ(t.mtu("peer/v6"), kFloor6);
+  EXPECT_FALSE(t.onIcmp("peer/v6", 1200, "fd00::2", t0));
+  EXPECT_FALSE(t.onIcmp("no/such", 1200, "x", t0));
+}
+
+TEST(PathMtuTracker, IcmpWithoutMtuTakesTheNextPlateau) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  EXPECT_TRUE(t.onIcmp(kLine, 0, "x", TimePoint{}));
+  EXPECT_EQ(t.mtu(kLine), 1492);  // RFC 1191 §7
+  EXPECT_TRUE(t.onIcmp(kLine, 0, "x", TimePoint{}));
+  EXPECT_EQ(t.mtu(kLine), 1006);
+  EXPECT_TRUE(t.onIcmp(kLine, 0, "x", TimePoint{}));
+  EXPECT_EQ(t.mtu(kLine), kFloor4);  // 508 is below the floor
+}
+
+TEST(PathMtuTracker, ProbeSearchFindsAPathMtuNoIcmpReported) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t size) { return size <= 1500; }};
+  sim.run(seconds(5));
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+  // The underlay shrinks to 1387 and black-holes bigger packets.
+  sim.passes = [](uint16_t size) { return size <= 1387; };
+  const auto took = sim.until(1387, seconds(60));
+  EXPECT_EQ(t.mtu(kLine), 1387);
+  EXPECT_LE(took, seconds(12)) << "found after " << took.count() << " ms";
+  EXPECT_EQ(t.view(kLine)->source, Source::kProbe);
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+  EXPECT_EQ(t.view(kLine)->counters.searches, 1u);
+  auto changes = t.takeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].to, 1387);
+  EXPECT_EQ(changes[0].source, Source::kProbe);
+}
+
+TEST(PathMtuTracker, ProbeSearchIPv6) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {true, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t size) { return size <= 1280; }};
+  sim.until(1280, seconds(30));
+  EXPECT_EQ(t.mtu(kLine), 1280);
+  EXPECT_EQ(t.view(kLine)->source, Source::kProbe);
+}
+
+TEST(PathMtuTracker, SilentPeerIsNoAnswerAndKeepsTheMtu) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t) { return false; }};
+  sim.run(seconds(20));
+  EXPECT_EQ(t.mtu(kLine), 1500);
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kNoAnswer);
+  EXPECT_EQ(t.view(kLine)->source, Source::kConfigured);
+  EXPECT_GT(t.view(kLine)->counters.probes_lost, 6u);
+  // Rounds continue at probe-interval, not back to back.
+  EXPECT_LT(sim.sent, 30u);
+  // The peer comes back.
+  sim.passes = [](uint16_t) { return true; };
+  sim.run(seconds(3));
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+}
+
+TEST(PathMtuTracker, AgingRaisesOnlyWhenAProbeIsAnswered) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t size) { return size <= 1400; }};
+  sim.run(seconds(1));
+  t.onIcmp(kLine, 1400, "r", sim.now);
+  t.takeChanges();
+  // The path stays at 1400: aging probes 1401..1500, nothing bigger answers.
+  sim.run(seconds(35));
+  EXPECT_EQ(t.mtu(kLine), 1400);
+  EXPECT_EQ(t.view(kLine)->source, Source::kIcmp);
+  EXPECT_TRUE(t.takeChanges().empty());
+  // The path grows back: raised after the next aging period, by probe.
+  sim.passes = [](uint16_t) { return true; };
+  const auto took = sim.until(1500, seconds(60));
+  EXPECT_EQ(t.mtu(kLine), 1500);
+  EXPECT_GE(took, seconds(20));
+  EXPECT_EQ(t.view(kLine)->source, Source::kProbe);
+  auto changes = t.takeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].from, 1400);
+  EXPECT_EQ(changes[0].to, 1500);
+}
+
+TEST(PathMtuTracker, AgingWithoutProbingReturnsToTheConfiguredMtu) {
+  Settings s = fast();
+  s.probe = false;
+  PathMtuTracker t(s);
+  const TimePoint t0{};
+  t.setLines({{kLine, {false, 1500}}}, t0);
+  t.onIcmp(kLine, 1400, "r", t0);
+  EXPECT_TRUE(t.poll(t0 + seconds(29)).empty());
+  EXPECT_EQ(t.mtu(kLine), 1400);
+  EXPECT_TRUE(t.poll(t0 + seconds(30)).empty());  // no probes when probing is off
+  EXPECT_EQ(t.mtu(kLine), 1500);
+  EXPECT_EQ(t.view(kLine)->source, Source::kConfigured);
+}
+
+TEST(PathMtuTracker, AgingWithASilentPeerReturnsToTheConfiguredMtu) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t) { return false; }};  // a Linux VXLAN site
+  sim.run(seconds(1));
+  t.onIcmp(kLine, 1300, "r", sim.now);
+  sim.run(seconds(29));
+  EXPECT_EQ(t.mtu(kLine), 1300);
+  sim.run(seconds(2));
+  EXPECT_EQ(t.mtu(kLine), 1500);
+}
+
+TEST(PathMtuTracker, ReconfigureKeepsUnchangedLines) {
+  PathMtuTracker t(fast());
+  const TimePoint t0{};
+  t.setLines({{kLine, {false, 1500}}, {"peer/l2", {false, 1500}}}, t0);
+  t.onIcmp(kLine, 1400, "r", t0);
+  t.onIcmp("peer/l2", 1400, "r", t0);
+  t.setLines({{kLine, {false, 1500}}, {"peer/l2", {false, 9000}}, {"peer/l3", {false, 1400}}},
+             t0 + seconds(1));
+  EXPECT_EQ(t.mtu(kLine), 1400);
+  EXPECT_EQ(t.mtu("peer/l2"), 9000);  // changed: starts afresh
+  EXPECT_EQ(t.mtu("peer/l3"), 1400);
+  t.setLines({{"peer/l3", {false, 1400}}}, t0 + seconds(2));
+  EXPECT_EQ(t.view(kLine), nullptr);
+  // Probing turned off and on again.
+  Settings s = fast();
+  s.probe = false;
+  t.setSettings(s, t0 + seconds(3));
+  EXPECT_EQ(t.view("peer/l3")->probe, ProbeState::kOff);
+  EXPECT_TRUE(t.poll(t0 + seconds(4)).empty());
+  t.setSettings(fast(), t0 + seconds(5));
+  EXPECT_EQ(t.poll(t0 + seconds(5)).size(), 2u);
+}
+
+TEST(PathMtuTracker, IcmpDuringASearchEndsIt) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t size) { return size <= 1300; }};
+  sim.run(seconds(4));  // three misses: searching
+  while (t.view(kLine)->probe != ProbeState::kSearching && sim.now < TimePoint{} + seconds(20)) {
+    sim.run(milliseconds(100));
+  }
+  ASSERT_EQ(t.view(kLine)->probe, ProbeState::kSearching);
+  EXPECT_TRUE(t.onIcmp(kLine, 1300, "r", sim.now));
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+  sim.run(seconds(5));
+  EXPECT_EQ(t.mtu(kLine), 1300);
+  EXPECT_EQ(t.view(kLine)->source, Source::kIcmp);
+}
+
+}  // namespace
+}  // namespace mcgw::pmtu
