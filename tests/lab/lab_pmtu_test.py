@@ -491,8 +491,14 @@ def icmp(tmp: Path) -> None:
         learn_from_hosts(lab, NARROW - OVERHEAD, 10)
         dt = time.monotonic() - t0
         for gw in ("gwa", "gwb"):
-            check_line(lab, gw, NARROW, ("icmp",))
+            ln = check_line(lab, gw, NARROW, ("icmp",))
+            pc = ln.get("path_mtu_counters", {})
+            check(ln.get("probe") == "off" and pc.get("icmp_accepted", 0) >= 1 and pc.get("probes_sent") == 0,
+                  f"{gw} line1: probe off, path_mtu_counters icmp_accepted >= 1, probes_sent 0", ln)
             check_line(lab, gw, 1500, ("configured",), "line2")
+            ic = show(lab, gw, "counters").get("icmp", {})
+            check(ic.get("frag_needed", 0) >= 1 and ic.get("packet_too_big", 0) >= 1,
+                  f"{gw} counters icmp: frag_needed and packet_too_big sent to its host", ic)
         ok(f"rtr's frag-needed/PTB taught both gateways line1 path_mtu {NARROW} (source icmp; inner_mtu "
            f"{NARROW - OVERHEAD}, mss4 {NARROW - OVERHEAD - 40}, mss6 {NARROW - OVERHEAD - 60}; line2 1500); "
            f"the hosts then got frag-needed/PTB from their gateway's LAN address and cache mtu "
@@ -530,6 +536,12 @@ def probe(tmp: Path) -> None:
         for gw in ("gwa", "gwb"):
             check_line(lab, gw, pm[gw], ("probe",))
             check_line(lab, gw, 1500, ("probe", "configured"), "line2")
+            ln = wait_for(lambda: (x := line(lab, gw)).get("probe") == "ok" and x, 10, 0.5) or line(lab, gw)
+            pc = ln.get("path_mtu_counters", {})
+            check(ln.get("probe") == "ok" and pc.get("icmp_accepted") == 0 and pc.get("probes_lost", 0) > 0
+                  and pc.get("probes_answered", 0) > 0 and pc.get("searches", 0) >= 1,
+                  f"{gw} line1: probe ok; path_mtu_counters: no ICMP accepted, probes lost and answered, "
+                  "a search", ln)
         dropped = lab.nft_counters("rtr")
         check(dropped.get("toobig", 0) > 0, "rtr's frag-needed/PTB dropped by nft (counter toobig)", dropped)
         ok(f"ICMP dropped on rtr ({dropped.get('toobig')} frag-needed/PTB dropped): probing found line1's "
@@ -582,7 +594,9 @@ def shrink(tmp: Path) -> None:
         check(learned, f"both gateways learned line1 path_mtu {NARROW} within 10 s of the cut",
               {gw: brief(line(lab, gw)) for gw in ("gwa", "gwb")})
         for gw in ("gwa", "gwb"):
-            check_line(lab, gw, NARROW, ("icmp",))
+            ln = check_line(lab, gw, NARROW, ("icmp",))
+            check(ln.get("path_mtu_counters", {}).get("icmp_accepted", 0) >= 1,
+                  f"{gw} line1: path_mtu_counters icmp_accepted >= 1", ln)
         for key, sender, v6 in flows:
             t = results.get(key)
             check(isinstance(t, mcgwlab.Transfer) and t.bytes >= MIB10,
