@@ -469,17 +469,22 @@ def learn_from_hosts(lab, want: int, timeout: float) -> dict:
                   f"(IP{'V6' if fam else ''}_MTU) {want} learned within {timeout} s", r)
     for c in icmp.values():
         c.stop()
+    seen = {h: icmp_errors(c) for h, c in icmp.items()}
     for host in ("hosta", "hostb"):
         for fam in (0, 1):
             dst = ADDR[OTHER[host]][fam]
             m = route_mtu(lab, host, dst)
             check(m == want, f"{host}: ip{' -6' if fam else ''} route get {dst}: mtu {want}", m)
-            errs = [e for e in icmp_errors(icmp[host]) if e["quoted_dst"] == dst]
+            errs = [e for e in seen[host] if e["quoted_dst"] == dst]
             check(errs and all(e["from"] == GW_LAN[host][fam] and e["quoted_src"] == ADDR[host][fam]
                                and e["quoted_len"] > e["mtu"] for e in errs) and errs[-1]["mtu"] == want,
                   f"{host}: frag-needed/PTB (tcpdump on {host} eth0) all from its gateway {GW_LAN[host][fam]}, "
                   f"quoting its packets to {dst}, the last with MTU {want}", errs)
     return reports
+
+
+def sends(reports: dict) -> str:
+    return ", ".join(f"{h} IPv{6 if fam else 4} {len(r['sends'])}" for (h, fam), r in reports.items())
 
 
 def icmp(tmp: Path) -> None:
@@ -488,7 +493,7 @@ def icmp(tmp: Path) -> None:
             check_line(lab, gw, 1500, ("configured",))
         frags = fragment_captures(lab)
         t0 = time.monotonic()
-        learn_from_hosts(lab, NARROW - OVERHEAD, 10)
+        reports = learn_from_hosts(lab, NARROW - OVERHEAD, 10)
         dt = time.monotonic() - t0
         for gw in ("gwa", "gwb"):
             ln = check_line(lab, gw, NARROW, ("icmp",))
@@ -502,7 +507,8 @@ def icmp(tmp: Path) -> None:
         ok(f"rtr's frag-needed/PTB taught both gateways line1 path_mtu {NARROW} (source icmp; inner_mtu "
            f"{NARROW - OVERHEAD}, mss4 {NARROW - OVERHEAD - 40}, mss6 {NARROW - OVERHEAD - 60}; line2 1500); "
            f"the hosts then got frag-needed/PTB from their gateway's LAN address and cache mtu "
-           f"{NARROW - OVERHEAD} towards each other (IPv4 and IPv6), in {dt:.1f} s")
+           f"{NARROW - OVERHEAD} towards each other (IPv4 and IPv6), in {dt:.1f} s; DF datagrams sent "
+           f"(0.3 s apart): {sends(reports)}")
         flush_route_caches(lab)
         caps = syn_captures(lab)
         failed = transfers(lab, f"underlay {NARROW}")
@@ -547,8 +553,9 @@ def probe(tmp: Path) -> None:
         ok(f"ICMP dropped on rtr ({dropped.get('toobig')} frag-needed/PTB dropped): probing found line1's "
            f"path MTU {pm['gwa']} (gwa) / {pm['gwb']} (gwb) in {dt:.1f} s; line2 stays 1500")
         check(pm["gwa"] == pm["gwb"], "both gateways probe the same MTU", pm)
-        learn_from_hosts(lab, pm["gwa"] - OVERHEAD, 5)
-        ok(f"the hosts got frag-needed/PTB with MTU {pm['gwa'] - OVERHEAD} from their gateways (IPv4, IPv6)")
+        reports = learn_from_hosts(lab, pm["gwa"] - OVERHEAD, 5)
+        ok(f"the hosts got frag-needed/PTB with MTU {pm['gwa'] - OVERHEAD} from their gateways (IPv4, IPv6); "
+           f"DF datagrams sent: {sends(reports)}")
         flush_route_caches(lab)
         caps = syn_captures(lab)
         failed = transfers(lab, f"underlay {NARROW}, ICMP dropped")
