@@ -225,7 +225,9 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
     if (l.kind == RoundKind::kSearch) {
       l.last_decrease = now;  // an aging raise waits another period
     }
-    l.next_round = now + settings_.probe_interval;
+    // A peer that starts later, or a line that comes back, is found soon.
+    l.next_round =
+        now + std::min<std::chrono::milliseconds>(settings_.probe_interval, kNoAnswerRetry);
     return;
   } else {
     l.next_round = now;  // try again at once

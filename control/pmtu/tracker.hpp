@@ -13,7 +13,8 @@
 // RFC 8899); without probing, or when the peer never answers probes (not an
 // mcgw gateway), aging returns the line to its configured MTU (RFC 1191).
 // Rounds in which nothing is answered at all mark the line "no answer" and
-// leave the MTU alone.
+// leave the MTU alone; such a line is asked again after
+// min(probe-interval, 10 s).
 #pragma once
 
 #include <chrono>
@@ -32,6 +33,8 @@ inline constexpr uint16_t kFloor4 = 552;
 inline constexpr uint16_t kFloor6 = 1280;
 // Rounds in a row before the current size counts as too big / the peer as silent.
 inline constexpr unsigned kMaxProbes = 3;
+// A line whose peer answers nothing is asked again after at most this long.
+inline constexpr std::chrono::milliseconds kNoAnswerRetry{10000};
 // Candidate sizes per search round (besides the control probe).
 inline constexpr unsigned kTrainLength = 8;
 
