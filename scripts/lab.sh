@@ -13,7 +13,8 @@
 #   scripts/lab.sh --down      tear a running lab down
 #   --no-install / --no-build  skip those steps
 #   --encap vxlan|geneve, --underlay ipv4|ipv6, --driver af_xdp|af_packet,
-#   --host-mtu N, --static-neighbors, --kernel-static-neighbors
+#   --host-mtu N, --static-neighbors, --kernel-static-neighbors,
+#   --rtr-mtu IF=MTU, --drop-icmp, --path-mtu KEY=VALUE
 #                              passed on to `mcgwlab.py up`
 #
 # Exit status: 0 when every ping and transfer went through and both gateways
@@ -35,11 +36,11 @@ while [ $# -gt 0 ]; do
     --once) once=1 ;;
     --no-install) install=0 ;;
     --no-build) build_it=0 ;;
-    --encap|--underlay|--driver|--vni|--log-level|--kernel-addrs|--host-mtu)
+    --encap|--underlay|--driver|--vni|--log-level|--kernel-addrs|--host-mtu|--rtr-mtu|--path-mtu)
       [ $# -ge 2 ] || { echo "lab.sh: $1 needs a value" >&2; exit 2; }
       up_args+=("$1" "$2"); shift ;;
-    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors) up_args+=("$1") ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors|--drop-icmp) up_args+=("$1") ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "lab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

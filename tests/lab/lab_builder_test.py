@@ -132,11 +132,11 @@ def test_standard_lab(tmp: Path) -> None:
                 check(addrs_of(lab, i.node, i.name) == want, f"{i.node}/{i.name} addresses",
                       addrs_of(lab, i.node, i.name))
         hosts = {lab.ip(h, "link", "show", "dev", "eth0")[0]["mtu"] for h in ("hosta", "hostb", "hostc")}
-        check(hosts == {lab.options.host_mtu} == {1400}, "hosts' MTU 1400 (until PMTU/MSS clamping)", hosts)
+        check(hosts == {lab.options.host_mtu} == {1500}, "hosts' MTU 1500", hosts)
         off = sorted(f"{i.node}/{i.name}" for i in t.ifaces() if not i.tx_offload)
         check(off == ["hosta/eth0", "hostb/eth0", "hostc/eth0", "rtr/a1", "rtr/a2", "rtr/b1", "rtr/b2"],
               "TX checksum offload off on the hosts and the far ends of the gateway ports", off)
-        ok(f"{len(nss)} namespaces, {len(t.links)} veth pairs with their MTUs (hosts 1400), addresses, "
+        ok(f"{len(nss)} namespaces, {len(t.links)} veth pairs with their MTUs (hosts 1500), addresses, "
            f"TX checksum offload off on the hosts and towards the gateways")
 
         def route(node, *args):

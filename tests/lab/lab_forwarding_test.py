@@ -8,15 +8,17 @@ variant per run (so each ctest entry stays short):
 No static neighbour anywhere: the gateways' kernel sides (the af_xdp
 interface with mcgw's XDP program, or a TAP for af_packet) answer ARP/ND,
 and mcgwd resolves hosts and next hops through the kernel's neighbour table.
-The hosts' MTU is 1400 (Options.host_mtu: until PMTU/MSS clamping lands).
+The hosts' MTU is 1500: the gateways clamp the TCP MSS (issue 5; tested in
+lab_pmtu_test.py).
 
 1. ICMP echo A <-> B (IPv4, IPv6) through two mcgwd, and A <-> C, where C is
    a Linux VXLAN device (interop); some sent with DSCP 46 (TOS 0xb8).
 2. TCP with iperf3, 10 MiB received by the receiving end: A -> B and B -> A
    over IPv4 and IPv6 inside the tunnel, A -> C and C -> A over IPv4 and IPv6.
 3. On the wire, from captures on the underlay router (tshark): the A-B tunnel
-   packets use line1 only (active-backup), carry the configured VNI on UDP
-   4789 (VXLAN) or 6081 (Geneve) between the line1 VTEPs and the inner hosts;
+   packets use line1 only (active-backup; line2 sees only path MTU probes
+   on UDP 4788), carry the configured VNI on UDP 4789 (VXLAN) or 6081
+   (Geneve) between the line1 VTEPs and the inner hosts;
    site C's packets are VXLAN with the VNI and site C's inner MAC; every
    packet mcgw encapsulates has the inner DSCP in its outer header (46 for
    the marked pings, outer and inner); nothing is malformed.
@@ -41,6 +43,7 @@ from labtest import check, ok, run_parts  # noqa: E402
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 TOS_EF = 0xB8  # DSCP 46 (expedited forwarding), ECN 0
 MIB10 = 10 << 20
+PROBE_PORT = "4788"  # path-mtu.probe-port (default)
 
 
 
@@ -131,8 +134,12 @@ def variant(tmp: Path, driver: str, encap: str, underlay: str, vni: int) -> None
             check(want in inner, f"{name}: inner {want[0]} -> {want[1]} on line1", inner)
         check(sum(p["tcp"] for p in ab) > 4 * 7000, f"{name}: TCP segments through line1",
               sum(p["tcp"] for p in ab))
+        # Line 2 carries only the gateways' path MTU probes (UDP 4788, every line, issue 5).
         for i in ("a2", "b2"):
-            check(not caps[i].fields("frame.number"), f"{name}: line2 (rtr {i}) unused (active-backup)")
+            rows = caps[i].fields("frame.number", "udp.srcport", "udp.dstport")
+            other = [r for r in rows if PROBE_PORT not in r[1:]]
+            check(not other, f"{name}: line2 (rtr {i}) unused but for path MTU probes (active-backup): "
+                  "(frame, UDP ports)", other[:5])
 
         ac, bad_c1 = packets(caps["c1"], v6u)
         check({p["vni"] for p in ac} == {vni} and {p["port"] for p in ac} == {4789},

@@ -22,7 +22,8 @@ CLI (run as root, with /usr/bin/python3; stdlib only)::
 
   mcgwlab.py up [--prefix P] [--dir D] [--encap vxlan|geneve]
                 [--underlay ipv4|ipv6] [--driver af_xdp|af_packet]
-                [--host-mtu N] [--static-neighbors] [--kernel-static-neighbors]
+                [--host-mtu N] [--rtr-mtu IF=MTU] [--drop-icmp] [--path-mtu KEY=VALUE]
+                [--static-neighbors] [--kernel-static-neighbors]
                 [--no-gateways] [--replace]
   mcgwlab.py status [--prefix P] [--json]
   mcgwlab.py exec NODE -- CMD ...         e.g. exec hosta -- ip route
@@ -445,11 +446,28 @@ class Options:
     vni: int = 1000
     underlay_mtu: int = 1500
     lan_mtu: int = 1500
-    # The hosts' eth0 MTU, until PMTU/MSS clamping lands (issue 5): the tunnel
-    # carries inner packets of at most 1450 bytes on a 1500-byte line (1430
-    # over IPv6, less for Geneve), and mcgw drops a larger one (too-big), so a
-    # host that sent 1500-byte TCP segments would never get one through.
-    host_mtu: int = 1400
+    # The hosts' eth0 MTU.  The tunnel carries inner packets of at most 1450
+    # bytes on a 1500-byte line (1430 over an IPv6 underlay): the gateways
+    # clamp the TCP MSS and answer larger packets with ICMP frag-needed /
+    # Packet Too Big (or fragment the inner IPv4 packet without DF), issue 5.
+    host_mtu: int = 1500
+    # A narrower underlay: {rtr interface: IP MTU} lowers the MTU of the
+    # packets the router forwards (and sends) out of that interface, e.g.
+    # {"a1": 1400, "b1": 1400} for every A<->B packet on line 1.  Done with
+    # the route MTU of the interface's IPv4 subnet and its IPv6 MTU
+    # (net.ipv6.conf.IF.mtu), not the link MTU: a veth drops a received frame
+    # longer than its own MTU without a word, so lowering the link MTU of b1
+    # would also black-hole gateway B's 1500-byte packets coming in on it.
+    # The router sends ICMP frag-needed / Packet Too Big for what does not fit.
+    rtr_mtu: dict = field(default_factory=dict)
+    # nft in the router's namespace drops every IPv4 ICMP packet and the
+    # ICMPv6 errors (Packet Too Big, Destination Unreachable, Time Exceeded,
+    # Parameter Problem) it forwards or sends: a PMTUD black hole.  ND and
+    # ICMPv6 echo still pass.  Counters: Lab.nft_counters("rtr").
+    rtr_drop_icmp: bool = False
+    # The gateways' `path-mtu` config section (e.g. {"probe": True,
+    # "probe-interval": 2}); None: left out (mcgwd's defaults).
+    path_mtu: dict | None = None
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -762,6 +780,10 @@ class Lab:
             self._build()
             if self.options.kernel_static_neighbors:
                 self._kernel_neighbors()
+            for iface, mtu in sorted(self.options.rtr_mtu.items()):
+                self.set_ip_mtu("rtr", iface, int(mtu))
+            if self.options.rtr_drop_icmp:
+                self.drop_icmp("rtr")
             self._write_configs()
             (self.dir / "topology.txt").write_text(self.describe())
             self.state["phase"] = "up"
@@ -841,6 +863,63 @@ class Lab:
                         sh("ip", "-n", self.ns(other.node), "neigh", "replace", _ip(a), "lladdr",
                            self.mac(g.node, i.name), "dev", other.name, "nud", "permanent")
 
+    # ---- a narrower path, an ICMP black hole
+
+    def set_ip_mtu(self, node: str, iface: str, mtu: int | None) -> None:
+        """The IP MTU of what `node` forwards or sends out of `iface` (None:
+        the link's MTU again), for IPv4 through the route MTU of the
+        interface's subnets, for IPv6 through net.ipv6.conf.IFACE.mtu.  The
+        link MTU stays: the interface still receives full-size frames (see
+        Options.rtr_mtu)."""
+        link = self.ip(node, "addr", "show", "dev", iface)[0]
+        mtu = mtu or link["mtu"]
+        if not 1280 <= mtu <= link["mtu"]:
+            raise LabError(f"{node}/{iface}: IP MTU {mtu} outside 1280..{link['mtu']} (the link MTU)")
+        ns = self.ns(node)
+        for a in link.get("addr_info", []):
+            if a["family"] != "inet":
+                continue
+            net = ipaddress.ip_interface(f"{a['local']}/{a['prefixlen']}").network
+            sh("ip", "-n", ns, "route", "replace", net, "dev", iface, "proto", "kernel", "scope", "link",
+               "src", a["local"], *(["mtu", mtu] if mtu != link["mtu"] else []))
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{iface}.mtu={mtu}")
+        self.state.setdefault("ip_mtu", {})[f"{node}/{iface}"] = mtu
+        self._save()
+
+    NFT_TABLE = "mcgwlab_icmp"
+
+    def drop_icmp(self, node: str = "rtr", on: bool = True) -> None:
+        """nft in `node` drops every IPv4 ICMP packet and the ICMPv6 errors it
+        forwards or sends (on=False: the table goes again).  Named counters
+        `toobig` (frag-needed, Packet Too Big) and `other`."""
+        ns = self.ns(node)
+        sh("ip", "netns", "exec", ns, "nft", "delete", "table", "inet", self.NFT_TABLE, check=False)
+        if not on:
+            return
+        rules = ("icmp type destination-unreachable icmp code frag-needed counter name toobig drop; "
+                 "icmpv6 type packet-too-big counter name toobig drop; "
+                 "meta l4proto icmp counter name other drop; "
+                 "icmpv6 type { destination-unreachable, time-exceeded, parameter-problem } counter name other drop")
+        sh("ip", "netns", "exec", ns, "nft", "-f", "-", input=f"""table inet {self.NFT_TABLE} {{
+  counter toobig {{}}
+  counter other {{}}
+  chain forward {{ type filter hook forward priority filter; policy accept; {rules}; }}
+  chain output {{ type filter hook output priority filter; policy accept; {rules}; }}
+}}
+""")
+
+    def nft_counters(self, node: str = "rtr") -> dict:
+        """{counter name: packets} of drop_icmp's table in `node` ({} without it)."""
+        r = self.run(node, "nft", "-j", "list", "counters", "table", "inet", self.NFT_TABLE, check=False)
+        if r.returncode != 0:
+            return {}
+        out = {}
+        for item in json.loads(r.stdout).get("nftables", []):
+            c = item.get("counter")
+            if c:
+                out[c["name"]] = c["packets"]
+        return out
+
     # ---- gateway configs
 
     def mac(self, node: str, iface: str) -> str:
@@ -887,6 +966,7 @@ class Lab:
                          "routes": [{"prefix": pfx, "peer": peer} for pfx, peer in g.routes]}],
             "peers": peers,
             "api": {"socket": str(self.dir / f"{node}.sock")},
+            "path-mtu": dict(o.path_mtu) if o.path_mtu else None,
             "logging": {"level": o.log_level},
         }
 
@@ -1266,7 +1346,25 @@ def _options_from(args) -> Options:
                    static_neighbors=args.static_neighbors,
                    kernel_static_neighbors=args.kernel_static_neighbors,
                    kernel_addrs={"auto": None, "yes": True, "no": False}[args.kernel_addrs],
-                   vni=args.vni, log_level=args.log_level, host_mtu=args.host_mtu)
+                   vni=args.vni, log_level=args.log_level, host_mtu=args.host_mtu,
+                   rtr_mtu=dict(_kv(x, int) for x in args.rtr_mtu), rtr_drop_icmp=args.drop_icmp,
+                   path_mtu=dict(_kv(x, _yaml_value) for x in args.path_mtu) or None)
+
+
+def _kv(text: str, conv) -> tuple[str, object]:
+    k, sep, v = text.partition("=")
+    if not sep or not k:
+        raise LabError(f"{text!r}: want KEY=VALUE")
+    return k, conv(v)
+
+
+def _yaml_value(v: str):
+    if v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    try:
+        return int(v)
+    except ValueError:
+        return v
 
 
 def _print_status(lab: Lab, as_json: bool) -> int:
@@ -1319,7 +1417,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--no-static-neighbors", dest="static_neighbors", action="store_false",
                        help=argparse.SUPPRESS)  # the default; kept for old command lines
         p.add_argument("--host-mtu", type=int, default=Options.host_mtu,
-                       help="MTU of the hosts' eth0 (default %(default)s, until PMTU/MSS clamping lands)")
+                       help="MTU of the hosts' eth0 (default %(default)s)")
+        p.add_argument("--rtr-mtu", action="append", default=[], metavar="IF=MTU",
+                       help="IP MTU of what the router sends out of IF (a1 a2 b1 b2 c1), e.g. b1=1400; "
+                            "repeatable (the link MTU stays: see Options.rtr_mtu)")
+        p.add_argument("--drop-icmp", action="store_true",
+                       help="the router drops IPv4 ICMP and ICMPv6 errors (nft): a PMTUD black hole")
+        p.add_argument("--path-mtu", action="append", default=[], metavar="KEY=VALUE",
+                       help="a key of the gateways' path-mtu config section, e.g. probe-interval=2; repeatable")
         p.add_argument("--kernel-static-neighbors", action="store_true",
                        help="permanent ARP/ND entries for the gateways in hosts and router")
         p.add_argument("--kernel-addrs", choices=["auto", "yes", "no"], default="auto",
