@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dataplane/proto/icmp_error.hpp"
+#include "tests/support/hex.hpp"
 
 namespace {
 
@@ -23,38 +24,14 @@ using mcgw::proto::Bytes;
 using mcgw::proto::MutableBytes;
 
 bool fromHex(const std::string& s, std::vector<std::byte>* out) {
-  if (s.size() % 2) {
-    return false;
+  auto bytes = mcgw::test::parseHex(s);
+  if (bytes) {
+    *out = std::move(*bytes);
   }
-  out->clear();
-  for (size_t i = 0; i < s.size(); i += 2) {
-    int v = 0;
-    for (char c : {s[i], s[i + 1]}) {
-      const int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-      if (d < 0) {
-        return false;
-      }
-      v = v << 4 | d;
-    }
-    out->push_back(static_cast<std::byte>(v));
-  }
-  return true;
+  return bytes.has_value();
 }
 
-std::string toHex(const std::byte* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    const auto v = static_cast<uint8_t>(p[i]);
-    s += kDigits[v >> 4];
-    s += kDigits[v & 15];
-  }
-  return s;
-}
+using mcgw::test::toHex;
 
 // One request; false when the line can't be read.
 bool answer(const std::string& line, std::string* out) {

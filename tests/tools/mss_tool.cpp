@@ -12,34 +12,16 @@
 #include <vector>
 
 #include "dataplane/proto/mss.hpp"
+#include "tests/support/hex.hpp"
 
 namespace {
 
-int nibble(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 bool fromHex(const std::string& s, std::vector<uint8_t>* out) {
-  if (s.size() % 2) {
-    return false;
+  auto bytes = mcgw::test::parseHex<uint8_t>(s);
+  if (bytes) {
+    *out = std::move(*bytes);
   }
-  for (size_t i = 0; i < s.size(); i += 2) {
-    const int hi = nibble(s[i]), lo = nibble(s[i + 1]);
-    if (hi < 0 || lo < 0) {
-      return false;
-    }
-    out->push_back(static_cast<uint8_t>(hi << 4 | lo));
-  }
-  return true;
+  return bytes.has_value();
 }
 
 }  // namespace
@@ -65,14 +47,8 @@ int main() {
     packet.resize(len + kRoom);
     const auto verdict = mcgw::proto::clampMss(packet.data(), &len, packet.size(), v6 != 0,
                                                static_cast<uint16_t>(max_mss), insert != 0);
-    std::string out(mcgw::proto::toString(verdict));
-    out += ' ';
-    char buf[3];
-    for (size_t i = 0; i < len; ++i) {
-      std::snprintf(buf, sizeof buf, "%02x", packet[i]);
-      out += buf;
-    }
-    std::cout << out << "\n";
+    std::cout << mcgw::proto::toString(verdict) << ' ' << mcgw::test::toHex(packet.data(), len)
+              << "\n";
   }
   return 0;
 }

@@ -12,43 +12,18 @@
 #include <vector>
 
 #include "dataplane/proto/mss.hpp"
+#include "tests/support/hex.hpp"
 
 namespace mcgw::proto {
 namespace {
 
 using Packet = std::vector<uint8_t>;
 
-// "45 00 00 1c" → bytes; spaces and '|' are ignored.
 Packet hex(std::string_view s) {
-  Packet out;
-  int nibble = -1;
-  for (char c : s) {
-    int v = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (v < 0) {
-      continue;
-    }
-    if (nibble < 0) {
-      nibble = v;
-    } else {
-      out.push_back(static_cast<uint8_t>(nibble << 4 | v));
-      nibble = -1;
-    }
-  }
-  return out;
+  return test::hex<uint8_t>(s);
 }
 
-std::string toHex(const Packet& p) {
-  std::string s;
-  char buf[4];
-  for (uint8_t b : p) {
-    std::snprintf(buf, sizeof buf, "%02x", b);
-    s += buf;
-  }
-  return s;
-}
+using test::toHex;
 
 // The Internet checksum, written out again (not the library's).
 uint32_t sum16(const uint8_t* p, size_t n, uint32_t sum = 0) {

@@ -15,31 +15,12 @@
 #include "dataplane/proto/tcp.hpp"
 #include "dataplane/proto/udp.hpp"
 #include "dataplane/proto/vxlan.hpp"
+#include "tests/support/hex.hpp"
 
 namespace mcgw::proto {
 namespace {
 
-// "45 00 00 1c" → bytes; spaces and '|' are ignored.
-std::vector<std::byte> hex(std::string_view s) {
-  std::vector<std::byte> out;
-  int nibble = -1;
-  for (char c : s) {
-    int v = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (v < 0) {
-      continue;
-    }
-    if (nibble < 0) {
-      nibble = v;
-    } else {
-      out.push_back(static_cast<std::byte>(nibble << 4 | v));
-      nibble = -1;
-    }
-  }
-  return out;
-}
+using test::hex;
 
 Bytes span(const std::vector<std::byte>& v) {
   return Bytes(v.data(), v.size());
