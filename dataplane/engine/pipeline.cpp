@@ -349,7 +349,8 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
   toLan(t, m, nh, v6);
 }
 
-void Pipeline::toLan(const ForwardingTables& t, rte_mbuf* m, const NextHop& nh, bool v6) {
+[[gnu::always_inline]] inline void Pipeline::toLan(const ForwardingTables& t, rte_mbuf* m,
+                                                   const NextHop& nh, bool v6) {
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   if (nh.kind == NextHop::Kind::kGateway) {
     if (!nh.resolved) {
@@ -425,14 +426,17 @@ void Pipeline::tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint
 
 // TCP SYN and SYN-ACK through a tunnel: the MSS option lowered to the
 // tunnel's clamp (0: off).  Other packets pay the inline pre-check only.
-void Pipeline::clampSyn(rte_mbuf* m, const TunnelEntry& tunnel) {
-  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
-  uint8_t* ip = data + kEth;
-  size_t len = m->data_len - kEth;
+inline void Pipeline::clampSyn(rte_mbuf* m, const TunnelEntry& tunnel) {
+  const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
   const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  if (!proto::mayBeTcpSyn(ip, len, v6)) {
-    return;
+  if (proto::mayBeTcpSyn(data + kEth, m->data_len - kEth, v6)) {
+    clampSynSlow(m, tunnel, v6);
   }
+}
+
+[[gnu::noinline]] void Pipeline::clampSynSlow(rte_mbuf* m, const TunnelEntry& tunnel, bool v6) {
+  uint8_t* ip = rte_pktmbuf_mtod(m, uint8_t*) + kEth;
+  size_t len = m->data_len - kEth;
   const uint16_t mss =
       (v6 ? health_->mss6 : health_->mss4)[tunnel.slot].load(std::memory_order_relaxed);
   if (mss == 0) {
@@ -606,8 +610,10 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   encapsulateOn(t, m, tunnel, line, flow_hash);
 }
 
-void Pipeline::encapsulateOn(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
-                             const LineEntry& line, uint32_t flow_hash) {
+[[gnu::always_inline]] inline void Pipeline::encapsulateOn(const ForwardingTables& t, rte_mbuf* m,
+                                                           const TunnelEntry& tunnel,
+                                                           const LineEntry& line,
+                                                           uint32_t flow_hash) {
   const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
   const size_t inner_len = m->data_len;
   auto* inner = rte_pktmbuf_mtod(m, uint8_t*);

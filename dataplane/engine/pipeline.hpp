@@ -107,8 +107,10 @@ class Pipeline {
   // limits allow.
   void icmpError(const ForwardingTables& t, const rte_mbuf* m, proto::IcmpErrorKind kind,
                  uint32_t mtu, uint16_t tenant, uint16_t rx_port, Origin origin);
-  // Clamps the MSS of a SYN / SYN-ACK through tunnel (both directions).
+  // Clamps the MSS of a SYN / SYN-ACK through tunnel (both directions):
+  // an inline pre-check, the rest out of line.
   void clampSyn(rte_mbuf* m, const TunnelEntry& tunnel);
+  void clampSynSlow(rte_mbuf* m, const TunnelEntry& tunnel, bool v6);
   void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
   void drop(rte_mbuf* m, DropReason why);
   void toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m, DropReason otherwise);
