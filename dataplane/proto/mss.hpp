@@ -46,7 +46,8 @@ constexpr std::string_view toString(MssVerdict v) {
 // means "certainly not a TCP SYN to clamp" (a handful of loads and compares).
 // IPv4: protocol TCP, fragment offset 0, and the SYN bit in the flags byte
 // the IHL points at.  IPv6: next header TCP with SYN set, or a hop-by-hop,
-// routing, destination-options or fragment header (clampMss walks those).
+// routing, destination-options header or a first fragment's header
+// (clampMss walks those).
 // ip: the IP packet from its first byte, len: its length in the buffer.
 inline bool mayBeTcpSyn(const uint8_t* ip, size_t len, bool v6) {
   if (!v6) {
@@ -63,8 +64,13 @@ inline bool mayBeTcpSyn(const uint8_t* ip, size_t len, bool v6) {
   if (next == kIpProtoTcp) {
     return (ip[sizeof(Ipv6Header) + 13] & kTcpSyn) != 0;
   }
-  return next == kIpv6HopByHop || next == kIpv6Routing || next == kIpv6DestinationOptions ||
-         next == kIpv6Fragment;
+  if (next == kIpv6Fragment) {
+    // Straight after the fixed header: a later fragment (offset != 0) is
+    // never clamped, so it need not be walked.
+    const uint8_t* f = ip + sizeof(Ipv6Header);
+    return ((f[2] << 8 | f[3]) & 0xfff8) == 0;
+  }
+  return next == kIpv6HopByHop || next == kIpv6Routing || next == kIpv6DestinationOptions;
 }
 
 // Clamps the MSS option of a TCP segment with SYN set (SYN and SYN-ACK) to

@@ -575,6 +575,9 @@ TEST(mss, PreCheck) {
     Packet p = build(syn6("").withFlags(kTcpAck).withExt({e}));
     EXPECT_TRUE(mayBeTcpSyn(p.data(), p.size(), true)) << int{e.type};
   }
+  // A later fragment straight after the fixed header is never clamped.
+  Packet later6 = build(syn6("").withExt({kLaterFragment}));
+  EXPECT_FALSE(mayBeTcpSyn(later6.data(), later6.size(), true));
   Packet udp6 = build(syn6("").withProtocol(kIpProtoUdp));
   EXPECT_FALSE(mayBeTcpSyn(udp6.data(), udp6.size(), true));
 }
