@@ -142,6 +142,7 @@ bool PathMtuTracker::onIcmp(const std::string& key, uint32_t reported, const std
   l.probes.clear();
   l.in_round = false;
   l.raising = false;
+  l.verifying = false;
   l.current_misses = 0;
   if (settings_.probe) {
     if (l.v.probe == ProbeState::kSearching) {
@@ -181,6 +182,9 @@ void PathMtuTracker::startRound(const std::string& key, Line& l, RoundKind kind,
     if (base < l.v.mtu) {
       sizes.push_back(base);
     }
+  } else if (l.verifying) {
+    sizes.push_back(l.hi);  // the size about to count as too big, once more
+    sizes.push_back(l.lo);  // and the control probe
   } else {
     // A train of candidates spread over (lo, hi), its top hi - 1, and a
     // control probe at lo, which tells "all too big" from "all lost".
@@ -221,6 +225,7 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
     // Not an mcgw gateway, or the line is down: leave the MTU alone.
     l.v.probe = ProbeState::kNoAnswer;
     l.raising = false;
+    l.verifying = false;
     l.current_misses = 0;
     if (l.kind == RoundKind::kSearch) {
       l.last_decrease = now;  // an aging raise waits another period
@@ -246,7 +251,8 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
       l.v.probe = ProbeState::kSearching;
       l.raising = false;
       l.lo = std::min(floor(l), l.v.mtu);
-      l.hi = l.v.mtu;
+      l.hi = l.upper = l.v.mtu;
+      l.verifying = false;
       ++l.v.counters.searches;
       l.next_round = now;
     } else {
@@ -258,6 +264,23 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
     return;
   }
 
+  if (l.verifying) {
+    if (l.probes.front().answered) {
+      // It was a lost probe: search on above it.
+      l.verifying = false;
+      l.lo = l.hi;
+      l.hi = l.upper;
+    } else if (++l.verify_misses >= kMaxProbes) {
+      endSearch(key, l, now);
+      return;
+    }
+    if (l.hi - l.lo <= 1) {
+      endSearch(key, l, now);
+    } else {
+      l.next_round = now;
+    }
+    return;
+  }
   // Search: the largest answered size is the new lo, the smallest unanswered
   // size above it the new hi.
   for (const auto& p : l.probes) {
@@ -270,8 +293,12 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
       l.hi = std::min(l.hi, p.size);
     }
   }
-  if (l.hi - l.lo <= 1) {
-    endSearch(key, l, now);
+  if (l.hi - l.lo <= 1 && l.hi < l.upper) {
+    l.verifying = true;  // hi failed once in a train: ask again before it counts
+    l.verify_misses = 0;
+    l.next_round = now;
+  } else if (l.hi - l.lo <= 1) {
+    endSearch(key, l, now);  // hi is the size that started the search: known too big
   } else {
     l.next_round = now;
   }
@@ -279,6 +306,7 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
 
 void PathMtuTracker::endSearch(const std::string& key, Line& l, TimePoint now) {
   const uint16_t found = l.lo;
+  l.verifying = false;
   if (l.raising) {
     if (found > l.v.mtu) {
       set(key, l, found, Source::kProbe,
@@ -306,7 +334,8 @@ void PathMtuTracker::age(const std::string& key, Line& l, TimePoint now,
   if (settings_.probe && l.ever_answered && l.v.probe != ProbeState::kNoAnswer) {
     l.raising = true;
     l.lo = l.v.mtu;
-    l.hi = static_cast<uint16_t>(l.v.spec.configured_mtu + 1);
+    l.hi = l.upper = static_cast<uint16_t>(l.v.spec.configured_mtu + 1);
+    l.verifying = false;
     l.v.probe = ProbeState::kSearching;
     ++l.v.counters.searches;
     startRound(key, l, RoundKind::kSearch, now, out);

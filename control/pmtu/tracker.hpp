@@ -7,7 +7,9 @@
 // which the current size goes unanswered while the base probe (the floor:
 // 552 IPv4, 1280 IPv6) is answered start a search: rounds of a parallel train
 // of candidate sizes narrow [largest answered, smallest unanswered) until it
-// is one byte wide, and the line takes the largest answered size.  After
+// is one byte wide; the smallest unanswered size is then asked again (up to
+// three rounds: a single lost probe does not count) and the line takes the
+// largest answered size.  After
 // `aging` since the last decrease a search between the current and the
 // configured MTU raises it again when a larger probe is answered (RFC 8201 /
 // RFC 8899); without probing, or when the peer never answers probes (not an
@@ -142,6 +144,11 @@ class PathMtuTracker {
     bool ever_answered = false;
     bool raising = false;     // the search is an aging raise
     uint16_t lo = 0, hi = 0;  // search: lo answered, hi (exclusive) not or the limit
+    uint16_t upper = 0;       // search: hi when it started (known too big, or the limit)
+    // The search's last unanswered size is probed again before it counts:
+    // one lost probe must not settle the line low.
+    bool verifying = false;
+    unsigned verify_misses = 0;
   };
 
   uint16_t floor(const Line& l) const { return l.v.spec.ipv6 ? kFloor6 : kFloor4; }
