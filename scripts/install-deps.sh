@@ -24,7 +24,7 @@ packages=(
   build-essential g++-12 cmake ninja-build pkg-config git clang llvm clang-format libclang-rt-14-dev
   # libraries fixed by the design card, and the ones we chose
   libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev libutfcpp-dev
   libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev
   # runtime peers and tools used by tests and the lab
   systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl
