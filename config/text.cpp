@@ -150,6 +150,22 @@ std::string quote(std::string_view text, size_t max) {
   return escapeBody(text, max, true);
 }
 
+std::string escapeInvalidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  walk(
+      text,
+      [&](size_t off, uint32_t cp, size_t len) {
+        out += cp == '\\' ? std::string_view("\\\\") : text.substr(off, len);
+        return true;
+      },
+      [&](size_t, uint8_t byte) {
+        out += hex("\\x%02X", byte);
+        return true;
+      });
+  return out;
+}
+
 bool isPlain(std::string_view text) {
   if (findProblem(text)) {
     return false;

@@ -56,6 +56,11 @@ std::string escape(std::string_view text, size_t max = kMaxQuoted);
 // "caf\xE9", "aaaa"...(1048576 bytes).
 std::string quote(std::string_view text, size_t max = kMaxQuoted);
 
+// text with only what is not UTF-8 escaped: such bytes become \xXX and a
+// backslash is doubled; line breaks and other characters stay as they are.
+// Uncut.  For JSON, which escapes control characters itself.
+std::string escapeInvalidUtf8(std::string_view text);
+
 // True when text is valid and needs no escaping to be printed as is.
 bool isPlain(std::string_view text);
 

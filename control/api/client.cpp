@@ -73,6 +73,11 @@ Result<json, ClientError> call(const std::string& socket_path, const std::string
       return unexpected(ClientError{true, std::string("read: ") + std::strerror(errno)});
     }
   }
+  if (in.empty()) {
+    // Closed without a word: the daemon stopped (or crashed) under the request.
+    return unexpected(ClientError{
+        true, "mcgwd closed the connection without answering (did it stop? see its log)"});
+  }
   json r = json::parse(in, nullptr, false);
   if (r.is_discarded() || !r.is_object()) {
     return unexpected(ClientError{false, "mcgwd sent a response that is not JSON"});

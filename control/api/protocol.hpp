@@ -9,7 +9,10 @@
 //             {"version": 1, "ok": false, "error": {"message": "...", "details": [...]}}
 //
 // A request of another major version is refused with an error naming the
-// versions the server speaks.  Commands: status, show-config, reload.
+// versions the server speaks.  Commands: see control/daemon/requests.cpp.
+// Bounds (docs/operations.md, "The operator API and its bounds"): a request
+// line of kMaxRequestBytes, Server::kMaxClients connections, 5 s to send a
+// request; every response is valid UTF-8 JSON (api::dump).
 #pragma once
 
 #include <cstddef>

@@ -12,6 +12,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
+#include "config/text.hpp"
+#include "control/api/json_text.hpp"
 #include "control/api/protocol.hpp"
 
 namespace mcgw::api {
@@ -20,7 +24,6 @@ using nlohmann::json;
 
 namespace {
 constexpr auto kClientTimeout = std::chrono::seconds(5);
-constexpr size_t kMaxClients = 64;
 }  // namespace
 
 json errorResponse(const std::string& message, const std::vector<std::string>& details) {
@@ -29,6 +32,102 @@ json errorResponse(const std::string& message, const std::vector<std::string>& d
     e["details"] = details;
   }
   return json{{"ok", false}, {"error", e}};
+}
+
+namespace {
+
+const char* typeName(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "a value";
+  }
+}
+
+// nlohmann's parse error without the input it quotes ("last read: '...'"):
+// "syntax error while parsing value - invalid literal" -> "invalid literal".
+std::string parseErrorReason(const std::string& what) {
+  std::string reason = what;
+  if (size_t dash = reason.find(" - "); dash != std::string::npos) {
+    reason = reason.substr(dash + 3);
+  }
+  if (size_t last = reason.find("; last read: "); last != std::string::npos) {
+    size_t expected = reason.find("; expected ", last);
+    reason = reason.substr(0, last) +
+             (expected == std::string::npos ? std::string() : reason.substr(expected));
+  }
+  return text::escape(reason, 200);
+}
+
+json responseTo(std::string_view line, const Server::Handler& handler) {
+  json req;
+  try {
+    req = json::parse(line);
+  } catch (const json::parse_error& e) {
+    return errorResponse("request is not valid JSON: at byte " + std::to_string(e.byte) + ": " +
+                         parseErrorReason(e.what()));
+  }
+  if (!req.is_object()) {
+    return errorResponse(std::string("request is ") + typeName(req) +
+                         ", not a JSON object {\"version\": ..., \"command\": ...}");
+  }
+  if (!req.contains("version") || !req["version"].is_number_integer() ||
+      req["version"].get<int64_t>() != kVersion) {
+    return errorResponse("unsupported API version; this mcgwd speaks version " +
+                         std::to_string(kVersion));
+  }
+  if (!req.contains("command") || !req["command"].is_string()) {
+    return errorResponse("request has no \"command\" string");
+  }
+  json args = json::object();
+  if (req.contains("args") && !req["args"].is_null()) {
+    if (!req["args"].is_object()) {
+      return errorResponse(std::string("\"args\" must be an object, found ") +
+                           typeName(req["args"]));
+    }
+    args = req["args"];
+  }
+  const std::string command = req["command"].get<std::string>();
+  try {
+    return handler(command, args);
+  } catch (const std::exception& e) {
+    spdlog::error("API: command {} failed: {}", text::quote(command), text::escape(e.what(), 512));
+    return errorResponse("internal error: " + text::escape(e.what(), 512));
+  } catch (...) {
+    spdlog::error("API: command {} failed with an unknown exception", text::quote(command));
+    return errorResponse("internal error");
+  }
+}
+
+}  // namespace
+
+std::string answer(std::string_view line, const Server::Handler& handler) {
+  json r;
+  try {
+    r = responseTo(line, handler);
+    if (!r.is_object()) {
+      r = errorResponse("internal error: the response is not an object");
+    }
+    r["version"] = kVersion;
+  } catch (const std::exception& e) {  // out of memory building the response
+    spdlog::error("API: {}", text::escape(e.what(), 512));
+    r = errorResponse("internal error");
+    r["version"] = kVersion;
+  }
+  return dump(r) + "\n";
 }
 
 Server::~Server() {
@@ -153,12 +252,26 @@ void Server::accept() {
     }
     if (clients_.size() >= kMaxClients) {
       // Full: the client that has waited longest makes room, so that idle
-      // connections cannot lock the operator out.
+      // connections cannot lock the operator out.  It is told why before it
+      // is closed (best effort: the socket buffer takes a short line).
       auto oldest = std::min_element(
           clients_.begin(), clients_.end(),
           [](const auto& a, const auto& b) { return a.second.since < b.second.since; });
+      json r = errorResponse("too many API connections (at most " + std::to_string(kMaxClients) +
+                             "); this one waited longest and was closed; try again");
+      r["version"] = kVersion;
+      std::string line = dump(r) + "\n";
+      ::send(oldest->first, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(oldest->first, SHUT_RDWR);
       ::close(oldest->first);
       clients_.erase(oldest);
+      ++refused_;
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_refusal_log_ > std::chrono::seconds(10)) {  // not a log line per connection
+        spdlog::warn("API: more than {} connections open; closed the oldest ({} so far)",
+                     kMaxClients, refused_);
+        last_refusal_log_ = now;
+      }
     }
     clients_[fd] = Client{{}, {}, 0, false, std::chrono::steady_clock::now()};
   }
@@ -199,31 +312,14 @@ void Server::read(int fd, Client& c) {
   }
   std::string line = c.in.substr(0, nl);
   c.in.clear();  // one request per connection
-  json req = json::parse(line, nullptr, false);
-  if (req.is_discarded() || !req.is_object()) {
-    respond(c, errorResponse("request is not a JSON object"));
-  } else if (!req.contains("version") || !req["version"].is_number_integer() ||
-             req["version"].get<int>() != kVersion) {
-    respond(c, errorResponse("unsupported API version; this mcgwd speaks version " +
-                             std::to_string(kVersion)));
-  } else if (!req.contains("command") || !req["command"].is_string()) {
-    respond(c, errorResponse("request has no \"command\" string"));
-  } else {
-    json args = req.value("args", json::object());
-    json body;
-    try {
-      body = handler_(req["command"].get<std::string>(), args);
-    } catch (const std::exception& e) {
-      body = errorResponse(std::string("internal error: ") + e.what());
-    }
-    respond(c, body);
-  }
+  c.out = answer(line, handler_);
+  c.sent = 0;
 }
 
 void Server::respond(Client& c, const json& body) {
   json r = body;
   r["version"] = kVersion;
-  c.out = r.dump() + "\n";
+  c.out = dump(r) + "\n";
   c.sent = 0;
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,9 @@ class Server {
   void pollFds(std::vector<pollfd>& fds) const;
   void handle(const std::vector<pollfd>& fds);
   const std::string& path() const { return path_; }
+  // Connections closed because more than kMaxClients were open.
+  uint64_t refusedConnections() const { return refused_; }
+  static constexpr size_t kMaxClients = 64;
 
  private:
   struct Client {
@@ -55,10 +59,19 @@ class Server {
   int listen_fd_ = -1;
   std::chrono::steady_clock::time_point accept_paused_until_{};
   std::map<int, Client> clients_;
+  uint64_t refused_ = 0;
+  std::chrono::steady_clock::time_point last_refusal_log_{};
 };
 
 // The response to a malformed or unsupported request.
 nlohmann::json errorResponse(const std::string& message,
                              const std::vector<std::string>& details = {});
+
+// The response line (ending in a newline) to one request line: the request is
+// parsed and checked (JSON object, version, "command" a string, "args" an
+// object when given), then handed to handler.  Never throws: a handler that
+// throws is logged and answered with an error, and the response is written
+// with api::dump(), which escapes text that is not UTF-8.
+std::string answer(std::string_view line, const Server::Handler& handler);
 
 }  // namespace mcgw::api

@@ -7,9 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "config/loader.hpp"
+#include "config/text.hpp"
 #include "control/api/client.hpp"
+#include "control/api/json_text.hpp"
 #include "control/api/protocol.hpp"
 #include "control/cli/status_view.hpp"
 
@@ -22,14 +25,41 @@ constexpr int kFailed = 1;
 constexpr int kUnreachable = 2;
 constexpr int kUsage = 64;  // EX_USAGE: bad command line
 
+// Text for the terminal: lines holding control characters (a carriage
+// return, an escape sequence) or bytes that are not UTF-8 are written
+// escaped, so that nothing the daemon relays can rewrite the operator's screen.
+std::string forTerminal(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string_view line(text.data() + start,
+                          (nl == std::string::npos ? text.size() : nl) - start);
+    if (mcgw::text::findProblem(line, mcgw::text::Breaks::kAllowed) ||
+        line.find('\r') != std::string_view::npos) {
+      out += mcgw::text::escape(line, std::numeric_limits<size_t>::max());
+    } else {
+      out += line;
+    }
+    if (nl == std::string::npos) {
+      break;
+    }
+    out += '\n';
+    start = nl + 1;
+  }
+  return out;
+}
+
 void printError(const json& response) {
   json e = response.value("error", json::object());
-  std::fprintf(stderr, "mcgwctl: %s\n",
-               e.is_object() ? e.value("message", "request failed").c_str() : "request failed");
+  std::string message = e.is_object() && e.contains("message") && e["message"].is_string()
+                            ? e["message"].get<std::string>()
+                            : std::string("request failed");
+  std::fprintf(stderr, "mcgwctl: %s\n", forTerminal(message).c_str());
   if (e.is_object() && e.contains("details") && e["details"].is_array()) {
     for (const auto& d : e["details"]) {
-      std::fprintf(stderr, "  %s\n",
-                   d.is_string() ? d.get<std::string>().c_str() : d.dump().c_str());
+      std::string line = d.is_string() ? d.get<std::string>() : mcgw::api::dump(d);
+      std::fprintf(stderr, "  %s\n", forTerminal(line).c_str());
     }
   }
 }
@@ -40,7 +70,7 @@ std::optional<json> request(const std::string& socket, const std::string& comman
                             const json& args = json::object()) {
   auto r = mcgw::api::call(socket, command, args);
   if (!r) {
-    std::fprintf(stderr, "mcgwctl: %s\n", r.error().message.c_str());
+    std::fprintf(stderr, "mcgwctl: %s\n", forTerminal(r.error().message).c_str());
     rc = r.error().unreachable ? kUnreachable : kFailed;
     return std::nullopt;
   }
@@ -61,16 +91,16 @@ int checkConfig(const std::string& file) {
   auto r = mcgw::config::loadConfigFile(file);
   if (!r) {
     for (const auto& e : r.error()) {
-      std::fprintf(stderr, "%s\n", e.toString().c_str());
+      std::fprintf(stderr, "%s\n", forTerminal(e.toString()).c_str());
     }
-    std::fprintf(stderr, "%s: invalid (%zu error%s)\n", file.c_str(), r.error().size(),
+    std::fprintf(stderr, "%s: invalid (%zu error%s)\n", forTerminal(file).c_str(), r.error().size(),
                  r.error().size() == 1 ? "" : "s");
     return kFailed;
   }
   const auto& c = **r;
-  std::printf("%s: valid (node %s, %zu ports, %zu tenants, %zu peers, sha256 %s)\n", file.c_str(),
-              c.node.name.c_str(), c.ports.size(), c.tenants.size(), c.peers.size(),
-              c.checksum.substr(0, 12).c_str());
+  std::printf("%s: valid (node %s, %zu ports, %zu tenants, %zu peers, sha256 %s)\n",
+              forTerminal(file).c_str(), forTerminal(c.node.name).c_str(), c.ports.size(),
+              c.tenants.size(), c.peers.size(), c.checksum.substr(0, 12).c_str());
   return kOk;
 }
 
@@ -143,7 +173,8 @@ int main(int argc, char** argv) {
         return rc;
       }
       const json& s = (*r)["result"];
-      std::cout << (as_json ? s.dump(2) + "\n" : mcgw::cli::renderStatus(s));
+      std::cout << (as_json ? mcgw::api::dump(s, 2) + "\n"
+                            : forTerminal(mcgw::cli::renderStatus(s)));
       return s.value("/health/state"_json_pointer, "") == "healthy" ? kOk : kFailed;
     }
     if (*show_config) {
@@ -153,10 +184,10 @@ int main(int argc, char** argv) {
       }
       const json& c = (*r)["result"];
       if (as_json) {
-        std::cout << c.dump(2) << "\n";
+        std::cout << mcgw::api::dump(c, 2) << "\n";
       } else {
-        std::cout << "# " << c.value("file", "") << " (sha256 " << c.value("checksum", "") << ")\n"
-                  << c.value("text", "");
+        std::cout << forTerminal("# " + c.value("file", "") + " (sha256 " +
+                                 c.value("checksum", "") + ")\n" + c.value("text", ""));
       }
       return kOk;
     }
@@ -175,7 +206,7 @@ int main(int argc, char** argv) {
           return rc;
         }
         const json& res = (*r)["result"];
-        std::cout << (as_json ? res.dump(2) + "\n" : v.render(res));
+        std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n" : forTerminal(v.render(res)));
         return kOk;
       }
     }
@@ -185,7 +216,7 @@ int main(int argc, char** argv) {
       if (!r) {
         return rc;
       }
-      std::cout << (*r)["result"].value("message", "") << "\n";
+      std::cout << forTerminal((*r)["result"].value("message", "")) << "\n";
       return kOk;
     }
     if (*reload) {
@@ -194,12 +225,14 @@ int main(int argc, char** argv) {
         return rc;
       }
       if (as_json) {
-        std::cout << r->dump(2) << "\n";
+        std::cout << mcgw::api::dump(*r, 2) << "\n";
       } else {
-        std::cout << "reloaded:\n";
-        for (const auto& ch : (*r)["result"].value("changes", json::array())) {
-          std::cout << "  " << (ch.is_string() ? ch.get<std::string>() : ch.dump()) << "\n";
+        const json& res = (*r)["result"];
+        std::string out = "reloaded: " + res.value("summary", std::string("done")) + "\n";
+        for (const auto& ch : res.value("changes", json::array())) {
+          out += "  " + (ch.is_string() ? ch.get<std::string>() : mcgw::api::dump(ch)) + "\n";
         }
+        std::cout << forTerminal(out);
       }
       return kOk;
     }

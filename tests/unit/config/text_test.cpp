@@ -102,6 +102,14 @@ TEST(Text, LongValuesAreCutAndMarked) {
   }());
 }
 
+TEST(Text, EscapeInvalidUtf8KeepsEverythingElse) {
+  EXPECT_EQ(escapeInvalidUtf8("caf\xE9\nline\t\x1b"), "caf\\xE9\nline\t\x1b");
+  EXPECT_EQ(escapeInvalidUtf8("a\\b\xC3\xA9"), "a\\\\b\xC3\xA9");
+  const std::string big(100000, '\xff');
+  EXPECT_EQ(escapeInvalidUtf8(big).size(), 400000u);  // uncut
+  EXPECT_FALSE(findProblem(escapeInvalidUtf8("\xff\xfe\x80"), Breaks::kAllowed));
+}
+
 TEST(Text, IsPlain) {
   EXPECT_TRUE(isPlain("wan0"));
   EXPECT_TRUE(isPlain("\xE4\xB8\xAD"));
