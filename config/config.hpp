@@ -215,6 +215,12 @@ struct LoggingConfig {
   bool operator==(const LoggingConfig&) const = default;
 };
 
+// What mcgwd does when its config file is invalid at start.
+struct StartupConfig {
+  bool use_last_good = true;
+  bool operator==(const StartupConfig&) const = default;
+};
+
 struct Config {
   std::string source;    // the file it was loaded from
   std::string checksum;  // sha256 of the file's bytes, hex
@@ -230,6 +236,7 @@ struct Config {
   PathMtuConfig path_mtu;
   ApiConfig api;
   LoggingConfig logging;
+  StartupConfig startup;
 
   const PortConfig* findPort(const std::string& name) const;
   const TenantConfig* findTenant(const std::string& name) const;

@@ -906,6 +906,7 @@ Config buildConfig(lyd_node* tree) {
   lyd_node* api = r.top("api");
   c.api = {R::str(api, "socket"), R::str(api, "group")};
   c.logging.level = R::str(r.top("logging"), "level");
+  c.startup.use_last_good = R::flag(r.top("startup"), "use-last-good", true);
   return c;
 }
 

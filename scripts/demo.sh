@@ -80,7 +80,7 @@ ip -n "$ns" addr add 198.51.100.2/30 dev peer-wan0
 echo "demo.sh: preflight"
 ip netns exec "$ns" "$mcgwd" --preflight --config "$dir/mcgw.yaml"
 echo "demo.sh: starting mcgwd in namespace $ns (log: $dir/mcgwd.log)"
-setsid ip netns exec "$ns" "$mcgwd" --config "$dir/mcgw.yaml" >"$dir/mcgwd.log" 2>&1 < /dev/null &
+setsid ip netns exec "$ns" "$mcgwd" --config "$dir/mcgw.yaml" --state-dir "$dir/state" >"$dir/mcgwd.log" 2>&1 < /dev/null &
 echo $! > "$dir/mcgwd.pid"
 
 for _ in $(seq 100); do

@@ -39,6 +39,15 @@ Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path) {
   return LoadedConfig{*loaded, std::move(*text)};
 }
 
+std::string isoTime(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 namespace {
 
 // The af_xdp PMD loads mcgw's XDP program unless the operator named one.
@@ -57,15 +66,6 @@ std::vector<std::string> errorLines(const config::ConfigErrors& errors) {
   return out;
 }
 
-std::string isoTime(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Port changes that need the device reopened rather than adjusted.
 bool needsReopen(const config::PortConfig& a, const config::PortConfig& b) {
   return a.pci != b.pci || a.vdev != b.vdev || a.rx_queues != b.rx_queues ||
@@ -76,12 +76,14 @@ bool needsReopen(const config::PortConfig& a, const config::PortConfig& b) {
 
 Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     const std::string& path, LoadedConfig loaded, const std::string& program,
-    const std::string& log_level_override) {
-  const std::string log_level =
-      log_level_override.empty() ? loaded.config->logging.level : log_level_override;
+    StartOptions options) {
+  const std::string log_level = options.log_level_override.empty() ? loaded.config->logging.level
+                                                                   : options.log_level_override;
   std::unique_ptr<Gateway> gw(new Gateway());
   gw->path_ = path;
-  gw->log_level_override_ = log_level_override;
+  gw->log_level_override_ = options.log_level_override;
+  gw->last_good_ = std::make_unique<LastGoodStore>(options.state_dir, path);
+  gw->fallback_ = std::move(options.fallback);
   gw->config_ = std::move(loaded.config);
   gw->config_text_ = std::move(loaded.text);
   gw->started_at_ = gw->loaded_at_ = std::chrono::system_clock::now();
@@ -118,6 +120,9 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     return unexpected(std::vector<std::string>{r.error()});
   }
   gw->tick();
+  if (!gw->fallback_) {
+    gw->saveLastGood();
+  }
   spdlog::info("fast path: {} worker(s), {} tunnel(s), {} line(s)", gw->dataplane_->workers(),
                gw->dataplane_->tables()->tunnels.size(), gw->dataplane_->tables()->lines.size());
   return gw;
@@ -669,18 +674,37 @@ engine::Port* Gateway::findPort(const std::string& name) const {
   return nullptr;
 }
 
+void Gateway::saveLastGood() {
+  if (auto r = last_good_->save(config_text_); !r) {
+    if (last_good_error_ != r.error()) {
+      spdlog::error("last good config: {}", r.error());
+    }
+    last_good_error_ = r.error();
+  } else {
+    if (!last_good_error_.empty()) {
+      spdlog::info("last good config: saved to {} again", last_good_->path());
+    }
+    last_good_error_.clear();
+  }
+}
+
 ReloadOutcome Gateway::reload() {
   ReloadOutcome out;
   auto finish = [&](ReloadOutcome o) {
-    last_reload_ = {true, o.ok, std::chrono::system_clock::now(), o.errors, o.changes};
     if (o.ok) {
-      spdlog::info("reload of {}: applied {} change(s)", path_, o.changes.size());
+      o.summary = o.changes.empty() ? "no changes"
+                                    : "applied " + std::to_string(o.changes.size()) + " change" +
+                                          (o.changes.size() == 1 ? "" : "s");
+      spdlog::info("reload of {}: {}", path_, o.summary);
     } else {
-      spdlog::error("reload of {} refused; the running config is unchanged:", path_);
+      o.summary = "refused (" + std::to_string(o.errors.size()) + " error" +
+                  (o.errors.size() == 1 ? "" : "s") + "); the running config is unchanged";
+      spdlog::error("reload of {} {}:", path_, o.summary);
       for (const auto& e : o.errors) {
         spdlog::error("  {}", e);
       }
     }
+    last_reload_ = {true, o.ok, std::chrono::system_clock::now(), o.errors, o.changes};
     return o;
   };
 
@@ -862,12 +886,15 @@ ReloadOutcome Gateway::reload() {
     out.changes.push_back(c.toString());
     spdlog::info("reload: {}", c.toString());
   }
-  if (changes.empty()) {
-    out.changes.push_back("no changes");
-  }
   config_ = next;
   config_text_ = std::move(loaded->text);
   loaded_at_ = std::chrono::system_clock::now();
+  if (fallback_) {
+    spdlog::warn("reload of {}: the file is valid again; the last good copy is no longer in force",
+                 path_);
+    fallback_.reset();
+  }
+  saveLastGood();
   out.ok = true;
   return finish(out);
 }
@@ -926,9 +953,21 @@ std::vector<std::string> Gateway::healthReasons(
   for (const auto& e : kernel_errors_) {
     reasons.push_back(e);
   }
+  if (fallback_) {
+    std::string why = fallback_->file_errors.empty() ? "" : ": " + fallback_->file_errors.front();
+    if (fallback_->file_errors.size() > 1) {
+      why += " (and " + std::to_string(fallback_->file_errors.size() - 1) +
+             " more; mcgwctl status --json)";
+    }
+    reasons.push_back("running the last good config from " + isoTime(fallback_->saved_at) + "; " +
+                      path_ + " is invalid" + why);
+  }
   if (last_reload_.attempted && !last_reload_.ok) {
     reasons.push_back("last reload failed at " + isoTime(last_reload_.at) +
                       "; the file on disk is not in force");
+  }
+  if (!last_good_error_.empty()) {
+    reasons.push_back("cannot keep the last good copy of the config: " + last_good_error_);
   }
   return reasons;
 }
@@ -984,6 +1023,16 @@ json Gateway::status() const {
   auto uptime =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
           .count();
+  auto saved = last_good_->savedAt();
+  json lastGood = {{"file", last_good_->path()},
+                   {"saved_at", saved ? json(isoTime(*saved)) : json(nullptr)},
+                   {"error", last_good_error_.empty() ? json(nullptr) : json(last_good_error_)}};
+  json fallback = nullptr;
+  if (fallback_) {
+    fallback = {{"copy", fallback_->copy},
+                {"saved_at", isoTime(fallback_->saved_at)},
+                {"file_errors", fallback_->file_errors}};
+  }
   return {{"schema", api::kStatusSchema},
           {"health", {{"state", reasons.empty() ? "healthy" : "degraded"}, {"reasons", reasons}}},
           {"node", {{"name", config_->node.name}, {"site", config_->node.site}}},
@@ -996,7 +1045,9 @@ json Gateway::status() const {
            {{"file", path_},
             {"checksum", config_->checksum},
             {"loaded_at", isoTime(loaded_at_)},
-            {"last_reload", last}}},
+            {"last_reload", last},
+            {"last_good", lastGood},
+            {"running_last_good", fallback}}},
           {"ports", ports},
           {"fast_path", fastPathStatus()},
           {"path_mtu", pathMtuStatus()}};
@@ -1082,7 +1133,7 @@ namespace {
 
 // A steady-clock time as ISO-8601 UTC.
 std::string isoTime(pmtu::TimePoint t) {
-  return isoTime(
+  return daemon::isoTime(
       std::chrono::system_clock::now() -
       std::chrono::duration_cast<std::chrono::system_clock::duration>(pmtu::Clock::now() - t));
 }

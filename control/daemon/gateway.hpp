@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "config/diff.hpp"
 #include "config/loader.hpp"
+#include "control/daemon/last_good.hpp"
 #include "control/kernel/netlink.hpp"
 #include "control/pmtu/service.hpp"
 #include "dataplane/engine/dataplane.hpp"
@@ -28,7 +29,23 @@ namespace mcgw::daemon {
 struct ReloadOutcome {
   bool ok = false;
   std::vector<std::string> errors;   // why nothing was applied
-  std::vector<std::string> changes;  // what was applied
+  std::vector<std::string> changes;  // what was applied (empty: nothing changed)
+  // One line for the log and the API alike: "applied 2 change(s)", "no
+  // changes", "refused (3 errors); the running config is unchanged".
+  std::string summary;
+};
+
+// mcgwd runs the last good copy of its config because the file is invalid.
+struct Fallback {
+  std::string copy;                                // the copy's path
+  std::chrono::system_clock::time_point saved_at;  // when it was last written
+  std::vector<std::string> file_errors;            // why the file was not used
+};
+
+struct StartOptions {
+  std::string log_level_override;            // --log-level: wins over logging.level, on reloads too
+  std::string state_dir = kDefaultStateDir;  // where the last good copy is kept
+  std::optional<Fallback> fallback;          // set: `loaded` is the last good copy
 };
 
 // A checked config and the exact text it was loaded from.
@@ -37,25 +54,30 @@ struct LoadedConfig {
   std::string text;
 };
 
+// A time as status and logs write it: 2026-12-03T08:00:00Z (UTC).
+std::string isoTime(std::chrono::system_clock::time_point t);
+
 // Reads and checks a config file; errors carry file:line:column.
 Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path);
 
 class Gateway {
  public:
   // Initialises the EAL from a loaded config (see loadConfig) and opens every
-  // port.  Once per process (the EAL cannot start twice).  log_level_override
-  // is --log-level: when set, it wins over logging.level, on reloads too.
-  // On failure the errors say why.
+  // port.  Once per process (the EAL cannot start twice).  Once started on
+  // the config file itself, its text becomes the last good copy.  On
+  // failure the errors say why.
   static Result<std::unique_ptr<Gateway>, std::vector<std::string>> start(
       const std::string& config_path, LoadedConfig loaded, const std::string& program,
-      const std::string& log_level_override);
+      StartOptions options);
   ~Gateway();
 
   // Re-reads the config file.  Invalid, needing a restart, or failing while
   // applied (a device that cannot be opened): nothing changes (what was done
   // is undone) and the errors come back.  Valid: only the difference is
-  // applied.
+  // applied, the text becomes the last good copy and a fallback ends.
   ReloadOutcome reload();
+  // Set while mcgwd runs the last good copy instead of its invalid file.
+  const std::optional<Fallback>& fallback() const { return fallback_; }
 
   config::ConfigPtr config() const { return config_; }
   const std::string& configText() const { return config_text_; }
@@ -107,8 +129,15 @@ class Gateway {
   nlohmann::json pathMtuStatus() const;
   uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
 
+  // Writes the config in force as the last good copy; a failure is logged
+  // and reported in status until a later save works.
+  void saveLastGood();
+
   std::string path_;
   std::string log_level_override_;
+  std::unique_ptr<LastGoodStore> last_good_;
+  std::optional<Fallback> fallback_;
+  std::string last_good_error_;
   config::ConfigPtr config_;
   std::string config_text_;
   std::unique_ptr<engine::Eal> eal_;

@@ -11,11 +11,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "config/loader.hpp"
 #include "control/api/server.hpp"
 #include "control/daemon/gateway.hpp"
+#include "control/daemon/last_good.hpp"
 #include "control/daemon/preflight.hpp"
+#include "control/daemon/requests.hpp"
 
 using mcgw::daemon::Gateway;
 using nlohmann::json;
@@ -23,8 +26,8 @@ using nlohmann::json;
 namespace {
 
 // Exit codes: 0 clean stop, 1 runtime failure, 64 (EX_USAGE) bad command line,
-// 78 (EX_CONFIG) bad config, which the unit does not restart on
-// (RestartPreventExitStatus=78).
+// 78 (EX_CONFIG) bad config and no last good copy to fall back on (or
+// --strict), which the unit does not restart on (RestartPreventExitStatus=78).
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
 // The control loop's period: neighbour misses reach the kernel this fast.
@@ -63,6 +66,48 @@ int runPreflight(const std::string& path) {
   return ok ? 0 : kExitFailure;
 }
 
+// The config file is invalid: the last good copy of it, and why it is used,
+// or nullopt (exit 78) when there is none, it is invalid too, or it or
+// --strict says not to use it.
+std::optional<std::pair<mcgw::daemon::LoadedConfig, mcgw::daemon::Fallback>> startWithLastGood(
+    const std::string& config_path, const std::string& state_dir, bool strict,
+    const mcgw::config::ConfigErrors& file_errors) {
+  if (strict) {
+    spdlog::critical("--strict: not looking for a last good copy");
+    return std::nullopt;
+  }
+  mcgw::daemon::LastGoodStore store(state_dir, config_path);
+  auto saved_at = store.savedAt();
+  if (!saved_at) {
+    spdlog::critical("no last good copy of {} to start with ({} does not exist)", config_path,
+                     store.path());
+    return std::nullopt;
+  }
+  auto copy = mcgw::daemon::loadConfig(store.path());
+  if (!copy) {
+    spdlog::critical("the last good copy {} is invalid too ({} error(s)):", store.path(),
+                     copy.error().size());
+    for (const auto& e : copy.error()) {
+      spdlog::critical("  {}", e.toString());
+    }
+    return std::nullopt;
+  }
+  if (!copy->config->startup.use_last_good) {
+    spdlog::critical("the last good copy {} says startup.use-last-good: false; not using it",
+                     store.path());
+    return std::nullopt;
+  }
+  mcgw::daemon::Fallback why{store.path(), *saved_at, {}};
+  for (const auto& e : file_errors) {
+    why.file_errors.push_back(e.toString());
+  }
+  spdlog::critical(
+      "STARTING WITH THE LAST GOOD CONFIG {} (saved {}): {} is invalid; fix it and reload "
+      "(mcgwctl reload); --strict or startup.use-last-good: false exits instead",
+      store.path(), mcgw::daemon::isoTime(*saved_at), config_path);
+  return std::make_pair(std::move(*copy), std::move(why));
+}
+
 // A reload, as systemd wants it announced (Type=notify).
 mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
   notify("RELOADING=1\nSTATUS=reloading " + gw.config()->source);
@@ -71,67 +116,23 @@ mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
   return outcome;
 }
 
-json handleRequest(Gateway& gw, const std::string& command, const json& args) {
-  if (command == "status") {
-    return {{"ok", true}, {"result", gw.status()}};
-  }
-  if (command == "show-config") {
-    auto c = gw.config();
-    return {
-        {"ok", true},
-        {"result", {{"file", c->source}, {"checksum", c->checksum}, {"text", gw.configText()}}}};
-  }
-  if (command == "reload") {
-    auto outcome = reload(gw);
-    if (!outcome.ok) {
-      return mcgw::api::errorResponse("reload refused; the running config is unchanged",
-                                      outcome.errors);
-    }
-    return {{"ok", true}, {"result", {{"changes", outcome.changes}}}};
-  }
-  if (command == "show-tunnels") {
-    return {{"ok", true}, {"result", gw.tunnels()}};
-  }
-  if (command == "show-routes") {
-    return {{"ok", true}, {"result", gw.routes()}};
-  }
-  if (command == "show-neighbors") {
-    return {{"ok", true}, {"result", gw.neighbors()}};
-  }
-  if (command == "show-counters") {
-    return {{"ok", true}, {"result", gw.counters()}};
-  }
-  if (command == "set-line") {
-    const json a = args.is_object() ? args : json::object();
-    auto str = [&](const char* k) {
-      return a.contains(k) && a[k].is_string() ? a[k].get<std::string>() : std::string();
-    };
-    const std::string state = str("state");
-    if (str("peer").empty() || str("line").empty() || (state != "up" && state != "down")) {
-      return mcgw::api::errorResponse(
-          "set-line needs args {\"peer\": NAME, \"line\": NAME, \"state\": \"up\"|\"down\"}");
-    }
-    auto r = gw.setLineAdmin(str("peer"), str("line"), state == "up");
-    if (!r) {
-      return mcgw::api::errorResponse(r.error());
-    }
-    return {{"ok", true}, {"result", {{"message", *r}}}};
-  }
-  return mcgw::api::errorResponse("unknown command '" + command +
-                                  "'; known: status, show-config, show-tunnels, show-routes, "
-                                  "show-counters, show-neighbors, reload, set-line");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"mcgwd: the mcgw multi-cloud interconnect gateway daemon"};
   std::string config_path = "/etc/mcgw/mcgw.yaml";
   std::string log_level;
+  std::string state_dir = mcgw::daemon::kDefaultStateDir;
   bool preflight = false;
+  bool strict = false;
   app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
   app.add_option("-l,--log-level", log_level, "Log level (overrides logging.level)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}));
+  app.add_option("--state-dir", state_dir,
+                 "Where the last good copy of the config is kept (mode 0700)")
+      ->capture_default_str();
+  app.add_flag("--strict", strict,
+               "Exit 78 when the config file is invalid, even if a last good copy exists");
   app.add_flag("--preflight", preflight,
                "Check prerequisites (hugepages, drivers, interfaces, FRR) and exit");
   app.set_version_flag("--version", std::string("mcgwd ") + MCGW_VERSION);
@@ -166,13 +167,19 @@ int main(int argc, char** argv) {
   spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
   notify("STATUS=loading " + config_path);
   auto loaded = mcgw::daemon::loadConfig(config_path);
+  std::optional<mcgw::daemon::Fallback> fallback;
   if (!loaded) {
     spdlog::critical("config {} is invalid ({} error(s)):", config_path, loaded.error().size());
     for (const auto& e : loaded.error()) {
       spdlog::critical("  {}", e.toString());
     }
-    notify("STATUS=invalid config " + config_path);
-    return kExitConfig;
+    auto last_good = startWithLastGood(config_path, state_dir, strict, loaded.error());
+    if (!last_good) {
+      notify("STATUS=invalid config " + config_path);
+      return kExitConfig;
+    }
+    fallback = std::move(last_good->second);
+    loaded = std::move(last_good->first);
   }
   // The config's own level applies unless --log-level was given.
   if (log_level.empty()) {
@@ -180,7 +187,8 @@ int main(int argc, char** argv) {
   }
 
   notify("STATUS=starting DPDK and ports");
-  auto started = Gateway::start(config_path, std::move(*loaded), argv[0], log_level);
+  auto started = Gateway::start(config_path, std::move(*loaded), argv[0],
+                                {log_level, state_dir, std::move(fallback)});
   if (!started) {
     for (const auto& e : started.error()) {
       spdlog::critical("{}", e);
@@ -190,8 +198,9 @@ int main(int argc, char** argv) {
   }
   Gateway& gw = **started;
 
-  mcgw::api::Server server(
-      [&gw](const std::string& cmd, const json& args) { return handleRequest(gw, cmd, args); });
+  mcgw::api::Server server([&gw](const std::string& cmd, const json& args) {
+    return mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
+  });
   if (auto r = server.listen(gw.config()->api.socket, gw.config()->api.group); !r) {
     spdlog::critical("{}", r.error());
     notify("STATUS=" + r.error());

@@ -1087,7 +1087,10 @@ class Lab:
             raise LabError("mcgwd not found: build it (cmake --build build --target mcgwd mcgwctl) "
                            "or set MCGW_BUILD_DIR")
         Path(g["log"]).write_text("")
-        pid = self._spawn(node, node, [self.mcgwd, "--config", g["config"]], Path(g["log"]))
+        # The last good copy of the config stays in the lab's directory.
+        state = str(Path(g["config"]).parent / f"{node}-state")
+        pid = self._spawn(node, node, [self.mcgwd, "--config", g["config"], "--state-dir", state],
+                          Path(g["log"]))
         if wait:
             self.wait_gateway(node, timeout)
         return pid

@@ -31,7 +31,7 @@ ports:
 api: {socket: $dir/mcgw.sock}
 YAML
 ip netns exec "$ns" "$build/control/daemon/mcgwd" --preflight --config "$dir/mcgw.yaml" || fail "preflight"
-ip netns exec "$ns" "$build/control/daemon/mcgwd" --config "$dir/mcgw.yaml" >"$dir/mcgwd.log" 2>&1 &
+ip netns exec "$ns" "$build/control/daemon/mcgwd" --config "$dir/mcgw.yaml" --state-dir "$dir/state" >"$dir/mcgwd.log" 2>&1 &
 pid=$!
 ctl="$build/control/cli/mcgwctl --socket $dir/mcgw.sock"
 for _ in $(seq 100); do $ctl status --json >/dev/null 2>&1 && break; sleep 0.2; done
