@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "config/loader.hpp"
+#include "config/text.hpp"
 #include "control/api/server.hpp"
 #include "control/daemon/gateway.hpp"
 #include "control/daemon/last_good.hpp"
@@ -248,7 +249,12 @@ int main(int argc, char** argv) {
       while (::read(sfd, &si, sizeof si) == sizeof si) {
         if (si.ssi_signo == SIGHUP) {
           spdlog::info("SIGHUP: reloading {}", config_path);
-          reload(gw);
+          try {  // a front-end like the API: nothing it triggers ends the process
+            reload(gw);
+          } catch (const std::exception& e) {
+            spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
+            notify("READY=1\nSTATUS=" + gw.summary());
+          }
         } else {
           spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
           running = false;

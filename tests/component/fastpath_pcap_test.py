@@ -478,7 +478,8 @@ class FastPathTestCase(unittest.TestCase):
         sock = config["api"]["socket"]
         log_path = os.path.join(case_dir, "mcgwd.log")
         log = open(log_path, "wb")
-        proc = subprocess.Popen([MCGWD, "-c", cfg_path, "--state-dir", os.path.join(case_dir, "state")], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([MCGWD, "-c", cfg_path, "--state-dir", os.path.join(case_dir, "state")],
+                                stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
 
