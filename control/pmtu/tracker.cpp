@@ -171,9 +171,17 @@ void PathMtuTracker::onProbeReply(uint64_t id, TimePoint) {
   }
 }
 
+void PathMtuTracker::onRefused(const std::string& line, TimePoint) {
+  auto it = lines_.find(line);
+  if (it != lines_.end() && it->second.in_round) {
+    it->second.refused = true;
+  }
+}
+
 void PathMtuTracker::startRound(const std::string& key, Line& l, RoundKind kind, TimePoint now,
                                 std::vector<ProbeRequest>& out) {
   l.probes.clear();
+  l.refused = false;
   l.kind = kind;
   std::vector<uint16_t> sizes;
   const uint16_t base = std::min(floor(l), l.v.mtu);
@@ -210,13 +218,17 @@ void PathMtuTracker::startRound(const std::string& key, Line& l, RoundKind kind,
 
 void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
   l.in_round = false;
-  bool any = false;
+  const bool any =
+      std::any_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
   for (const auto& p : l.probes) {
     if (!p.answered) {
       outstanding_.erase(p.id);
-      ++l.v.counters.probes_lost;
+      if (any || !l.refused) {
+        ++l.v.counters.probes_lost;
+      } else {
+        ++l.v.counters.probes_refused;
+      }
     }
-    any = any || p.answered;
   }
   if (any) {
     l.silent_rounds = 0;
@@ -235,7 +247,9 @@ void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
         now + std::min<std::chrono::milliseconds>(settings_.probe_interval, kNoAnswerRetry);
     return;
   } else {
-    l.next_round = now;  // try again at once
+    // Try again when the timeout is over (at once after a silent round; a
+    // refused one ended early).
+    l.next_round = std::max(now, l.deadline);
     return;
   }
 
@@ -354,7 +368,10 @@ std::vector<ProbeRequest> PathMtuTracker::poll(TimePoint now) {
     if (l.in_round) {
       const bool all =
           std::all_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
-      if (!all && now < l.deadline) {
+      const bool none =
+          std::none_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
+      // A refused round has nothing more to wait for.
+      if (!all && !(none && l.refused) && now < l.deadline) {
         continue;
       }
       endRound(key, l, now);

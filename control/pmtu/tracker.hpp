@@ -16,7 +16,10 @@
 // mcgw gateway), aging returns the line to its configured MTU (RFC 1191).
 // Rounds in which nothing is answered at all mark the line "no answer" and
 // leave the MTU alone; such a line is asked again after
-// min(probe-interval, 10 s).
+// min(probe-interval, 10 s).  A probe the peer's kernel refuses (port
+// unreachable: no responder listens, the peer gateway is not started yet or
+// is no mcgw gateway) is not lost: it is counted as refused and ends its
+// round at once.
 #pragma once
 
 #include <chrono>
@@ -64,7 +67,8 @@ struct Counters {
   uint64_t icmp_ignored = 0;   // reported an MTU not below the current one
   uint64_t probes_sent = 0;
   uint64_t probes_answered = 0;
-  uint64_t probes_lost = 0;
+  uint64_t probes_lost = 0;     // unanswered: dropped on the way, or too big
+  uint64_t probes_refused = 0;  // unanswered, the peer's kernel refused them
   uint64_t searches = 0;
 };
 
@@ -116,6 +120,10 @@ class PathMtuTracker {
               TimePoint now);
   // A reply to a probe sent for ProbeRequest `id`.
   void onProbeReply(uint64_t id, TimePoint now);
+  // The line's peer refused a probe (ICMP port unreachable from its VTEP
+  // address quoting one): the round in flight is not answered, and no
+  // probe of it was lost.
+  void onRefused(const std::string& line, TimePoint now);
   // Timeouts, round evaluation, aging, next rounds; returns the probes to send.
   std::vector<ProbeRequest> poll(TimePoint now);
   // Changes since the last call, oldest first.
@@ -138,6 +146,7 @@ class PathMtuTracker {
     bool in_round = false;
     RoundKind kind = RoundKind::kConfirm;
     TimePoint deadline{};
+    bool refused = false;  // the round in flight was refused by the peer's kernel
     std::vector<Probe> probes;
     unsigned current_misses = 0;  // confirm rounds: current size lost, base answered
     unsigned silent_rounds = 0;   // rounds with no answer at all

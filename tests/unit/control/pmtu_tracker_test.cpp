@@ -28,6 +28,7 @@ struct Sim {
   TimePoint now{};
   std::function<bool(uint16_t)> passes;
   unsigned sent = 0;
+  bool refuse = false;  // the peer's kernel refuses what is not answered
 
   // Runs in 100 ms steps for `d`, answering probes right away.
   void run(milliseconds d) {
@@ -37,6 +38,8 @@ struct Sim {
         ++sent;
         if (passes(p.size)) {
           t.onProbeReply(p.id, now);
+        } else if (refuse) {
+          t.onRefused(p.line, now);
         }
       }
       now += milliseconds(100);
@@ -188,6 +191,49 @@ TEST(PathMtuTracker, SilentPeerIsNoAnswerAndKeepsTheMtu) {
   sim.passes = [](uint16_t) { return true; };
   sim.run(seconds(3));
   EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+}
+
+// A peer whose kernel refuses the probes (port unreachable: its mcgwd is not
+// started yet): the probes are refused, not lost; a refused round ends at
+// once, the next comes no sooner than the timeout; once the peer's responder
+// runs, the line is ok and no probe was lost.
+TEST(PathMtuTracker, RefusedProbesAreNotLost) {
+  PathMtuTracker t(fast());
+  const TimePoint t0{};
+  t.setLines({{kLine, {false, 1500}}}, t0);
+  ASSERT_EQ(t.poll(t0).size(), 2u);
+  t.onRefused(kLine, t0 + milliseconds(1));
+  EXPECT_TRUE(t.poll(t0 + milliseconds(20)).empty());
+  EXPECT_EQ(t.view(kLine)->counters.probes_refused, 2u);
+  EXPECT_EQ(t.view(kLine)->counters.probes_lost, 0u);
+  EXPECT_TRUE(t.poll(t0 + milliseconds(990)).empty());
+  auto probes = t.poll(t0 + milliseconds(1000));
+  ASSERT_EQ(probes.size(), 2u);
+  for (const auto& p : probes) {
+    t.onProbeReply(p.id, t0 + milliseconds(1001));
+  }
+  t.onRefused(kLine, t0 + milliseconds(1002));  // a late refusal: answered already
+  EXPECT_TRUE(t.poll(t0 + milliseconds(1020)).empty());
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kOk);
+  EXPECT_EQ(t.view(kLine)->counters.probes_answered, 2u);
+  EXPECT_EQ(t.view(kLine)->counters.probes_refused, 2u);
+  EXPECT_EQ(t.view(kLine)->counters.probes_lost, 0u);
+  EXPECT_EQ(t.mtu(kLine), 1500);
+}
+
+// A peer that is no mcgw gateway (a Linux VXLAN site) refuses every probe:
+// "no answer" after three rounds, the MTU left alone, asked again later.
+TEST(PathMtuTracker, RefusingPeerIsNoAnswer) {
+  PathMtuTracker t(fast());
+  t.setLines({{kLine, {false, 1500}}}, TimePoint{});
+  Sim sim{t, {}, [](uint16_t) { return false; }};
+  sim.refuse = true;
+  sim.run(seconds(20));
+  EXPECT_EQ(t.view(kLine)->probe, ProbeState::kNoAnswer);
+  EXPECT_EQ(t.mtu(kLine), 1500);
+  EXPECT_EQ(t.view(kLine)->counters.probes_lost, 0u);
+  EXPECT_GE(t.view(kLine)->counters.probes_refused, 6u);
+  EXPECT_LT(sim.sent, 30u);
 }
 
 TEST(PathMtuTracker, AgingRaisesOnlyWhenAProbeIsAnswered) {
