@@ -35,13 +35,13 @@ class Checker {
  private:
   void error(const std::string& path, const std::string& msg) { sink_.at(map_, path, msg); }
 
-  // A probe must be able to time out before the next one is due.
+  // A probe round must be able to time out before the next keepalive is due.
   void pathMtu() {
     const PathMtuConfig& p = c_.path_mtu;
-    if (p.probe && uint64_t{p.probe_timeout_ms} >= uint64_t{p.probe_interval_s} * 1000) {
+    if (p.probe && uint64_t{p.probe_timeout_ms} > uint64_t{p.probe_interval_s} * 1000) {
       error("/mcgw:path-mtu/probe-timeout-ms", "probe-timeout-ms " +
                                                    std::to_string(p.probe_timeout_ms) +
-                                                   " must be shorter than probe-interval (" +
+                                                   " must not be longer than probe-interval (" +
                                                    std::to_string(p.probe_interval_s) + " s)");
     }
   }

@@ -337,7 +337,7 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_EQ(c->logging.level, "info");
   EXPECT_EQ(c->fast_path.idle_sleep_max_us, 200u);
   EXPECT_TRUE(c->path_mtu.probe);  // path-mtu defaults
-  EXPECT_EQ(c->path_mtu.probe_interval_s, 60u);
+  EXPECT_EQ(c->path_mtu.probe_interval_s, 1u);
   EXPECT_EQ(c->path_mtu.probe_timeout_ms, 1000u);
   EXPECT_EQ(c->path_mtu.aging_s, 600u);
   EXPECT_EQ(c->path_mtu.probe_port, 4788);
