@@ -197,7 +197,7 @@ struct FastPathConfig {
 // How lines' underlay path MTUs are learned (ICMP, probes, aging).
 struct PathMtuConfig {
   bool probe = true;
-  uint32_t probe_interval_s = 60;
+  uint32_t probe_interval_s = 1;
   uint32_t probe_timeout_ms = 1000;
   uint32_t aging_s = 600;  // RFC 1191 / RFC 8201: 10 minutes
   uint16_t probe_port = 4788;

@@ -29,22 +29,10 @@ class Checker {
     bgp();
     vrrp();
     plan();
-    pathMtu();
   }
 
  private:
   void error(const std::string& path, const std::string& msg) { sink_.at(map_, path, msg); }
-
-  // A probe must be able to time out before the next one is due.
-  void pathMtu() {
-    const PathMtuConfig& p = c_.path_mtu;
-    if (p.probe && uint64_t{p.probe_timeout_ms} >= uint64_t{p.probe_interval_s} * 1000) {
-      error("/mcgw:path-mtu/probe-timeout-ms", "probe-timeout-ms " +
-                                                   std::to_string(p.probe_timeout_ms) +
-                                                   " must be shorter than probe-interval (" +
-                                                   std::to_string(p.probe_interval_s) + " s)");
-    }
-  }
 
   // A prefix whose host bits are set is almost always a typo (10.1.0.1/16 for
   // 10.1.0.0/16); libyang would silently mask them.

@@ -101,7 +101,8 @@ std::string renderStatus(json s) {
     if (pm.contains("icmp")) {
       o << ", ICMP too-big " << pm["icmp"].value("matched", uint64_t{0}) << " matched / "
         << pm["icmp"].value("received", uint64_t{0}) << " received, probes "
-        << pm["probes"].value("replies", uint64_t{0}) << " answered / "
+        << pm["probes"].value("replies", uint64_t{0}) << " answered, "
+        << pm["icmp"].value("refused", uint64_t{0}) << " refused / "
         << pm["probes"].value("sent", uint64_t{0}) << " sent";
     }
     o << "\n";

@@ -1143,9 +1143,13 @@ int64_t ageSeconds(pmtu::TimePoint t) {
 }
 
 json pathMtuCounters(const pmtu::Counters& c) {
-  return {{"icmp_accepted", c.icmp_accepted}, {"icmp_ignored", c.icmp_ignored},
-          {"probes_sent", c.probes_sent},     {"probes_answered", c.probes_answered},
-          {"probes_lost", c.probes_lost},     {"searches", c.searches}};
+  return {{"icmp_accepted", c.icmp_accepted},
+          {"icmp_ignored", c.icmp_ignored},
+          {"probes_sent", c.probes_sent},
+          {"probes_answered", c.probes_answered},
+          {"probes_lost", c.probes_lost},
+          {"probes_refused", c.probes_refused},
+          {"searches", c.searches}};
 }
 
 }  // namespace
@@ -1177,7 +1181,8 @@ json Gateway::pathMtuStatus() const {
     out["icmp"] = {{"received", i.received},
                    {"matched", i.matched},
                    {"not_ours", i.not_ours},
-                   {"malformed", i.malformed}};
+                   {"malformed", i.malformed},
+                   {"refused", i.refused}};
     out["probes"] = {{"sent", p.sent},
                      {"send_errors", p.send_errors},
                      {"replies", p.replies},

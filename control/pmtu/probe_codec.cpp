@@ -34,7 +34,7 @@ config::IpAddress address(const uint8_t* b, bool v6) {
 // The quoted packet: an outer IPv4 / IPv6 header and at least the first 8
 // bytes of its UDP header (RFC 792 / RFC 4443 quote at least that much).
 // Its length fields describe the original, not the quote.
-void parseQuoted(proto::Bytes q, bool v6, IcmpTooBig& out) {
+void parseQuoted(proto::Bytes q, bool v6, IcmpVerdict verdict, IcmpError& out) {
   if (!v6) {
     const auto* ip = proto::headerAt<proto::Ipv4Header>(q);
     if (!ip || ip->version() != 4 || ip->headerLength() < sizeof(proto::Ipv4Header) ||
@@ -70,7 +70,7 @@ void parseQuoted(proto::Bytes q, bool v6, IcmpTooBig& out) {
     out.quoted_sport = udp->src_port.get();
     out.quoted_length = sizeof(proto::Ipv6Header) + ip->payload_length.get();
   }
-  out.verdict = IcmpVerdict::kTooBig;
+  out.verdict = verdict;
 }
 
 }  // namespace
@@ -108,8 +108,8 @@ std::optional<ProbeMessage> decodeProbe(proto::Bytes b) {
   return m;
 }
 
-IcmpTooBig parseIcmp4(proto::Bytes pkt) {
-  IcmpTooBig out;
+IcmpError parseIcmp4(proto::Bytes pkt) {
+  IcmpError out;
   const auto* ip = proto::headerAt<proto::Ipv4Header>(pkt);
   if (!ip || ip->version() != 4 || ip->headerLength() < sizeof(proto::Ipv4Header) ||
       pkt.size() < ip->headerLength()) {
@@ -120,33 +120,45 @@ IcmpTooBig parseIcmp4(proto::Bytes pkt) {
   if (!icmp.ok()) {
     return out;
   }
-  if (icmp.header->type != proto::kIcmpDestUnreachable ||
-      icmp.header->code != proto::kIcmpFragNeededCode) {
+  if (icmp.header->type == proto::kIcmpDestUnreachable &&
+      icmp.header->code == proto::kIcmpFragNeededCode) {
+    out.mtu = icmp.header->mtu4();
+    parseQuoted(icmp.payload, false, IcmpVerdict::kTooBig, out);
+  } else if (icmp.header->type == proto::kIcmpDestUnreachable &&
+             icmp.header->code == proto::kIcmpPortUnreachableCode) {
+    parseQuoted(icmp.payload, false, IcmpVerdict::kPortUnreachable, out);
+    if (out.verdict != IcmpVerdict::kPortUnreachable) {
+      out.verdict = IcmpVerdict::kOtherType;  // not about a UDP packet: not a probe
+    }
+  } else {
     out.verdict = IcmpVerdict::kOtherType;
-    return out;
   }
-  out.mtu = icmp.header->mtu4();
-  parseQuoted(icmp.payload, false, out);
   return out;
 }
 
-IcmpTooBig parseIcmp6(proto::Bytes msg, const config::IpAddress& from) {
-  IcmpTooBig out;
+IcmpError parseIcmp6(proto::Bytes msg, const config::IpAddress& from) {
+  IcmpError out;
   out.from = from;
   auto icmp = proto::parseIcmp(msg);
   if (!icmp.ok()) {
     return out;
   }
-  if (icmp.header->type != proto::kIcmp6PacketTooBig) {
+  if (icmp.header->type == proto::kIcmp6PacketTooBig) {
+    out.mtu = icmp.header->mtu6();
+    parseQuoted(icmp.payload, true, IcmpVerdict::kTooBig, out);
+  } else if (icmp.header->type == proto::kIcmp6DestUnreachable &&
+             icmp.header->code == proto::kIcmp6PortUnreachableCode) {
+    parseQuoted(icmp.payload, true, IcmpVerdict::kPortUnreachable, out);
+    if (out.verdict != IcmpVerdict::kPortUnreachable) {
+      out.verdict = IcmpVerdict::kOtherType;
+    }
+  } else {
     out.verdict = IcmpVerdict::kOtherType;
-    return out;
   }
-  out.mtu = icmp.header->mtu6();
-  parseQuoted(icmp.payload, true, out);
   return out;
 }
 
-const LineAddresses* matchLine(const IcmpTooBig& icmp, const std::vector<LineAddresses>& lines,
+const LineAddresses* matchLine(const IcmpError& icmp, const std::vector<LineAddresses>& lines,
                                uint16_t probe_port) {
   if (icmp.verdict != IcmpVerdict::kTooBig) {
     return nullptr;
@@ -161,6 +173,21 @@ const LineAddresses* matchLine(const IcmpTooBig& icmp, const std::vector<LineAdd
     if (l.local == icmp.quoted_src && l.remote == icmp.quoted_dst &&
         ((icmp.quoted_dport == l.tunnel_port && icmp.quoted_sport >= 49152) ||
          icmp.quoted_dport == probe_port)) {
+      return &l;
+    }
+  }
+  return nullptr;
+}
+
+const LineAddresses* matchRefusedProbe(const IcmpError& icmp,
+                                       const std::vector<LineAddresses>& lines,
+                                       uint16_t probe_port) {
+  if (icmp.verdict != IcmpVerdict::kPortUnreachable || icmp.quoted_dport != probe_port) {
+    return nullptr;
+  }
+  // Only the peer's own kernel says that nobody listens there.
+  for (const auto& l : lines) {
+    if (l.local == icmp.quoted_src && l.remote == icmp.quoted_dst && icmp.from == l.remote) {
       return &l;
     }
   }

@@ -7,9 +7,12 @@
 // is the 24-byte head alone, with `received` = the request's UDP payload
 // length as it arrived (the sender checks nothing was cut).
 //
-// ICMP errors that report a path MTU: IPv4 type 3 code 4 (frag-needed, RFC
-// 1191) and ICMPv6 type 2 (Packet Too Big, RFC 8201), with the quoted
-// packet's addresses and UDP destination port.
+// ICMP errors about our outer packets and probes: IPv4 type 3 code 4
+// (frag-needed, RFC 1191) and ICMPv6 type 2 (Packet Too Big, RFC 8201),
+// which report a path MTU, and port unreachable (IPv4 type 3 code 3, ICMPv6
+// type 1 code 4), with which a peer's kernel refuses a probe when no
+// responder listens on the probe port; with the quoted packet's addresses and
+// UDP ports.
 #pragma once
 
 #include <array>
@@ -44,16 +47,17 @@ constexpr size_t probePayloadLength(bool ipv6, uint16_t size) {
 }
 
 enum class IcmpVerdict : uint8_t {
-  kTooBig,     // parsed: a frag-needed / PTB
-  kOtherType,  // another ICMP type or code
-  kMalformed,  // truncated or not parseable
-  kNotUdp,     // the quoted packet is not UDP (or has IPv6 extension headers)
+  kTooBig,           // parsed: a frag-needed / PTB
+  kPortUnreachable,  // parsed: a port unreachable
+  kOtherType,        // another ICMP type or code
+  kMalformed,        // truncated or not parseable
+  kNotUdp,           // the quoted packet is not UDP (or has IPv6 extension headers)
 };
 
-struct IcmpTooBig {
+struct IcmpError {
   IcmpVerdict verdict = IcmpVerdict::kMalformed;
-  uint32_t mtu = 0;
-  config::IpAddress from;        // the reporting router
+  uint32_t mtu = 0;              // kTooBig: the reported MTU
+  config::IpAddress from;        // the reporting router or host
   config::IpAddress quoted_src;  // the quoted (our outer) packet
   config::IpAddress quoted_dst;
   uint16_t quoted_dport = 0;
@@ -62,9 +66,9 @@ struct IcmpTooBig {
 };
 
 // What a raw IPPROTO_ICMP socket reads: the IPv4 header, then the ICMP message.
-IcmpTooBig parseIcmp4(proto::Bytes ip_packet);
+IcmpError parseIcmp4(proto::Bytes ip_packet);
 // What a raw IPPROTO_ICMPV6 socket reads: the ICMPv6 message (the sender from recvfrom).
-IcmpTooBig parseIcmp6(proto::Bytes icmp_message, const config::IpAddress& from);
+IcmpError parseIcmp6(proto::Bytes icmp_message, const config::IpAddress& from);
 
 // A line as ICMP matching sees it.
 struct LineAddresses {
@@ -74,10 +78,16 @@ struct LineAddresses {
   uint16_t tunnel_port = 4789;  // 4789 VXLAN, 6081 Geneve
 };
 
-// The line whose outer packet (or probe) the ICMP quotes: quoted source =
-// its local VTEP, destination = its remote VTEP, UDP destination port = its
-// tunnel port or the probe port.  Null when none.
-const LineAddresses* matchLine(const IcmpTooBig& icmp, const std::vector<LineAddresses>& lines,
+// The line whose outer packet (or probe) a frag-needed / PTB quotes: quoted
+// source = its local VTEP, destination = its remote VTEP, UDP destination
+// port = its tunnel port or the probe port.  Null when none.
+const LineAddresses* matchLine(const IcmpError& icmp, const std::vector<LineAddresses>& lines,
                                uint16_t probe_port);
+// The line whose probe a port unreachable refuses: sent by the line's remote
+// VTEP, quoting a packet from its local VTEP to its remote VTEP's probe port.
+// Null when none.
+const LineAddresses* matchRefusedProbe(const IcmpError& icmp,
+                                       const std::vector<LineAddresses>& lines,
+                                       uint16_t probe_port);
 
 }  // namespace mcgw::pmtu

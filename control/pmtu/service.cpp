@@ -42,7 +42,11 @@ void PathMtuService::onReadable(int fd, TimePoint now) {
   std::vector<IcmpListener::Event> events;
   listener_.receive(fd, lines_, config_.probe_port, events);
   for (const auto& e : events) {
-    tracker_.onIcmp(e.line, e.mtu, e.from.toString(), now);
+    if (e.refused) {
+      tracker_.onRefused(e.line, now);
+    } else {
+      tracker_.onIcmp(e.line, e.mtu, e.from.toString(), now);
+    }
   }
   std::vector<uint64_t> answered;
   prober_.receive(fd, answered, now);

@@ -99,6 +99,7 @@ IcmpListener::IcmpListener() {
     icmp6_filter f{};
     ICMP6_FILTER_SETBLOCKALL(&f);
     ICMP6_FILTER_SETPASS(ICMP6_PACKET_TOO_BIG, &f);
+    ICMP6_FILTER_SETPASS(ICMP6_DST_UNREACH, &f);  // port unreachable: a refused probe
     if (::setsockopt(v6_.get(), IPPROTO_ICMPV6, ICMP6_FILTER, &f, sizeof f) < 0) {
       errors_.push_back(errnoText("ICMP listener: ICMP6_FILTER"));
     }
@@ -115,11 +116,17 @@ std::vector<int> IcmpListener::fds() const {
   return out;
 }
 
-void IcmpListener::handle(const IcmpTooBig& icmp, const std::vector<LineAddresses>& lines,
+void IcmpListener::handle(const IcmpError& icmp, const std::vector<LineAddresses>& lines,
                           uint16_t probe_port, std::vector<Event>& out) {
   switch (icmp.verdict) {
     case IcmpVerdict::kOtherType:
       return;  // other destination-unreachable codes
+    case IcmpVerdict::kPortUnreachable:
+      if (const LineAddresses* l = matchRefusedProbe(icmp, lines, probe_port)) {
+        ++counters_.refused;
+        out.push_back({l->key, 0, icmp.from, true});
+      }
+      return;  // anything else (host traffic) is not about the path MTU
     case IcmpVerdict::kMalformed:
     case IcmpVerdict::kNotUdp:
       ++counters_.received;
@@ -135,7 +142,7 @@ void IcmpListener::handle(const IcmpTooBig& icmp, const std::vector<LineAddresse
     return;
   }
   ++counters_.matched;
-  out.push_back({l->key, icmp.mtu, icmp.from});
+  out.push_back({l->key, icmp.mtu, icmp.from, false});
 }
 
 void IcmpListener::receive(int fd, const std::vector<LineAddresses>& lines, uint16_t probe_port,

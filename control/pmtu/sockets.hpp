@@ -34,20 +34,25 @@ class Fd {
 };
 
 // Raw IPPROTO_ICMP (filtered to destination-unreachable) and IPPROTO_ICMPV6
-// (ICMP6_FILTER: Packet Too Big only) sockets: the kernel gives each a copy
-// of the ICMP errors underlay routers send to our VTEP addresses.
+// (ICMP6_FILTER: Packet Too Big and destination unreachable only) sockets:
+// the kernel gives each a copy of the ICMP errors underlay routers (and the
+// peers' kernels) send to our VTEP addresses.
 class IcmpListener {
  public:
+  // A frag-needed / PTB for a line (mtu), or a port unreachable with which
+  // the line's peer refused a probe (refused).
   struct Event {
     std::string line;
     uint32_t mtu = 0;
     config::IpAddress from;
+    bool refused = false;
   };
   struct Counters {
     uint64_t received = 0;   // frag-needed / PTB messages
     uint64_t matched = 0;    // quoting one of our outer packets or probes
     uint64_t not_ours = 0;   // quoting something else (host traffic, other tunnels)
     uint64_t malformed = 0;  // truncated, or quoting something that is not UDP
+    uint64_t refused = 0;    // port unreachable from a peer quoting our probe
   };
 
   // Opens both sockets; errors (no CAP_NET_RAW, no IPv6) are kept in errors().
@@ -60,7 +65,7 @@ class IcmpListener {
   const std::vector<std::string>& errors() const { return errors_; }
 
  private:
-  void handle(const IcmpTooBig& icmp, const std::vector<LineAddresses>& lines, uint16_t probe_port,
+  void handle(const IcmpError& icmp, const std::vector<LineAddresses>& lines, uint16_t probe_port,
               std::vector<Event>& out);
   Fd v4_, v6_;
   Counters counters_;

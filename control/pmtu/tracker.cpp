@@ -62,7 +62,9 @@ void PathMtuTracker::setSettings(const Settings& s, TimePoint now) {
     }
     l.probes.clear();
     l.in_round = false;
-    l.current_misses = l.silent_rounds = 0;
+    l.quiet_rounds = 0;
+    l.raising = false;
+    l.misses.clear();
     l.v.probe = s.probe ? ProbeState::kStarting : ProbeState::kOff;
     l.next_round = now;
   }
@@ -142,8 +144,7 @@ bool PathMtuTracker::onIcmp(const std::string& key, uint32_t reported, const std
   l.probes.clear();
   l.in_round = false;
   l.raising = false;
-  l.verifying = false;
-  l.current_misses = 0;
+  l.misses.clear();
   if (settings_.probe) {
     if (l.v.probe == ProbeState::kSearching) {
       l.v.probe = ProbeState::kOk;
@@ -153,7 +154,7 @@ bool PathMtuTracker::onIcmp(const std::string& key, uint32_t reported, const std
   return true;
 }
 
-void PathMtuTracker::onProbeReply(uint64_t id, TimePoint) {
+void PathMtuTracker::onProbeReply(uint64_t id, TimePoint now) {
   auto it = outstanding_.find(id);
   if (it == outstanding_.end()) {
     return;  // late (the round ended) or unknown
@@ -166,161 +167,215 @@ void PathMtuTracker::onProbeReply(uint64_t id, TimePoint) {
   for (auto& p : l->second.probes) {
     if (p.id == id && !p.answered) {
       p.answered = true;
+      p.answered_at = now;
       ++l->second.v.counters.probes_answered;
     }
   }
 }
 
-void PathMtuTracker::startRound(const std::string& key, Line& l, RoundKind kind, TimePoint now,
+void PathMtuTracker::onRefused(const std::string& line, TimePoint) {
+  auto it = lines_.find(line);
+  if (it != lines_.end() && it->second.in_round) {
+    it->second.refused = true;
+  }
+}
+
+// Every probe of a round leaves at once, the control probe last, on the same
+// path: once its answer is back, the others' are due too.  The grace covers
+// reordering and the peer answering them one by one.
+bool PathMtuTracker::roundOver(const Line& l, TimePoint now) const {
+  if (now >= l.deadline) {
+    return true;
+  }
+  const bool all =
+      std::all_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
+  const bool none =
+      std::none_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
+  if (all || (none && l.refused)) {
+    return true;  // a refused round has nothing more to wait for
+  }
+  const Probe& control = l.probes.back();
+  if (!control.answered) {
+    return false;
+  }
+  const Clock::duration grace =
+      std::max<Clock::duration>(kMinGrace, (control.answered_at - l.started) / 2);
+  return now >= control.answered_at + grace;
+}
+
+void PathMtuTracker::startRound(const std::string& key, Line& l, TimePoint now,
                                 std::vector<ProbeRequest>& out) {
   l.probes.clear();
-  l.kind = kind;
-  std::vector<uint16_t> sizes;
-  const uint16_t base = std::min(floor(l), l.v.mtu);
-  if (kind == RoundKind::kConfirm) {
+  l.refused = false;
+  std::vector<uint16_t> sizes;  // the control probe last
+  if (l.v.probe != ProbeState::kSearching) {
+    // Keepalive: the current size and the control probe.
+    l.kind = RoundKind::kConfirm;
     sizes.push_back(l.v.mtu);
+    const uint16_t base = std::min(floor(l), l.v.mtu);
     if (base < l.v.mtu) {
       sizes.push_back(base);
     }
-  } else if (l.verifying) {
-    sizes.push_back(l.hi);  // the size about to count as too big, once more
-    sizes.push_back(l.lo);  // and the control probe
   } else {
-    // A train of candidates spread over (lo, hi), its top hi - 1, and a
-    // control probe at lo, which tells "all too big" from "all lost".
-    const unsigned span = static_cast<unsigned>(l.hi - 1 - l.lo);
-    for (unsigned k = 1; k <= kTrainLength; ++k) {
-      const auto s = static_cast<uint16_t>(l.lo + (span * k + kTrainLength - 1) / kTrainLength);
-      if (s > l.lo && s < l.hi && (sizes.empty() || sizes.back() != s)) {
-        sizes.push_back(s);
+    l.kind = RoundKind::kSearch;
+    auto missed = [&](uint16_t size) {
+      auto it = l.misses.find(size);
+      return it == l.misses.end() ? 0u : it->second;
+    };
+    // The size that started a lowering search, until it counts as too big:
+    // answered, it was a lost probe and the search is over.
+    if (!l.raising && l.hi < l.upper && missed(l.upper) < kMaxProbes) {
+      sizes.push_back(l.upper);
+    }
+    // The smallest unanswered size (not the limit of a raise), until it counts.
+    if ((!l.raising || l.hi < l.upper) && missed(l.hi) < kMaxProbes) {
+      sizes.push_back(l.hi);
+    }
+    // A train of candidates spread over (lo, hi), its top hi - 1.
+    const unsigned span = l.hi > l.lo + 1 ? static_cast<unsigned>(l.hi - 1 - l.lo) : 0;
+    uint16_t last = l.lo;
+    for (unsigned k = 1; span > 0 && k <= kTrainLength; ++k) {
+      const auto size = static_cast<uint16_t>(l.lo + (span * k + kTrainLength - 1) / kTrainLength);
+      if (size > last && size < l.hi) {
+        sizes.push_back(size);
+        last = size;
       }
     }
+    // The control probe at lo, which tells "all too big" from "all lost".
     sizes.push_back(l.lo);
   }
-  for (uint16_t s : sizes) {
+  for (uint16_t size : sizes) {
     const uint64_t id = next_id_++;
-    l.probes.push_back({id, s, false});
+    l.probes.push_back({id, size, false, {}});
     outstanding_[id] = key;
-    out.push_back({key, id, s});
+    out.push_back({key, id, size});
     ++l.v.counters.probes_sent;
   }
   l.in_round = true;
+  l.started = now;
   l.deadline = now + settings_.probe_timeout;
 }
 
 void PathMtuTracker::endRound(const std::string& key, Line& l, TimePoint now) {
   l.in_round = false;
-  bool any = false;
+  const bool any =
+      std::any_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
   for (const auto& p : l.probes) {
     if (!p.answered) {
       outstanding_.erase(p.id);
-      ++l.v.counters.probes_lost;
+      if (any || !l.refused) {
+        ++l.v.counters.probes_lost;
+      } else {
+        ++l.v.counters.probes_refused;
+      }
     }
-    any = any || p.answered;
   }
-  if (any) {
-    l.silent_rounds = 0;
-    l.ever_answered = true;
-  } else if (++l.silent_rounds >= kMaxProbes) {
-    // Not an mcgw gateway, or the line is down: leave the MTU alone.
+  if (!any) {
+    // Silent or refused: the peer is no mcgw gateway, not started yet, or the
+    // line is down.  Never a reason to change the MTU.
+    if (++l.quiet_rounds < kMaxProbes) {
+      l.next_round = std::max(now, l.deadline);  // at once after a silent round
+      return;
+    }
+    l.retry = l.v.probe == ProbeState::kNoAnswer
+                  ? std::min(l.retry * 2, kNoAnswerRetry)
+                  : std::min(settings_.probe_interval, kNoAnswerRetry);
     l.v.probe = ProbeState::kNoAnswer;
-    l.raising = false;
-    l.verifying = false;
-    l.current_misses = 0;
     if (l.kind == RoundKind::kSearch) {
       l.last_decrease = now;  // an aging raise waits another period
     }
-    // A peer that starts later, or a line that comes back, is found soon.
-    l.next_round =
-        now + std::min<std::chrono::milliseconds>(settings_.probe_interval, kNoAnswerRetry);
+    l.raising = false;
+    l.misses.clear();
+    l.next_round = now + l.retry;
     return;
+  }
+  l.quiet_rounds = 0;
+  l.ever_answered = true;
+  if (l.kind == RoundKind::kSearch) {
+    searchRoundDone(key, l, now);
+  } else if (l.probes.front().answered) {
+    l.v.probe = ProbeState::kOk;
+    l.next_round = now + settings_.probe_interval;
   } else {
-    l.next_round = now;  // try again at once
-    return;
+    // The current size lost while the control probe got through: maybe a
+    // path that black-holes bigger packets, which no ICMP told us.  Search
+    // at once; the current size is asked again in the first rounds.
+    startSearch(l, false, now);
   }
+}
 
-  if (l.kind == RoundKind::kConfirm) {
-    const bool current = l.probes.front().answered;
-    if (current) {
-      l.current_misses = 0;
-      l.v.probe = ProbeState::kOk;
-      l.next_round = now + settings_.probe_interval;
-    } else if (++l.current_misses >= kMaxProbes) {
-      // Too big for the path, which no ICMP told us: search downwards.
-      l.current_misses = 0;
-      l.v.probe = ProbeState::kSearching;
-      l.raising = false;
-      l.lo = std::min(floor(l), l.v.mtu);
-      l.hi = l.upper = l.v.mtu;
-      l.verifying = false;
-      ++l.v.counters.searches;
-      l.next_round = now;
-    } else {
-      if (l.v.probe != ProbeState::kOk) {
-        l.v.probe = ProbeState::kOk;  // the peer answers
-      }
-      l.next_round = now;
-    }
-    return;
+void PathMtuTracker::startSearch(Line& l, bool raising, TimePoint now) {
+  l.v.probe = ProbeState::kSearching;
+  ++l.v.counters.searches;
+  l.raising = raising;
+  l.lo = raising ? l.v.mtu : std::min(floor(l), l.v.mtu);
+  l.hi = l.upper = raising ? static_cast<uint16_t>(l.v.spec.configured_mtu + 1) : l.v.mtu;
+  l.misses.clear();
+  if (!raising) {
+    l.misses[l.upper] = 1;  // the keepalive that started it
   }
+  l.search_rounds = 0;
+  l.next_round = now;
+}
 
-  if (l.verifying) {
-    if (l.probes.front().answered) {
-      // It was a lost probe: search on above it.
-      l.verifying = false;
-      l.lo = l.hi;
-      l.hi = l.upper;
-    } else if (++l.verify_misses >= kMaxProbes) {
-      endSearch(key, l, now);
-      return;
-    }
-    if (l.hi - l.lo <= 1) {
-      endSearch(key, l, now);
-    } else {
-      l.next_round = now;
-    }
-    return;
-  }
-  // Search: the largest answered size is the new lo, the smallest unanswered
-  // size above it the new hi.
+void PathMtuTracker::searchRoundDone(const std::string& key, Line& l, TimePoint now) {
+  ++l.search_rounds;
+  uint16_t lo = l.lo;
   for (const auto& p : l.probes) {
     if (p.answered) {
-      l.lo = std::max(l.lo, p.size);
+      lo = std::max(lo, p.size);
     }
+  }
+  if (!l.raising && lo >= l.upper) {
+    // The size that started the search got through after all: a lost probe,
+    // not a black hole.
+    l.misses.clear();
+    l.v.probe = ProbeState::kOk;
+    l.next_round = now + settings_.probe_interval;
+    return;
   }
   for (const auto& p : l.probes) {
-    if (!p.answered && p.size > l.lo) {
-      l.hi = std::min(l.hi, p.size);
+    if (!p.answered && p.size > lo) {
+      ++l.misses[p.size];
     }
   }
-  if (l.hi - l.lo <= 1 && l.hi < l.upper) {
-    l.verifying = true;  // hi failed once in a train: ask again before it counts
-    l.verify_misses = 0;
-    l.next_round = now;
-  } else if (l.hi - l.lo <= 1) {
-    endSearch(key, l, now);  // hi is the size that started the search: known too big
+  // What fits is forgotten as a miss; the smallest size still unanswered
+  // is hi.
+  l.lo = lo;
+  l.misses.erase(l.misses.begin(), l.misses.upper_bound(lo));
+  l.hi = l.misses.empty() ? l.upper : std::min(l.upper, l.misses.begin()->first);
+  const auto hi = l.misses.find(l.hi);
+  const bool too_big = hi != l.misses.end() ? hi->second >= kMaxProbes : l.raising;
+  if (l.hi - l.lo <= 1 && too_big) {
+    endSearch(key, l, l.lo, now);
+  } else if (l.search_rounds >= kMaxSearchRounds) {
+    // Too lossy to settle: lower to what got through only when the size that
+    // started the search kept failing; a raise takes what got through.
+    const auto up = l.misses.find(l.upper);
+    const bool failing = up != l.misses.end() && up->second >= kMaxProbes;
+    endSearch(key, l, l.raising || failing ? l.lo : l.v.mtu, now);
   } else {
     l.next_round = now;
   }
 }
 
-void PathMtuTracker::endSearch(const std::string& key, Line& l, TimePoint now) {
-  const uint16_t found = l.lo;
-  l.verifying = false;
+void PathMtuTracker::endSearch(const std::string& key, Line& l, uint16_t found, TimePoint now) {
   if (l.raising) {
     if (found > l.v.mtu) {
       set(key, l, found, Source::kProbe,
           "aging: a probe of " + std::to_string(found) + " bytes was answered", now);
     }
+    // A raise that stopped short of the configured MTU tries again after aging.
+    l.last_decrease = now;
   } else if (found < l.v.mtu) {
     set(key, l, found, Source::kProbe,
         "probe: " + std::to_string(l.v.mtu) + " bytes unanswered, " + std::to_string(found) +
             " the largest answered",
         now);
+    l.last_decrease = now;
   }
-  // A raise that stopped short of the configured MTU tries again after aging.
-  l.last_decrease = now;
   l.raising = false;
+  l.misses.clear();
   l.v.probe = ProbeState::kOk;
   l.next_round = now + settings_.probe_interval;
 }
@@ -332,13 +387,8 @@ void PathMtuTracker::age(const std::string& key, Line& l, TimePoint now,
     return;
   }
   if (settings_.probe && l.ever_answered && l.v.probe != ProbeState::kNoAnswer) {
-    l.raising = true;
-    l.lo = l.v.mtu;
-    l.hi = l.upper = static_cast<uint16_t>(l.v.spec.configured_mtu + 1);
-    l.verifying = false;
-    l.v.probe = ProbeState::kSearching;
-    ++l.v.counters.searches;
-    startRound(key, l, RoundKind::kSearch, now, out);
+    startSearch(l, true, now);
+    startRound(key, l, now, out);
   } else {
     // Nobody to ask: back to the configured MTU (RFC 1191); ICMP lowers it
     // again if the path still needs it.
@@ -352,21 +402,14 @@ std::vector<ProbeRequest> PathMtuTracker::poll(TimePoint now) {
   std::vector<ProbeRequest> out;
   for (auto& [key, l] : lines_) {
     if (l.in_round) {
-      const bool all =
-          std::all_of(l.probes.begin(), l.probes.end(), [](const Probe& p) { return p.answered; });
-      if (!all && now < l.deadline) {
+      if (!roundOver(l, now)) {
         continue;
       }
       endRound(key, l, now);
     }
-    if (l.in_round) {
-      continue;
-    }
     age(key, l, now, out);
     if (settings_.probe && !l.in_round && now >= l.next_round) {
-      startRound(key, l,
-                 l.v.probe == ProbeState::kSearching ? RoundKind::kSearch : RoundKind::kConfirm,
-                 now, out);
+      startRound(key, l, now, out);
     }
   }
   return out;

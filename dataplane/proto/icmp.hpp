@@ -8,11 +8,13 @@ namespace mcgw::proto {
 
 inline constexpr uint8_t kIcmpEchoReply = 0;
 inline constexpr uint8_t kIcmpDestUnreachable = 3;
+inline constexpr uint8_t kIcmpPortUnreachableCode = 3;
 inline constexpr uint8_t kIcmpFragNeededCode = 4;
 inline constexpr uint8_t kIcmpEchoRequest = 8;
 inline constexpr uint8_t kIcmpTimeExceeded = 11;
 
 inline constexpr uint8_t kIcmp6DestUnreachable = 1;
+inline constexpr uint8_t kIcmp6PortUnreachableCode = 4;
 inline constexpr uint8_t kIcmp6PacketTooBig = 2;
 inline constexpr uint8_t kIcmp6TimeExceeded = 3;
 inline constexpr uint8_t kIcmp6EchoRequest = 128;

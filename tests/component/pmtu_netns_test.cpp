@@ -289,9 +289,9 @@ TEST_F(PmtuNetns, ProbesFindThePathMtu) {
   EXPECT_EQ(a.tracker().view("b/v6")->probe, ProbeState::kOk);
 }
 
-// A peer without a probe responder (a Linux VXLAN site): "no answer"; the
-// probes leave the MTU alone (the router's ICMP for the first big probe still
-// lowers it).
+// A peer without a probe responder (a Linux VXLAN site): its kernel refuses
+// the probes (port unreachable), none is lost; "no answer"; the probes leave
+// the MTU alone (the router's ICMP for the first big probe still lowers it).
 TEST_F(PmtuNetns, SilentPeerIsNoAnswer) {
   enter(a_);
   PathMtuService a;
@@ -301,6 +301,9 @@ TEST_F(PmtuNetns, SilentPeerIsNoAnswer) {
   EXPECT_EQ(a.tracker().mtu("c/v4"), 1400);
   EXPECT_EQ(a.tracker().view("c/v4")->source, Source::kIcmp);
   EXPECT_EQ(a.tracker().view("c/v4")->counters.probes_answered, 0u);
+  EXPECT_GT(a.tracker().view("c/v4")->counters.probes_refused, 0u);
+  EXPECT_EQ(a.tracker().view("c/v4")->counters.probes_lost, 0u);
+  EXPECT_GT(a.listener().counters().refused, 0u);
   EXPECT_EQ(a.tracker().view("c/v4")->counters.searches, 0u);
 }
 

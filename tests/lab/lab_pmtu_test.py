@@ -2,7 +2,7 @@
 """Lab test: MSS clamping and path MTU (issue 5), af_xdp, VXLAN over IPv4
 unless said otherwise, hosts with MTU 1500.  One scenario per run (each its own ctest entry):
 
-  lab_pmtu_test.py mss | mss-geneve-ipv6 | icmp | shrink | probe | df
+  lab_pmtu_test.py mss | mss-geneve-ipv6 | icmp | shrink | probe | blackhole | df
 
 mss    The plain lab (1500-byte underlay).  show tunnels: line1 path_mtu 1500,
        inner_mtu 1450, mss4 1410, mss6 1390 in both gateways.  iperf3 10 MiB
@@ -30,10 +30,21 @@ shrink The path narrows to 1400 (as in icmp, probing off) 1.5 s into two
 probe  As icmp, but rtr drops ICMP (nft: all IPv4 ICMP and ICMPv6 errors) and
        the gateways probe (path-mtu: probe true, probe-interval 2): both find
        line1's MTU (source probe, exactly 1400) within 30 s (the time is
-       printed; about 8 s) while line2 stays at 1500; nft's counter shows
+       printed; about 2 s) while line2 stays at 1500; nft's counter shows
        that rtr's frag-needed/PTB were dropped; the hosts get ICMP from their
        gateway for the probed MTU; 10 MiB both ways, IPv4 and IPv6; no outer
        fragment.
+blackhole  Issue 11.  Probing on with the defaults (a keepalive every second).
+       Healthy first: once every A-B line's probing is ok and a few
+       keepalives later, no probe of theirs was lost (probes_lost 0; the
+       first rounds of the gateway that starts first are refused by the
+       other's kernel, not lost).  Then two paced TCP transfers (A->B IPv4,
+       B->A IPv6, 40 Mbit/s, 20 MiB) and, 1.5 s in, rtr drops all ICMP
+       errors (nft) and narrows line 1 to 1400 both ways: both gateways
+       learn path_mtu 1400 (source probe) in < 5 s of the cut (printed;
+       about 1-2 s), the senders get frag-needed / PTB from their gateway
+       (MTU 1350), both transfers complete and the longest stall of each is
+       printed (0.1 s intervals at the receiver); line 2 lost no probe.
 df     UDP datagrams of 1472 bytes (1500-byte packets) from hosta to hostb:
        without DF they arrive whole (hostb reassembles what gwa fragmented
        before encapsulation: inner fragments on the wire, no outer one); with
@@ -627,6 +638,113 @@ def shrink(tmp: Path) -> None:
     scenario(new_lab(tmp, "shrink", path_mtu={"probe": False}), body)
 
 
+def stall(t: "mcgwlab.Transfer") -> float:
+    """The longest stretch of the transfer in which the receiver got nothing
+    (its 0.1 s reporting intervals), in seconds."""
+    longest = run = 0.0
+    for start, end, nbytes in t.intervals:
+        run = run + (end - start) if nbytes == 0 else 0.0
+        longest = max(longest, run)
+    return longest
+
+
+def probed(lab, gw: str, name: str = "line1") -> dict:
+    """The A-B line's path MTU, source and probe state, and its path_mtu_counters."""
+    ln = line(lab, gw, name)
+    return {k: ln.get(k) for k in ("path_mtu", "path_mtu_source", "probe")} | ln.get("path_mtu_counters", {})
+
+
+def blackhole(tmp: Path) -> None:
+    gws, lines = ("gwa", "gwb"), ("line1", "line2")
+
+    def body(lab):
+        # Healthy: every A-B line's probing settles, then a few keepalives.
+        settled = wait_for(lambda: all(line(lab, gw, n).get("probe") == "ok" for gw in gws for n in lines), 20, 0.2)
+        check(settled, "probing ok on line1 and line2 of both gateways within 20 s",
+              {(gw, n): probed(lab, gw, n) for gw in gws for n in lines})
+        time.sleep(3)
+        healthy = {(gw, n): probed(lab, gw, n) for gw in gws for n in lines}
+        check(all(c.get("probes_lost") == 0 and c.get("probes_answered", 0) >= 6 and c.get("path_mtu") == 1500
+                  for c in healthy.values()),
+              "healthy path: no probe lost on line1/line2 of either gateway (>= 6 answered each), path_mtu 1500",
+              healthy)
+        ok("healthy lab: " + ", ".join(f"{gw} {n} {c['probes_answered']} answered, {c['probes_lost']} lost, "
+                                       f"{c.get('probes_refused')} refused" for (gw, n), c in healthy.items()))
+
+        icmp_caps = {h: lab.capture(h, "eth0", name=f"icmp-{h}", bpf_filter=[ICMP_ERRORS]) for h in OTHER}
+        frags = fragment_captures(lab)
+        results: dict = {}
+
+        def transfer(key, sender, v6):
+            try:
+                results[key] = lab.iperf(sender, OTHER[sender], v6=v6, nbytes=2 * MIB10, bitrate="40M",
+                                         interval=0.1, timeout=50)
+            except Exception as e:  # noqa: BLE001 - reported below
+                results[key] = e
+
+        flows = [("A->B IPv4", "hosta", False), ("B->A IPv6", "hostb", True)]
+        threads = [threading.Thread(target=transfer, args=f) for f in flows]
+        for th in threads:
+            th.start()
+        time.sleep(1.5)
+        # The black hole: ICMP errors dropped first, then line 1 narrowed both ways.
+        lab.drop_icmp("rtr")
+        t_cut = time.monotonic()
+        lab.set_ip_mtu("rtr", "a1", NARROW)
+        lab.set_ip_mtu("rtr", "b1", NARROW)
+        learned: dict = {}
+        deadline = t_cut + 10
+        while len(learned) < 2 and time.monotonic() < deadline:
+            for gw in gws:
+                if gw not in learned and line(lab, gw).get("path_mtu") == NARROW:
+                    learned[gw] = time.monotonic() - t_cut
+            time.sleep(0.05)
+        for th in threads:
+            th.join(60)
+        check(not any(th.is_alive() for th in threads), "iperf3 did not end")
+        for c in icmp_caps.values():
+            c.stop()
+        figures = ", ".join(f"{gw} {dt:.2f} s" for gw, dt in sorted(learned.items()))
+        check(len(learned) == 2 and all(dt < 5 for dt in learned.values()),
+              f"both gateways learned line1 path_mtu {NARROW} within 5 s of the cut (learned: {figures or 'none'})",
+              {gw: probed(lab, gw) for gw in gws})
+        for gw in gws:
+            ln = check_line(lab, gw, NARROW, ("probe",))
+            pc = ln.get("path_mtu_counters", {})
+            check(pc.get("icmp_accepted") == 0 and pc.get("searches", 0) >= 1,
+                  f"{gw} line1: found by a probe search, no ICMP accepted", ln)
+            c2 = probed(lab, gw, "line2")
+            check(c2.get("path_mtu") == 1500 and c2.get("probes_lost") == 0,
+                  f"{gw} line2 (not narrowed): path_mtu 1500, no probe lost", c2)
+        dropped = lab.nft_counters("rtr")
+        check(dropped.get("toobig", 0) > 0, "rtr's frag-needed/PTB dropped by nft (counter toobig)", dropped)
+        ok(f"black hole (line 1 narrowed to {NARROW}, rtr dropped {dropped.get('toobig')} frag-needed/PTB): "
+           f"path MTU {NARROW} learned by probing in {figures} after the cut")
+
+        stalls = []
+        for key, sender, v6 in flows:
+            t = results.get(key)
+            check(isinstance(t, mcgwlab.Transfer) and t.bytes >= 2 * MIB10,
+                  f"TCP {key} ({sender} sends, 40 Mbit/s) across the black hole: 20 MiB received", t)
+            stalls.append(f"{key} {stall(t):.1f} s")
+            print(f"   {key}: {t}; longest stall {stall(t):.1f} s", flush=True)
+        for _, host, v6 in flows:
+            dst, gwaddr = ADDR[OTHER[host]][v6], GW_LAN[host][v6]
+            want = NARROW - OVERHEAD
+            errs = [e for e in icmp_errors(icmp_caps[host]) if e["quoted_dst"] == dst]
+            check(errs and all(e["from"] == gwaddr and e["mtu"] == want and e["quoted_src"] == ADDR[host][v6]
+                               for e in errs),
+                  f"{host}: frag-needed/PTB for its TCP segments to {dst}, from {gwaddr} with MTU {want}", errs)
+            m = route_mtu(lab, host, dst)
+            check(m == want, f"{host}: ip route get {dst}: mtu {want}", m)
+        ok(f"both transfers completed (senders told MTU {NARROW - OVERHEAD} by their gateways); longest stall: "
+           + ", ".join(stalls))
+        check_no_fragments(frags)
+        ok("no IP fragment on rtr a1 a2 b1 b2")
+
+    scenario(new_lab(tmp, "bh", path_mtu={"probe": True}), body)
+
+
 def df(tmp: Path) -> None:
     def body(lab):
         recv_b = start_receiver(lab, "hostb", 9001)
@@ -725,7 +843,7 @@ def df(tmp: Path) -> None:
 
 
 SCENARIOS = {"mss": mss, "mss-geneve-ipv6": lambda tmp: mss(tmp, "geneve", "ipv6"), "icmp": icmp,
-             "shrink": shrink, "probe": probe, "df": df}
+             "shrink": shrink, "probe": probe, "blackhole": blackhole, "df": df}
 
 
 def main() -> int:

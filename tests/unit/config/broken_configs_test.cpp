@@ -356,11 +356,6 @@ std::vector<BrokenCase> brokenCases() {
        edited({{"logging:\n", "path-mtu:\n  probe-port: 4789\nlogging:\n"}}), 64, 15,
        "expected an integer in 1..4788 or 4792..6080 or 6082..65535, found \"4789\"",
        "/mcgw:path-mtu/probe-port"},
-      {"ProbeTimeoutNotShorterThanInterval",
-       edited({{"logging:\n",
-                "path-mtu:\n  probe-interval: 2\n  probe-timeout-ms: 2000\nlogging:\n"}}),
-       65, 21, "probe-timeout-ms 2000 must be shorter than probe-interval (2 s)",
-       "/mcgw:path-mtu/probe-timeout-ms"},
   };
 }
 

@@ -280,6 +280,20 @@ TEST(LoaderTest, LanPortWithoutTenantsForwardsNothingButLoads) {
   EXPECT_TRUE((*r)->findPort("lan0")->tenant.empty());
 }
 
+// A config written for the old probe-interval default (60 s) with a probe
+// timeout above one second still loads: rounds never overlap, so the timeout
+// may be longer than the interval.
+TEST(LoaderTest, ProbeTimeoutLongerThanTheIntervalLoads) {
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"
+      "ports: [{name: wan0, role: wan, vdev: net_null0}]\n"
+      "path-mtu: {probe-timeout-ms: 3000}\n",
+      "slow.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  EXPECT_EQ((*r)->path_mtu.probe_interval_s, 1u);
+  EXPECT_EQ((*r)->path_mtu.probe_timeout_ms, 3000u);
+}
+
 TEST(LoaderTest, SeveralLanPortMistakesAreReportedTogether) {
   // Two tenants, two lan ports without one: an error at each port entry.
   LoadResult r = loadConfigText(
@@ -337,7 +351,7 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_EQ(c->logging.level, "info");
   EXPECT_EQ(c->fast_path.idle_sleep_max_us, 200u);
   EXPECT_TRUE(c->path_mtu.probe);  // path-mtu defaults
-  EXPECT_EQ(c->path_mtu.probe_interval_s, 60u);
+  EXPECT_EQ(c->path_mtu.probe_interval_s, 1u);
   EXPECT_EQ(c->path_mtu.probe_timeout_ms, 1000u);
   EXPECT_EQ(c->path_mtu.aging_s, 600u);
   EXPECT_EQ(c->path_mtu.probe_port, 4788);

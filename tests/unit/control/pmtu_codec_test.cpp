@@ -1,5 +1,5 @@
 // The probe packet codec and the parsing and matching of ICMP frag-needed /
-// Packet Too Big messages.
+// Packet Too Big and port unreachable messages.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -80,7 +80,7 @@ std::vector<std::byte> fragNeeded(uint16_t dport, uint16_t mtu, uint8_t proto = 
 
 TEST(IcmpParse, FragNeeded) {
   auto pkt = fragNeeded(4789, 1400);
-  IcmpTooBig r = parseIcmp4(pkt);
+  IcmpError r = parseIcmp4(pkt);
   ASSERT_EQ(r.verdict, IcmpVerdict::kTooBig);
   EXPECT_EQ(r.mtu, 1400u);
   EXPECT_EQ(r.from, ip("100.64.1.2"));
@@ -107,7 +107,7 @@ TEST(IcmpParse, FragNeeded) {
 // packet from a source port the fast path never uses, lowers nothing.
 TEST(IcmpParse, ForgedReportsAreNotMatched) {
   std::vector<LineAddresses> lines{{"b/line1", ip("100.64.1.1"), ip("100.64.3.1"), 4789}};
-  IcmpTooBig r = parseIcmp4(fragNeeded(4789, 1400));
+  IcmpError r = parseIcmp4(fragNeeded(4789, 1400));
   EXPECT_EQ(r.quoted_length, 1500u);
   EXPECT_EQ(r.quoted_sport, 0xc738);
   EXPECT_NE(matchLine(r, lines, 4788), nullptr);
@@ -137,6 +137,41 @@ TEST(IcmpParse, OtherMessagesAndBrokenQuotes) {
   EXPECT_EQ(parseIcmp4(proto::Bytes(pkt.data(), 10)).verdict, IcmpVerdict::kMalformed);
 }
 
+// The peer's kernel refuses a probe (no responder on the probe port): port
+// unreachable from the peer's VTEP quoting 100.64.1.1 -> 100.64.3.1 UDP 4788.
+std::vector<std::byte> portUnreachable(const char* from, uint16_t dport) {
+  auto v = fragNeeded(dport, 0);
+  v[21] = std::byte{3};  // code 3: port unreachable
+  const auto f = ip(from);
+  std::copy_n(reinterpret_cast<const std::byte*>(f.bytes.data()), 4, v.begin() + 12);
+  return v;
+}
+
+TEST(IcmpParse, PortUnreachableRefusesAProbe) {
+  std::vector<LineAddresses> lines{{"b/line2", ip("100.64.2.1"), ip("100.64.4.1"), 4789},
+                                   {"b/line1", ip("100.64.1.1"), ip("100.64.3.1"), 4789}};
+  IcmpError r = parseIcmp4(portUnreachable("100.64.3.1", 4788));
+  ASSERT_EQ(r.verdict, IcmpVerdict::kPortUnreachable);
+  EXPECT_EQ(r.from, ip("100.64.3.1"));
+  EXPECT_EQ(r.quoted_dport, 4788);
+  const LineAddresses* l = matchRefusedProbe(r, lines, 4788);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->key, "b/line1");
+  // Never a path MTU report.
+  EXPECT_EQ(matchLine(r, lines, 4788), nullptr);
+  // Only from the peer itself, only for the probe port.
+  EXPECT_EQ(matchRefusedProbe(parseIcmp4(portUnreachable("100.64.1.2", 4788)), lines, 4788),
+            nullptr);
+  EXPECT_EQ(matchRefusedProbe(parseIcmp4(portUnreachable("100.64.3.1", 5000)), lines, 4788),
+            nullptr);
+  // A frag-needed is no refusal.
+  EXPECT_EQ(matchRefusedProbe(parseIcmp4(fragNeeded(4788, 1400)), lines, 4788), nullptr);
+  // Quoting something that is not UDP: not about a probe.
+  auto tcp = portUnreachable("100.64.3.1", 4788);
+  tcp[37] = std::byte{6};
+  EXPECT_EQ(parseIcmp4(tcp).verdict, IcmpVerdict::kOtherType);
+}
+
 TEST(IcmpParse, PacketTooBig) {
   std::vector<std::byte> m = bytes({2, 0, 0, 0, 0, 0, 0x05, 0x00,  // PTB, MTU 1280
                                     0x60, 0, 0, 0, 0x05, 0xb4, 17, 64});
@@ -150,7 +185,7 @@ TEST(IcmpParse, PacketTooBig) {
   for (int x : {0xc7, 0x38, 0x12, 0xb5, 0x05, 0xb4, 0, 0}) {
     m.push_back(std::byte(x));
   }
-  IcmpTooBig r = parseIcmp6(m, ip("fd00:64:1::2"));
+  IcmpError r = parseIcmp6(m, ip("fd00:64:1::2"));
   ASSERT_EQ(r.verdict, IcmpVerdict::kTooBig);
   EXPECT_EQ(r.mtu, 1280u);
   EXPECT_EQ(r.from, ip("fd00:64:1::2"));
@@ -162,8 +197,17 @@ TEST(IcmpParse, PacketTooBig) {
   // Reversed addresses (a packet towards us) are not ours.
   std::vector<LineAddresses> reversed{{"b/line1", b, a, 4789}};
   EXPECT_EQ(matchLine(r, reversed, 4788), nullptr);
-  m[0] = std::byte{1};  // destination unreachable
+  m[0] = std::byte{1};  // destination unreachable, no route
   EXPECT_EQ(parseIcmp6(m, a).verdict, IcmpVerdict::kOtherType);
+  // Port unreachable from the peer, quoting a probe: refused.
+  m[1] = std::byte{4};
+  m[50] = std::byte{0x12};  // quoted destination port 4788
+  m[51] = std::byte{0xb4};
+  r = parseIcmp6(m, b);
+  ASSERT_EQ(r.verdict, IcmpVerdict::kPortUnreachable);
+  EXPECT_NE(matchRefusedProbe(r, lines, 4788), nullptr);
+  EXPECT_EQ(matchLine(r, lines, 4788), nullptr);
+  EXPECT_EQ(matchRefusedProbe(parseIcmp6(m, ip("fd00:64:1::2")), lines, 4788), nullptr);
 }
 
 }  // namespace
