@@ -4,6 +4,7 @@
 
 #include <libyang/libyang.h>
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -23,6 +24,25 @@ Schema::Schema() {
                              (e && e->msg ? e->msg : "unknown error"));
   }
   module_ = mod;
+  // A container is a mapping, a list a sequence of mappings (a container
+  // wrapping one is written as the list), a leaf-list a sequence.
+  std::function<int(const lysc_node*)> depth = [&](const lysc_node* parent) {
+    int deepest = 0;
+    const lysc_node* n = nullptr;
+    while ((n = lys_getnext(n, parent, parent ? nullptr : module_->compiled, 0))) {
+      if (n->nodetype == LYS_LEAFLIST) {
+        deepest = std::max(deepest, 1);
+      } else if (const lysc_node* list = detail::listWrapped(n)) {
+        deepest = std::max(deepest, 2 + depth(list));
+      } else if (n->nodetype == LYS_LIST) {
+        deepest = std::max(deepest, 2 + depth(n));
+      } else if (n->nodetype == LYS_CONTAINER) {
+        deepest = std::max(deepest, 1 + depth(n));
+      }
+    }
+    return deepest;
+  };
+  yaml_depth_ = 1 + depth(nullptr);
 }
 
 const Schema& Schema::instance() {

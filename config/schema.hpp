@@ -23,10 +23,15 @@ class Schema {
   // ("[]" marks a list).  Used to check the documentation.
   std::vector<std::string> leafKeyPaths() const;
 
+  // How many YAML sequences and mappings a valid config nests at most (the
+  // top-level mapping is level 1).
+  int yamlDepth() const { return yaml_depth_; }
+
  private:
   Schema();
   ly_ctx* ctx_ = nullptr;
   const lys_module* module_ = nullptr;
+  int yaml_depth_ = 0;
 };
 
 }  // namespace mcgw::config

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "config/loader_detail.hpp"
+#include "config/text.hpp"
 
 namespace mcgw::config {
 
@@ -14,7 +15,7 @@ namespace detail {
 namespace {
 
 std::string q(const std::string& s) {
-  return "'" + s + "'";
+  return quoteName(s);
 }
 
 class Checker {
@@ -53,8 +54,8 @@ class Checker {
     auto p = IpPrefix::parse(loc.raw);
     if (p && p->hasHostBits()) {
       sink_.at(loc, path,
-               "expected a network prefix, found \"" + loc.raw +
-                   "\" which has host bits set (did you mean '" + p->network().toString() + "'?)");
+               "expected a network prefix, found " + text::quote(loc.raw) +
+                   " which has host bits set (did you mean '" + p->network().toString() + "'?)");
     }
   }
 
@@ -70,11 +71,11 @@ class Checker {
 
   // "10.1.0.1/24, fd00::1/64", or "no addresses".
   static std::string addressList(const PortConfig& p) {
-    std::string all;
+    std::vector<std::string> all;
     for (const auto& a : p.addresses) {
-      all += (all.empty() ? "" : ", ") + a.toString();
+      all.push_back(a.toString());
     }
-    return all.empty() ? "no addresses" : all;
+    return all.empty() ? "no addresses" : joinBounded(all, 4);
   }
 
   // " (port 'lan0' has 10.1.0.1/24, fd00::1/64)".
@@ -90,11 +91,11 @@ class Checker {
   }
 
   std::string tenantNames() const {
-    std::string all;
+    std::vector<std::string> all;
     for (const auto& t : c_.tenants) {
-      all += (all.empty() ? "" : ", ") + t.name;
+      all.push_back(t.name);
     }
-    return all;
+    return joinBounded(all);
   }
 
   void eal() {
@@ -153,8 +154,8 @@ class Checker {
                     }());
     }
     if ((driver == "net_af_xdp" || driver == "net_af_packet") && p.kernelInterface().empty()) {
-      error(path,
-            driver + " needs the kernel interface it attaches to: " + name + ",iface=<interface>");
+      error(path, driver + " needs the kernel interface it attaches to: " + text::escape(name) +
+                      ",iface=<interface>");
     }
   }
 
@@ -176,21 +177,20 @@ class Checker {
         const std::string& apath = item.path;
         auto parsed = IpPrefix::parse(item.loc.raw);
         if (!parsed) {
-          error(apath, "expected an interface address such as 10.1.0.1/24, found \"" +
-                           item.loc.raw + "\"");
+          error(apath, "expected an interface address such as 10.1.0.1/24, found " +
+                           text::quote(item.loc.raw));
           continue;
         }
         if (!parsed->hasHostBits() && parsed->length < parsed->address.bits() - 1) {
-          error(apath,
-                "\"" + item.loc.raw +
-                    "\" is the subnet itself; give the gateway's own address in it, such as " +
-                    IpPrefix{[&] {
-                               IpAddress x = parsed->address;
-                               x.bytes[x.bits() / 8 - 1] |= 1;
-                               return x;
-                             }(),
-                             parsed->length}
-                        .toString());
+          error(apath, text::quote(item.loc.raw) +
+                           " is the subnet itself; give the gateway's own address in it, such as " +
+                           IpPrefix{[&] {
+                                      IpAddress x = parsed->address;
+                                      x.bytes[x.bits() / 8 - 1] |= 1;
+                                      return x;
+                                    }(),
+                                    parsed->length}
+                               .toString());
           continue;
         }
         if (auto [it, fresh] = addresses.emplace(parsed->address, p.name); !fresh) {
@@ -271,7 +271,7 @@ class Checker {
 
   // A route's next hop must be reachable on a lan port of the route's tenant.
   void routeNextHop(const TenantConfig& t, const IpAddress& nh, const std::string& path) {
-    std::string lans;
+    std::vector<std::string> lans;
     for (const auto& p : c_.ports) {
       if (p.role != PortRole::kLan || p.tenant != t.name) {
         continue;
@@ -279,11 +279,12 @@ class Checker {
       if (onSubnet(p, nh)) {
         return;
       }
-      lans += (lans.empty() ? "" : "; ") + p.name + ": " + addressList(p);
+      lans.push_back(p.name + ": " + addressList(p));
     }
     error(path, "next-hop " + nh.toString() + " is not on the subnet of a lan port of tenant " +
                     q(t.name) +
-                    (lans.empty() ? " (the tenant has no lan port)" : " (" + lans + ")"));
+                    (lans.empty() ? " (the tenant has no lan port)"
+                                  : " (" + joinBounded(lans, 4, "; ") + ")"));
   }
 
   void peers() {
