@@ -70,4 +70,31 @@ std::vector<std::string> Schema::leafKeyPaths() const {
   return out;
 }
 
+std::vector<Schema::ListLimit> Schema::listLimits() const {
+  std::vector<ListLimit> out;
+  std::function<void(const lysc_node*, const std::string&)> walk = [&](const lysc_node* parent,
+                                                                       const std::string& prefix) {
+    const lysc_node* n = nullptr;
+    while ((n = lys_getnext(n, parent, parent ? nullptr : module_->compiled, 0))) {
+      std::string p = prefix.empty() ? n->name : prefix + "." + n->name;
+      const lysc_node* list = detail::listWrapped(n);
+      if (!list && n->nodetype == LYS_LIST) {
+        list = n;
+      }
+      if (list) {
+        uint32_t max = reinterpret_cast<const lysc_node_list*>(list)->max;
+        out.push_back({p, max == UINT32_MAX ? 0 : max});
+        walk(list, p + "[]");
+      } else if (n->nodetype == LYS_LEAFLIST) {
+        uint32_t max = reinterpret_cast<const lysc_node_leaflist*>(n)->max;
+        out.push_back({p, max == UINT32_MAX ? 0 : max});
+      } else if (n->nodetype == LYS_CONTAINER) {
+        walk(n, p);
+      }
+    }
+  };
+  walk(nullptr, "");
+  return out;
+}
+
 }  // namespace mcgw::config

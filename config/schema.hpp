@@ -1,6 +1,7 @@
 // The compiled YANG model (config/yang/mcgw.yang, built into the library).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ class Schema {
   // The YAML key paths of every leaf and leaf-list, e.g. "ports[].mtu"
   // ("[]" marks a list).  Used to check the documentation.
   std::vector<std::string> leafKeyPaths() const;
+
+  // Every list and leaf-list by its YAML key path ("tenants[].routes") with
+  // its max-elements (0: unbounded), in model order.
+  struct ListLimit {
+    std::string path;
+    uint32_t max = 0;
+  };
+  std::vector<ListLimit> listLimits() const;
 
   // How many YAML sequences and mappings a valid config nests at most (the
   // top-level mapping is level 1).

@@ -516,6 +516,44 @@ TEST(UntrustedConfigs, FileAtTheLimitIsRead) {
   EXPECT_TRUE(r.ok()) << describe(r.error());
 }
 
+// A list over its max-elements is refused before its entries are walked:
+// the only error is the count, although every entry is wrong.
+TEST(UntrustedConfigs, TooManyRoutesAreRefusedBeforeTheWalk) {
+  std::string yaml = kValid + "tenants:\n  - name: blue\n    vni: 1\n    routes:\n";
+  for (int i = 0; i < 16385; ++i) {
+    yaml += "      - {prefix: bad, peer: nowhere}\n";
+  }
+  expectOnlyError(yaml, 16, 7, "16385 'route' entries, more than the 16384 allowed",
+                  "/mcgw:tenants/tenant[name='blue']/routes/route");
+}
+
+TEST(UntrustedConfigs, TooManyLinesPerPeer) {
+  std::string yaml = kValid + "peers:\n  - name: b\n    lines:\n";
+  for (int i = 0; i < 9; ++i) {
+    yaml += "      - {name: l" + std::to_string(i) + "}\n";
+  }
+  expectOnlyError(yaml, 15, 7, "9 'line' entries, more than the 8 allowed",
+                  "/mcgw:peers/peer[name='b']/lines/line");
+}
+
+TEST(UntrustedConfigs, TooManyLeafListItems) {
+  std::string items;
+  for (int i = 0; i < 65; ++i) {
+    items += (i ? ", " : "") + std::to_string(i);
+  }
+  expectOnlyError(replaced("[--iova-mode=va]", "[" + items + "]"), 11, 15,
+                  "65 'extra-args' items, more than the 64 allowed", "/mcgw:eal/extra-args");
+}
+
+// Every list of the model has a limit.
+TEST(UntrustedConfigs, EveryListIsBounded) {
+  const auto limits = Schema::instance().listLimits();
+  EXPECT_GE(limits.size(), 20u);
+  for (const auto& l : limits) {
+    EXPECT_GT(l.max, 0u) << l.path << " has no max-elements";
+  }
+}
+
 TEST(UntrustedConfigs, AliasBombIsRefusedBeforeTheWalk) {
   std::string yaml = kValid + "x0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i < 10; ++i) {
