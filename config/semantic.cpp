@@ -18,6 +18,48 @@ std::string q(const std::string& s) {
   return quoteName(s);
 }
 
+// Prefixes that do not overlap each other, by their first address: the one a
+// new prefix overlaps is found in O(log n) (a scan of all of them made a plan
+// of 60000 VPCs take a minute).
+template <typename Owner>
+class DisjointPrefixes {
+ public:
+  // The owner of a prefix that overlaps p, or nullptr.
+  const Owner* overlapping(const IpPrefix& p) const {
+    const Range r = rangeOf(p);
+    auto it = by_first_.upper_bound(r.last);
+    if (it == by_first_.begin()) {
+      return nullptr;
+    }
+    --it;  // the last one starting at or before p's last address
+    return it->second.last >= r.first ? &it->second.owner : nullptr;
+  }
+  // Adds p, which overlaps none of them.
+  void add(const IpPrefix& p, Owner owner) {
+    const Range r = rangeOf(p);
+    by_first_.emplace(r.first, Entry{r.last, std::move(owner)});
+  }
+
+ private:
+  struct Range {
+    IpAddress first;  // family first: the families never overlap
+    IpAddress last;
+  };
+  static Range rangeOf(const IpPrefix& p) {
+    const IpAddress first = p.network().address;
+    IpAddress last = first;
+    for (unsigned bit = p.length; bit < last.bits(); ++bit) {
+      last.bytes[bit / 8] |= static_cast<uint8_t>(0x80 >> (bit % 8));
+    }
+    return {first, last};
+  }
+  struct Entry {
+    IpAddress last;
+    Owner owner;
+  };
+  std::map<IpAddress, Entry> by_first_;
+};
+
 class Checker {
  public:
   Checker(const Config& c, const SourceMap& map, ErrorSink& sink) : c_(c), map_(map), sink_(sink) {}
@@ -379,21 +421,18 @@ class Checker {
     struct Owner {
       IpPrefix prefix;
       std::string what;
-      std::string path;
     };
-    std::vector<Owner> owners;
+    DisjointPrefixes<Owner> owners;
     auto claim = [&](const IpPrefix& p, const std::string& what, const std::string& path) {
       networkPrefix(path);
-      for (const auto& o : owners) {
-        if (o.prefix.network().overlaps(p.network())) {
-          error(path, p.toString() + " of " + what + " overlaps " + o.prefix.toString() + " of " +
-                          o.what +
-                          "; the plan must be overlap-free (use a mapped-range for a "
-                          "legacy overlap)");
-          return;
-        }
+      if (const Owner* o = owners.overlapping(p)) {
+        error(path, p.toString() + " of " + what + " overlaps " + o->prefix.toString() + " of " +
+                        o->what +
+                        "; the plan must be overlap-free (use a mapped-range for a "
+                        "legacy overlap)");
+        return;
       }
-      owners.push_back({p, what, path});
+      owners.add(p, {p, what});
     };
     for (const auto& v : plan.vpcs) {
       std::string path = "/mcgw:address-plan/clouds/cloud" + keyPredicate("name", v.cloud) +
@@ -416,7 +455,7 @@ class Checker {
       }
       claim(m.mapped, "mapped range " + m.name, path + "/mapped");
     }
-    std::vector<Owner> pools;
+    DisjointPrefixes<Owner> pools;
     for (const auto& p : plan.pools) {
       std::string path = "/mcgw:address-plan/pools/pool" + keyPredicate("name", p.name);
       for (const auto& item : map_.items(path + "/prefixes")) {
@@ -427,13 +466,12 @@ class Checker {
         const IpPrefix& pr = *parsed;
         const std::string& ppath = item.path;
         networkPrefix(ppath);
-        for (const auto& o : pools) {
-          if (o.prefix.network().overlaps(pr.network())) {
-            error(ppath, "pool prefix " + pr.toString() + " overlaps " + o.prefix.toString() +
-                             " of " + o.what);
-          }
+        if (const Owner* o = pools.overlapping(pr)) {
+          error(ppath, "pool prefix " + pr.toString() + " overlaps " + o->prefix.toString() +
+                           " of " + o->what);
+        } else {
+          pools.add(pr, {pr, "pool " + p.name});
         }
-        pools.push_back({pr, "pool " + p.name, ppath});
         if (p.allocation_length > pr.address.bits()) {
           error(path + "/allocation-length",
                 "allocation-length /" + std::to_string(p.allocation_length) +
