@@ -202,8 +202,8 @@ void reportSyntaxError(std::string_view text, const YAML::Exception& e, ErrorSin
   sink.at(loc, "", msg);
 }
 
-std::string depthMessage(const YamlLimits& limits) {
-  std::string msg = "nested deeper than " + std::to_string(limits.max_depth) + " levels";
+std::string depthMessage(int depth, const YamlLimits& limits) {
+  std::string msg = "nested deeper than " + std::to_string(depth) + " levels";
   if (limits.model_depth > 0) {
     msg += "; an mcgw config nests at most " + std::to_string(limits.model_depth);
   }
@@ -335,7 +335,7 @@ class TreeHandler : public YAML::EventHandler {
 
   void open(const YAML::Mark& mark, YAML::anchor_t anchor, YamlNode::Kind kind) {
     if (static_cast<int>(open_.size()) >= limits_.max_depth) {
-      throw Stop{at(mark), depthMessage(limits_)};
+      throw Stop{at(mark), depthMessage(limits_.max_depth, limits_)};
     }
     const uint64_t before = expanded_;
     YamlNode& n = add(mark, kind);
@@ -416,7 +416,7 @@ bool YamlDocument::read(std::string_view text, const YamlLimits& limits, ErrorSi
   } catch (const YAML::DeepRecursion& e) {
     // Not reached while max_depth is below yaml-cpp's own limit (500), but
     // its "bad file" must never be the message.
-    sink.at(at(e.mark), "", depthMessage(limits));
+    sink.at(at(e.mark), "", depthMessage(std::min(limits.max_depth, e.depth() - 1), limits));
     ok = false;
   } catch (const YAML::Exception& e) {
     reportSyntaxError(text, e, sink);

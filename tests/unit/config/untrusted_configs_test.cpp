@@ -452,6 +452,22 @@ TEST(UntrustedConfigs, DeepBlockNesting) {
   expectOnlyError(yaml, 44, 65, "nested deeper than 32 levels; an mcgw config nests at most 9");
 }
 
+// yaml-cpp's own limit (500 levels, "bad file") gets the same message, at
+// its mark: reached only with a limit of ours above it.
+TEST(UntrustedConfigs, YamlCppDepthLimitHasTheSameMessage) {
+  detail::ErrorSink sink(kFile);
+  detail::YamlDocument doc;
+  detail::YamlLimits limits;
+  limits.max_depth = 100000;
+  limits.model_depth = 9;
+  EXPECT_FALSE(doc.read("x: " + std::string(1000, '[') + std::string(1000, ']'), limits, sink));
+  ConfigErrors errors = sink.take();
+  ASSERT_EQ(errors.size(), 1u) << describe(errors);
+  EXPECT_EQ(errors[0].message, "nested deeper than 499 levels; an mcgw config nests at most 9");
+  EXPECT_EQ(errors[0].line, 1);
+  EXPECT_GT(errors[0].column, 400);
+}
+
 TEST(UntrustedConfigs, DeepestModelNestingLoads) {
   LoadResult r = loadConfigText(kValid +
                                     "address-plan:\n  clouds:\n    - name: aws\n      regions:\n"
