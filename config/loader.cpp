@@ -385,8 +385,11 @@ class TreeBuilder {
       }
       if (!known && root.size() > 0) {
         sink_.at(Location{}, "",
-                 "not an mcgw config: none of its " + std::to_string(root.size()) +
-                     " top-level keys is one of " + join(top));
+                 "not an mcgw config: " +
+                     (root.size() == 1
+                          ? std::string("its only top-level key is not")
+                          : "none of its " + std::to_string(root.size()) + " top-level keys is") +
+                     " one of " + join(top));
         return;
       }
       walkMap(root, nullptr, nullptr, "", present);

@@ -396,6 +396,9 @@ TEST(UntrustedConfigs, JsonOfAnotherProgramIsNotAConfig) {
   expectNotAConfig("{\"name\": \"app\", \"password\": \"hunter2\", \"servers\": [\"db1\"]}\n",
                    "not an mcgw config: none of its 3 top-level keys is one of " + kTopKeys,
                    {"password", "hunter2", "servers", "db1"});
+  expectNotAConfig("{\"password\": \"hunter2\"}\n",
+                   "not an mcgw config: its only top-level key is not one of " + kTopKeys,
+                   {"password", "hunter2"});
   // Key: value lines (a deb822 or properties file) read as such a mapping.
   expectNotAConfig("Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n",
                    "not an mcgw config: none of its 3 top-level keys is one of " + kTopKeys,
