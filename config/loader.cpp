@@ -1,29 +1,36 @@
 #include "config/loader.hpp"
 
+#include <fcntl.h>
 #include <libyang/libyang.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
-#include <yaml-cpp/yaml.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "config/loader_detail.hpp"
 #include "config/schema.hpp"
+#include "config/text.hpp"
+#include "config/yaml_document.hpp"
 
 namespace mcgw::config {
 
 using detail::ErrorSink;
 using detail::Location;
+using detail::quoteName;
 using detail::SourceMap;
+using detail::YamlNode;
 
 std::string ConfigError::toString() const {
   std::ostringstream s;
-  s << file;
+  // The file name comes from the caller (a command line, an API request).
+  s << text::escape(file, 4096);
   if (line > 0) {
     s << ':' << line << ':' << column;
   }
@@ -63,16 +70,79 @@ Location SourceMap::find(std::string path) const {
   }
 }
 
+void ErrorSink::at(const Location& loc, std::string_view path, std::string message) {
+  if (full()) {
+    ++dropped_;
+    return;
+  }
+  if (text::findProblem(message)) {
+    message = text::escape(message, kMaxMessage);  // a bug: a value was not quoted
+  } else if (message.size() > kMaxMessage) {
+    size_t cut = kMaxMessage;
+    while (cut > 0 && (static_cast<uint8_t>(message[cut]) & 0xc0) == 0x80) {
+      --cut;  // not inside a character
+    }
+    message = message.substr(0, cut) + "...(" + std::to_string(message.size()) + " bytes)";
+  }
+  errors_.push_back({file_, loc.line, loc.column, boundPath(path), std::move(message)});
+}
+
 ConfigErrors ErrorSink::take() {
   std::stable_sort(errors_.begin(), errors_.end(), [](const ConfigError& a, const ConfigError& b) {
     return std::tie(a.line, a.column) < std::tie(b.line, b.column);
   });
+  if (dropped_ > 0) {
+    errors_.push_back({file_, 0, 0, "",
+                       "... and " + std::to_string(dropped_) + " more errors (the first " +
+                           std::to_string(kMaxErrors) + " are shown)"});
+    dropped_ = 0;
+  }
   return std::move(errors_);
 }
 
 std::string keyPredicate(std::string_view key, std::string_view value) {
   char q = value.find('\'') == std::string_view::npos ? '\'' : '"';
   return "[" + std::string(key) + "=" + q + std::string(value) + q + "]";
+}
+
+std::string boundPath(std::string_view path) {
+  std::string out;
+  size_t i = 0;
+  while (i < path.size()) {
+    // A predicate as keyPredicate() writes it: [key='value'] or [key="value"].
+    size_t open = path.find('[', i);
+    size_t eq = open == std::string_view::npos ? open : path.find('=', open);
+    char q = eq == std::string_view::npos || eq + 1 >= path.size() ? 0 : path[eq + 1];
+    size_t close =
+        q == '\'' || q == '"' ? path.find(std::string{q, ']'}, eq + 2) : std::string_view::npos;
+    if (close == std::string_view::npos) {
+      out += path.substr(i);
+      break;
+    }
+    out += path.substr(i, eq + 2 - i);
+    out += text::escape(path.substr(eq + 2, close - eq - 2));
+    out += path.substr(close, 2);
+    i = close + 2;
+  }
+  if (text::findProblem(out) || out.size() > kMaxPath) {
+    return text::escape(out, kMaxPath);
+  }
+  return out;
+}
+
+std::string quoteName(std::string_view name) {
+  return "'" + text::escape(name) + "'";
+}
+
+std::string joinBounded(const std::vector<std::string>& items, size_t max, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max; ++i) {
+    out += (i ? std::string(sep) : "") + items[i];
+  }
+  if (items.size() > max) {
+    out += std::string(sep) + "... (" + std::to_string(items.size()) + " in all)";
+  }
+  return out;
 }
 
 size_t editDistance(std::string_view a, std::string_view b) {
@@ -96,18 +166,20 @@ std::string didYouMean(std::string_view word, const std::vector<std::string>& ca
   const std::string* best = nullptr;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length (and a long word
+    // would make editDistance slow for nothing).
+    if ((word.size() > c.size() ? word.size() - c.size() : c.size() - word.size()) >= best_d) {
+      continue;
+    }
     size_t d = editDistance(word, c);
     if (d < best_d) {
       best_d = d;
       best = &c;
     }
   }
-  return best ? " (did you mean '" + *best + "'?)" : "";
+  return best ? " (did you mean " + quoteName(*best) + "?)" : "";
 }
 
-}  // namespace detail
-
-namespace detail {
 // A container whose only child is a list is written in YAML as that list.
 const lysc_node* listWrapped(const lysc_node* container) {
   const lysc_node* child = lysc_node_child(container);
@@ -117,37 +189,29 @@ const lysc_node* listWrapped(const lysc_node* container) {
   }
   return nullptr;
 }
+
 }  // namespace detail
 
 using detail::listWrapped;
 
 namespace {
 
-Location locationOf(const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.is_null()) {
-    return {};
-  }
-  return {m.line + 1, m.column + 1, n.IsScalar() ? n.Scalar() : std::string()};
+Location locationOf(const YamlNode& n) {
+  return {n.line, n.column, n.isScalar() ? n.scalar : std::string()};
 }
 
-std::string quoted(const std::string& s) {
-  return "\"" + s + "\"";
-}
-
-std::string found(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
+std::string found(const YamlNode& n) {
+  switch (n.kind) {
+    case YamlNode::Kind::kNull:
       return "nothing";
-    case YAML::NodeType::Scalar:
-      return quoted(n.Scalar());
-    case YAML::NodeType::Sequence:
+    case YamlNode::Kind::kScalar:
+      return text::quote(n.scalar);
+    case YamlNode::Kind::kSequence:
       return "a list";
-    case YAML::NodeType::Map:
+    case YamlNode::Kind::kMap:
       return "a mapping";
-    default:
-      return "an undefined node";
   }
+  return "an undefined node";
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
@@ -179,7 +243,6 @@ std::string describeRange(const lysc_range* r, const char* fallback) {
   }
   return join(parts, " or ");
 }
-
 // The mcgw:expected text of a type.  A typedef that adds no restriction to its
 // base type (ip-address, ip-prefix, ...) shares the base's compiled type, which
 // then lacks the extension: look for it in the typedefs as parsed.
@@ -259,10 +322,33 @@ std::string describeType(const lysc_type* t) {
   }
 }
 
+// A libyang message as an error may show it: libyang quotes values between
+// double quotes; each quoted part is escaped and cut like any value.
+std::string boundLibyangMessage(const char* msg) {
+  if (!msg) {
+    return "rejected by the YANG model";
+  }
+  std::string_view m = msg;
+  std::string out;
+  size_t i = 0;
+  while (i < m.size()) {
+    size_t open = m.find('"', i);
+    size_t close = open == std::string_view::npos ? open : m.find('"', open + 1);
+    if (close == std::string_view::npos) {
+      out += text::escape(m.substr(i), ErrorSink::kMaxMessage);
+      break;
+    }
+    out += text::escape(m.substr(i, open - i), ErrorSink::kMaxMessage);
+    out += text::quote(m.substr(open + 1, close - open - 1));
+    i = close + 1;
+  }
+  return out;
+}
+
 // The user-facing words of a libyang message, when we have none better.
 std::string libyangMessage(const ly_ctx* ctx) {
   const ly_err_item* e = ly_err_last(ctx);
-  return e && e->msg ? e->msg : "rejected by the YANG model";
+  return boundLibyangMessage(e ? e->msg : nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -280,36 +366,72 @@ class TreeBuilder {
     return t;
   }
 
-  void buildTop(const YAML::Node& root) {
+  void buildTop(const YamlNode& root) {
     std::set<const lysc_node*> present;
-    if (root.IsMap()) {
-      walkMap(root, nullptr, nullptr, "", present);
-    } else if (!root.IsNull()) {
-      sink_.at(
-          locationOf(root), "/",
-          "expected a mapping of top-level keys (node, eal, ports, ...), found " + found(root));
+    // A file that is not an mcgw config (a script, /etc/passwd, another
+    // program's YAML or JSON): one error that quotes none of it.
+    const std::vector<std::string> top = childNames(nullptr);
+    if (root.isScalar() || root.isSequence()) {
+      sink_.at(Location{}, "",
+               std::string("not an mcgw config: the top level is ") +
+                   (root.isScalar() ? "a plain text value" : "a list") +
+                   ", not a mapping of keys (" + join(top) + ")");
       return;
+    }
+    if (root.isMap()) {
+      bool known = false;
+      for (size_t i = 0; i < root.size() && !known; ++i) {
+        known = root.key(i).isScalar() && findChild(nullptr, root.key(i).scalar);
+      }
+      if (!known && root.size() > 0) {
+        sink_.at(Location{}, "",
+                 "not an mcgw config: " +
+                     (root.size() == 1
+                          ? std::string("its only top-level key is not")
+                          : "none of its " + std::to_string(root.size()) + " top-level keys is") +
+                     " one of " + join(top));
+        return;
+      }
+      walkMap(root, nullptr, nullptr, "", present);
     }
     checkMissing(nullptr, present, Location{1, 1, ""}, "");
   }
 
   // Leafref values are checked here, all at once, rather than by libyang's
-  // validation which stops at the first.
+  // validation which stops at the first.  The targets of a path are looked up
+  // once (an xpath per leafref made a big config quadratic).
   void checkLeafrefs() {
+    struct Targets {
+      std::vector<std::string> values;  // in file order, for the message
+      std::unordered_set<std::string> set;
+    };
+    std::unordered_map<std::string, Targets> cache;
     for (const auto& [path, node] : leafrefs_) {
       const auto* leaf = reinterpret_cast<const lysc_node_leaf*>(node->schema);
       const auto* lr = reinterpret_cast<const lysc_type_leafref*>(leaf->type);
-      std::string target = lyxp_get_expr(lr->path);
-      std::vector<std::string> values;
-      ly_set* set = nullptr;
-      if (lyd_find_xpath(tree_, target.c_str(), &set) == LY_SUCCESS) {
-        for (uint32_t i = 0; i < set->count; ++i) {
-          values.push_back(lyd_get_value(set->dnodes[i]));
+      const std::string target = lyxp_get_expr(lr->path);
+      // Only an absolute path without predicates has the same targets from
+      // every node (all of the model's do).
+      const bool absolute = target.starts_with("/") && target.find('[') == std::string::npos;
+      auto [it, fresh] = cache.try_emplace(absolute ? target : path + " " + target);
+      Targets& t = it->second;
+      if (fresh) {
+        ly_set* set = nullptr;
+        if (lyd_find_xpath(absolute ? tree_ : node, target.c_str(), &set) == LY_SUCCESS) {
+          for (uint32_t i = 0; i < set->count; ++i) {
+            if (t.set.insert(lyd_get_value(set->dnodes[i])).second) {
+              t.values.push_back(lyd_get_value(set->dnodes[i]));
+            }
+          }
+          ly_set_free(set, nullptr);
         }
-        ly_set_free(set, nullptr);
       }
-      std::string value = lyd_get_value(node);
-      if (std::find(values.begin(), values.end(), value) != values.end()) {
+      const std::string value = lyd_get_value(node);
+      if (t.set.count(value)) {
+        continue;
+      }
+      if (sink_.full()) {
+        sink_.at(map_, path, "");  // counted only
         continue;
       }
       // "/mcgw:ports/mcgw:port/mcgw:name" → "port"
@@ -321,44 +443,45 @@ class TreeBuilder {
           what = what.substr(colon + 1);
         }
       }
-      std::string msg = "refers to " + what + " " + quoted(value) + ", which is not defined";
-      msg += values.empty() ? " (none is)" : "; defined: " + join(values);
-      msg += detail::didYouMean(value, values);
+      std::string msg = "refers to " + what + " " + text::quote(value) + ", which is not defined";
+      msg += t.values.empty() ? " (none is)" : "; defined: " + detail::joinBounded(t.values);
+      msg += detail::didYouMean(value, t.values);
       sink_.at(map_, path, msg);
     }
   }
 
  private:
   // Children of a container / list entry / the top level.
-  void walkMap(const YAML::Node& map, const lysc_node* sparent, lyd_node* dparent,
+  void walkMap(const YamlNode& map, const lysc_node* sparent, lyd_node* dparent,
                const std::string& path, std::set<const lysc_node*>& present,
-               const std::set<std::string>& skip = {}) {
-    std::map<std::string, Location> seen;
-    std::map<const lysc_node*, std::pair<const lysc_node*, std::string>> case_used;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node k = it->first;  // copies: the iterator yields temporaries
-      const YAML::Node v = it->second;
-      Location kloc = locationOf(k);
-      if (!k.IsScalar()) {
+               std::string_view skip = {}) {
+    std::unordered_map<std::string_view, int> seen;  // key → line
+    std::unordered_map<const lysc_node*, std::pair<const lysc_node*, std::string_view>> case_used;
+    const std::string prefix = sparent ? "" : std::string(mod_->name) + ":";
+    for (size_t i = 0; i < map.size(); ++i) {
+      const YamlNode& k = map.key(i);
+      const YamlNode& v = map.value(i);
+      const Location kloc{k.line, k.column, ""};
+      if (!k.isScalar()) {
         sink_.at(kloc, path.empty() ? "/" : path, "expected a key name, found " + found(k));
         continue;
       }
-      const std::string key = k.Scalar();
-      if (auto [s, fresh] = seen.emplace(key, kloc); !fresh) {
-        sink_.at(kloc, path + "/" + (sparent ? "" : std::string(mod_->name) + ":") + key,
-                 "duplicate key '" + key + "' (first given at line " +
-                     std::to_string(s->second.line) + ")");
-        continue;
-      }
-      if (skip.count(key)) {
-        continue;
-      }
+      const std::string& key = k.scalar;
       const lysc_node* snode = findChild(sparent, key);
+      if (auto [s, fresh] = seen.emplace(key, kloc.line); !fresh) {
+        sink_.at(kloc, snode ? path + "/" + prefix + key : (path.empty() ? "/" : path),
+                 "duplicate key " + quoteName(key) + " (first given at line " +
+                     std::to_string(s->second) + ")");
+        continue;
+      }
+      if (!skip.empty() && key == skip) {
+        continue;
+      }
       if (!snode) {
         std::vector<std::string> names = childNames(sparent);
         std::string where = sparent ? "'" + std::string(sparent->name) + "'" : "the top level";
         sink_.at(kloc, path.empty() ? "/" : path,
-                 "unknown key '" + key + "'" + detail::didYouMean(key, names) + "; " + where +
+                 "unknown key " + quoteName(key) + detail::didYouMean(key, names) + "; " + where +
                      " accepts: " + join(names));
         continue;
       }
@@ -366,29 +489,29 @@ class TreeBuilder {
       if (snode->parent && snode->parent->nodetype == LYS_CASE) {
         const lysc_node* cas = snode->parent;
         const lysc_node* choice = cas->parent;
-        auto [c, fresh] = case_used.emplace(choice, std::make_pair(cas, key));
+        auto [c, fresh] = case_used.emplace(choice, std::make_pair(cas, std::string_view(key)));
         if (!fresh && c->second.first != cas) {
           sink_.at(kloc, path + "/" + key,
-                   "'" + key + "' and '" + c->second.second + "' exclude each other (choice '" +
-                       choice->name + "'); give only one");
+                   "'" + key + "' and '" + std::string(c->second.second) +
+                       "' exclude each other (choice '" + choice->name + "'); give only one");
           continue;
         }
       }
       present.insert(snode);
-      std::string cpath = path + "/" + (sparent ? "" : std::string(mod_->name) + ":") + key;
-      map_.add(cpath, locationOf(v).line ? locationOf(v) : kloc);
-      walkNode(k, v, snode, dparent, cpath);
+      std::string cpath = path + "/" + prefix + key;
+      map_.add(cpath, locationOf(v));
+      walkNode(v, snode, dparent, cpath);
     }
   }
 
-  void walkNode(const YAML::Node& key, const YAML::Node& v, const lysc_node* snode,
-                lyd_node* dparent, const std::string& path) {
-    Location vloc = locationOf(v).line ? locationOf(v) : locationOf(key);
+  void walkNode(const YamlNode& v, const lysc_node* snode, lyd_node* dparent,
+                const std::string& path) {
+    const Location vloc{v.line, v.column, ""};
     switch (snode->nodetype) {
       case LYS_CONTAINER: {
         if (const lysc_node* list = listWrapped(snode)) {
           // "ports: [...]" stands for the container ports holding the list port.
-          if (!v.IsSequence() && !v.IsNull()) {
+          if (!v.isSequence() && !v.isNull()) {
             sink_.at(vloc, path,
                      "expected a list of '" + std::string(list->name) +
                          "' entries ('- name: ...' per entry), found " + found(v));
@@ -400,10 +523,10 @@ class TreeBuilder {
             return;
           }
           adopt(dparent, node);
-          walkNode(key, v, list, node, path + "/" + list->name);
+          walkNode(v, list, node, path + "/" + list->name);
           return;
         }
-        if (!v.IsMap() && !v.IsNull()) {
+        if (!v.isMap() && !v.isNull()) {
           sink_.at(vloc, path,
                    "expected a mapping of '" + std::string(snode->name) + "' settings, found " +
                        found(v));
@@ -416,64 +539,71 @@ class TreeBuilder {
         }
         adopt(dparent, node);
         std::set<const lysc_node*> present;
-        if (v.IsMap()) {
+        if (v.isMap()) {
           walkMap(v, snode, node, path, present);
         }
         checkMissing(snode, present, vloc, path);
         return;
       }
       case LYS_LEAF:
-        if (!v.IsScalar()) {
+        if (!v.isScalar()) {
           sink_.at(vloc, path,
                    "expected " +
                        describeType(reinterpret_cast<const lysc_node_leaf*>(snode)->type) +
                        ", found " + found(v));
           return;
         }
-        newTerm(snode, dparent, v.Scalar(), path, vloc);
+        newTerm(snode, dparent, v.scalar, path, vloc);
         return;
       case LYS_LEAFLIST: {
         const auto* ll = reinterpret_cast<const lysc_node_leaflist*>(snode);
-        if (v.IsNull()) {
+        if (v.isNull()) {
           return;
         }
-        if (!v.IsSequence()) {
+        if (!v.isSequence()) {
           sink_.at(vloc, path,
                    "expected a list (each item " + describeType(ll->type) + "), found " + found(v) +
                        " (write [a, b] or one '- item' per line)");
           return;
         }
-        std::set<std::string> values;
-        for (const auto& item : v) {
-          Location iloc = locationOf(item);
-          if (!item.IsScalar()) {
+        if (!checkMax(snode, v.size(), vloc, path)) {
+          return;
+        }
+        std::unordered_set<std::string_view> values;
+        for (size_t i = 0; i < v.size(); ++i) {
+          const YamlNode& item = v.item(i);
+          const Location iloc = locationOf(item);
+          if (!item.isScalar()) {
             sink_.at(iloc, path, "expected " + describeType(ll->type) + ", found " + found(item));
             continue;
           }
-          std::string ipath = path + detail::keyPredicate(".", item.Scalar());
-          if (!values.insert(item.Scalar()).second) {
-            sink_.at(iloc, ipath, "duplicate value " + quoted(item.Scalar()));
+          std::string ipath = path + detail::keyPredicate(".", item.scalar);
+          if (!values.insert(item.scalar).second) {
+            sink_.at(iloc, ipath, "duplicate value " + text::quote(item.scalar));
             continue;
           }
           map_.addItem(path, ipath, iloc);
-          newTerm(snode, dparent, item.Scalar(), ipath, iloc);
+          newTerm(snode, dparent, item.scalar, ipath, iloc);
         }
         checkCount(snode, v.size(), vloc, path);
         return;
       }
       case LYS_LIST: {
-        if (v.IsNull()) {
+        if (v.isNull()) {
           return;
         }
-        if (!v.IsSequence()) {
+        if (!v.isSequence()) {
           sink_.at(vloc, path,
                    "expected a list of '" + std::string(snode->name) +
                        "' entries ('- name: ...' per entry), found " + found(v));
           return;
         }
-        std::map<std::string, int> keys_seen;
-        for (const auto& entry : v) {
-          walkListEntry(entry, snode, dparent, path, keys_seen);
+        if (!checkMax(snode, v.size(), vloc, path)) {
+          return;
+        }
+        std::unordered_map<std::string, int> keys_seen;
+        for (size_t i = 0; i < v.size(); ++i) {
+          walkListEntry(v.item(i), snode, dparent, path, keys_seen);
         }
         checkCount(snode, v.size(), vloc, path);
         return;
@@ -483,10 +613,10 @@ class TreeBuilder {
     }
   }
 
-  void walkListEntry(const YAML::Node& entry, const lysc_node* snode, lyd_node* dparent,
-                     const std::string& path, std::map<std::string, int>& keys_seen) {
-    Location eloc = locationOf(entry);
-    if (!entry.IsMap()) {
+  void walkListEntry(const YamlNode& entry, const lysc_node* snode, lyd_node* dparent,
+                     const std::string& path, std::unordered_map<std::string, int>& keys_seen) {
+    const Location eloc{entry.line, entry.column, ""};
+    if (!entry.isMap()) {
       sink_.at(
           eloc, path,
           "expected a '" + std::string(snode->name) + "' entry (a mapping), found " + found(entry));
@@ -501,26 +631,26 @@ class TreeBuilder {
       }
     }
     const std::string key_name = key_schema->name;
-    const YAML::Node key_node = entry[key_name];
-    if (!key_node || key_node.IsNull()) {
+    const YamlNode* key_node = entry.find(key_name);
+    if (!key_node || key_node->isNull()) {
       sink_.at(eloc, path,
                "this '" + std::string(snode->name) + "' entry has no '" + key_name +
                    "' (its key; every entry needs one)");
       return;
     }
-    Location kloc = locationOf(key_node);
+    const Location kloc = locationOf(*key_node);
     const auto* key_type = reinterpret_cast<const lysc_node_leaf*>(key_schema)->type;
-    if (!key_node.IsScalar()) {
+    if (!key_node->isScalar()) {
       sink_.at(kloc, path + "/" + key_name,
-               "expected " + describeType(key_type) + ", found " + found(key_node));
+               "expected " + describeType(key_type) + ", found " + found(*key_node));
       return;
     }
-    const std::string key = key_node.Scalar();
+    const std::string& key = key_node->scalar;
     std::string epath = path + detail::keyPredicate(key_name, key);
     lyd_node* node = nullptr;
     if (lyd_new_list(dparent, mod_, snode->name, 0, &node, key.c_str()) != LY_SUCCESS) {
       sink_.at(kloc, epath + "/" + key_name,
-               "expected " + describeType(key_type) + ", found " + quoted(key));
+               "expected " + describeType(key_type) + ", found " + text::quote(key));
       return;
     }
     // Later stages spell the entry with the key's canonical value (libyang
@@ -529,8 +659,8 @@ class TreeBuilder {
     if (auto [k, fresh] = keys_seen.emplace(canonical, kloc.line); !fresh) {
       lyd_free_tree(node);
       sink_.at(kloc, epath,
-               "duplicate " + std::string(snode->name) + " " + quoted(key) +
-                   (canonical != key ? " (that is " + quoted(canonical) + ")" : "") +
+               "duplicate " + std::string(snode->name) + " " + text::quote(key) +
+                   (canonical != key ? " (that is " + text::quote(canonical) + ")" : "") +
                    " (first defined at line " + std::to_string(k->second) + ")");
       return;
     }
@@ -540,7 +670,7 @@ class TreeBuilder {
     map_.add(epath + "/" + key_name, kloc);
     noteLeafref(key_schema, lyd_child(node), epath + "/" + key_name);
     std::set<const lysc_node*> present{key_schema};
-    walkMap(entry, snode, node, epath, present, {key_name});
+    walkMap(entry, snode, node, epath, present, key_name);
     checkMissing(snode, present, eloc, epath);
   }
 
@@ -550,13 +680,12 @@ class TreeBuilder {
     ly_err_clean(ctx_, nullptr);
     if (lyd_new_term(dparent, mod_, snode->name, value.c_str(), 0, &node) != LY_SUCCESS) {
       const auto* type = reinterpret_cast<const lysc_node_leaf*>(snode)->type;
-      sink_.at(loc, path, "expected " + describeType(type) + ", found " + quoted(value));
+      sink_.at(loc, path, "expected " + describeType(type) + ", found " + text::quote(value));
       return;
     }
     adopt(dparent, node);
     noteLeafref(snode, node, path);
   }
-
   void noteLeafref(const lysc_node* snode, lyd_node* node, const std::string& path) {
     const auto* type = reinterpret_cast<const lysc_node_leaf*>(snode)->type;
     if (type->basetype == LY_TYPE_LEAFREF) {
@@ -625,7 +754,24 @@ class TreeBuilder {
     }
   }
 
-  const lysc_node* findChild(const lysc_node* sparent, const std::string& name) const {
+  // A list longer than its max-elements is refused before any of its
+  // entries is walked.
+  bool checkMax(const lysc_node* snode, size_t count, const Location& loc,
+                const std::string& path) {
+    uint32_t max = snode->nodetype == LYS_LIST
+                       ? reinterpret_cast<const lysc_node_list*>(snode)->max
+                       : reinterpret_cast<const lysc_node_leaflist*>(snode)->max;
+    if (max == 0 || count <= max) {
+      return true;
+    }
+    sink_.at(loc, path,
+             std::to_string(count) + " '" + snode->name + "' " +
+                 (snode->nodetype == LYS_LIST ? "entries" : "items") + ", more than the " +
+                 std::to_string(max) + " allowed");
+    return false;
+  }
+
+  const lysc_node* findChild(const lysc_node* sparent, std::string_view name) const {
     const lysc_node* n = nullptr;
     while ((n = lys_getnext(n, sparent, sparent ? nullptr : mod_->compiled, 0))) {
       if (name == n->name) {
@@ -910,85 +1056,6 @@ Config buildConfig(lyd_node* tree) {
   return c;
 }
 
-// The innermost '[' or '{' still open at offset end of text, or {} if none.
-Location unclosedBracket(std::string_view text, int end) {
-  end = std::min(end, static_cast<int>(text.size()));  // yaml-cpp's mark may lie past the end
-  // Whether a quote or bracket after c starts a flow value (strchr would also
-  // match the terminating NUL).
-  auto starts_value = [](char c) { return c != '\0' && std::strchr("\n:,[{-", c) != nullptr; };
-  std::vector<Location> open;
-  int line = 1;
-  int column = 0;
-  char quote = 0;
-  char prev = '\n';  // the last character that is not a blank
-  bool blank_before = true;
-  for (int i = 0; i < end; ++i) {
-    char c = text[i];
-    ++column;
-    if (c == '\n') {
-      ++line;
-      column = 0;
-      prev = '\n';
-      blank_before = true;
-      continue;
-    }
-    if (quote) {
-      if (c == '\\' && quote == '"') {
-        ++i;
-        ++column;
-      } else if (c == quote) {
-        quote = 0;
-      }
-    } else if (c == '#' && blank_before) {
-      while (i + 1 < end && text[i + 1] != '\n') {
-        ++i;
-      }
-    } else if ((c == '\'' || c == '"') && starts_value(prev)) {
-      quote = c;
-    } else if ((c == '[' || c == '{') && starts_value(prev)) {
-      open.push_back({line, column, std::string(1, c)});
-    } else if ((c == ']' || c == '}') && !open.empty()) {
-      open.pop_back();
-    }
-    blank_before = c == ' ' || c == '\t';
-    if (!blank_before) {
-      prev = c;
-    }
-  }
-  return open.empty() ? Location{} : open.back();
-}
-
-// The line where a second YAML document starts ("---" or "..." at the start
-// of a line after content), or 0.  A scan rather than YAML::LoadAll, which in
-// yaml-cpp 0.7 loops for ever on some malformed input (found by fuzzing).
-int secondDocumentLine(std::string_view text) {
-  bool content = false;
-  bool ended = false;  // "..." closed the first document
-  int line = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    std::string_view l = text.substr(start, end == std::string_view::npos ? end : end - start);
-    start = end == std::string_view::npos ? text.size() : end + 1;
-    ++line;
-    bool marker_start = l.starts_with("---") && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
-    bool marker_end = l.starts_with("...") && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
-    if ((marker_start && content) ||
-        (ended && !marker_end && l.find_first_not_of(" \t") != l.npos &&
-         l[l.find_first_not_of(" \t")] != '#')) {
-      return line;
-    }
-    if (marker_end) {
-      ended = content;
-      continue;
-    }
-    size_t first = l.find_first_not_of(" \t\r");
-    if (!marker_start && first != std::string_view::npos && l[first] != '#' && l[first] != '%') {
-      content = true;
-    }
-  }
-  return 0;
-}
-
 // libyang 2.1 words an error's path as 'Data location "/a/b".' (or 'Schema
 // location "...", data location "/a/b".'); the data path is the last quoted part.
 std::string libyangDataPath(const char* text) {
@@ -1009,7 +1076,7 @@ std::string libyangDataPath(const char* text) {
 void reportValidationError(const ly_err_item* e, const lyd_node* tree, const SourceMap& map,
                            ErrorSink& sink) {
   std::string path = libyangDataPath(e->path);
-  std::string msg = e->msg ? e->msg : "rejected by the YANG model";
+  std::string msg = e->msg ? e->msg : "";
   if (e->apptag && std::strcmp(e->apptag, "data-not-unique") == 0) {
     // 'Unique data leaf(s) "vni" not satisfied in "/first" and "/second".': point
     // at the leaf of the second entry and say which entry has the value already.
@@ -1027,13 +1094,15 @@ void reportValidationError(const ly_err_item* e, const lyd_node* tree, const Sou
       path = parts[2] + "/" + leaf;
       std::string value;
       if (lyd_node* n = nullptr; lyd_find_path(tree, path.c_str(), 0, &n) == LY_SUCCESS && n) {
-        value = std::string(" ") + quoted(lyd_get_value(n));
+        value = " " + text::quote(lyd_get_value(n));
       }
-      msg = "'" + leaf + "'" + value + " is already used by " + parts[1] +
-            "; each entry needs its own '" + leaf + "'";
+      sink.at(map, path,
+              "'" + leaf + "'" + value + " is already used by " + detail::boundPath(parts[1]) +
+                  "; each entry needs its own '" + leaf + "'");
+      return;
     }
   }
-  sink.at(map, path, msg);
+  sink.at(map, path, boundLibyangMessage(e->msg));
 }
 
 std::string sha256Hex(std::string_view data) {
@@ -1049,56 +1118,30 @@ std::string sha256Hex(std::string_view data) {
   return out;
 }
 
+std::string sizeMessage(uint64_t size, const char* what) {
+  return std::string(what) + std::to_string(size) + " bytes; a config may be at most " +
+         std::to_string(kMaxFileBytes) + " bytes (" + std::to_string(kMaxFileBytes >> 20) + " MiB)";
+}
+
 }  // namespace
 
 LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   ErrorSink sink(file_name);
-  YAML::Node root;
-  // YAML::Load reads the first document only and would silently drop the rest.
-  if (int line = secondDocumentLine(text); line > 0) {
-    sink.at(Location{line, 1, ""}, "",
-            "a second YAML document starts here; the config is one document");
+  if (text.size() > kMaxFileBytes) {
+    sink.at(Location{}, "", sizeMessage(text.size(), ""));
     return unexpected(sink.take());
   }
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    Location loc{e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1,
-                 ""};
-    std::string msg = "invalid YAML: " + e.msg;
-    if ((e.msg == YAML::ErrorMsg::END_OF_SEQ_FLOW || e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW) &&
-        !e.mark.is_null()) {
-      // yaml-cpp notices where the list or mapping should have ended; the
-      // mistake is the bracket that was never closed.
-      if (Location open = unclosedBracket(text, e.mark.pos); open.line > 0) {
-        msg += " (the '" + open.raw + "' here is never closed)";
-        loc = open;
-      }
-    }
-    if (loc.line > 0 && loc.raw.empty()) {
-      // A tab in the indentation is the classic cause, and yaml-cpp never says so.
-      size_t start = 0;
-      for (int l = 1; l < loc.line && start != std::string_view::npos; ++l) {
-        start = text.find('\n', start);
-        start = start == std::string_view::npos ? start : start + 1;
-      }
-      if (start != std::string_view::npos) {
-        std::string_view line = text.substr(start, text.find('\n', start) - start);
-        std::string_view indent = line.substr(0, line.find_first_not_of(" \t"));
-        if (indent.find('\t') != std::string_view::npos) {
-          msg += " (this line is indented with a tab; YAML allows only spaces)";
-        }
-      }
-    }
-    sink.at(loc, "", msg);
+  const Schema& schema = Schema::instance();
+  detail::YamlDocument yaml;
+  const detail::YamlLimits limits{kMaxDepth, kMaxNodes, kMaxReported, schema.yamlDepth()};
+  if (!yaml.read(text, limits, sink)) {
     return unexpected(sink.take());
   }
 
-  const Schema& schema = Schema::instance();
   ly_err_clean(schema.context(), nullptr);
   SourceMap map;
   TreeBuilder builder(schema, sink, map);
-  builder.buildTop(root);
+  builder.buildTop(yaml.root());
   if (!sink.empty()) {
     return unexpected(sink.take());
   }
@@ -1137,19 +1180,46 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
 }
 
 Result<std::string, ConfigErrors> readConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return unexpected(
-        ConfigErrors{{path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)}});
+  auto fail = [&](std::string message) {
+    return unexpected(ConfigErrors{{path, 0, 0, "", std::move(message)}});
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(std::string("cannot read: ") + std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return fail(std::string("cannot read: ") + std::strerror(errno));
   }
   // A directory opens but reads as nothing, which would look like an empty config.
-  if (struct stat st; stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return unexpected(
-        ConfigErrors{{path, 0, 0, "", std::string("cannot read: ") + std::strerror(EISDIR)}});
+  if (S_ISDIR(st.st_mode)) {
+    return fail(std::string("cannot read: ") + std::strerror(EISDIR));
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  // The size is known before reading; a pipe or a device has none, so no
+  // more than one byte beyond the limit is ever read.
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    return fail(sizeMessage(static_cast<uint64_t>(st.st_size), ""));
+  }
+  std::string text;
+  char buf[65536];
+  while (text.size() <= kMaxFileBytes) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return fail(std::string("cannot read: ") + std::strerror(errno));
+    }
+    if (n == 0) {
+      return text;
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return fail(sizeMessage(kMaxFileBytes, "more than "));
 }
 
 LoadResult loadConfigFile(const std::string& path) {

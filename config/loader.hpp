@@ -3,6 +3,8 @@
 // every check passes and a Config comes back, or every error found does.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +13,19 @@
 #include "config/result.hpp"
 
 namespace mcgw::config {
+
+// The limits every config file is held to, whatever its content
+// (docs/configuration.md, "Limits"); each list's own limit is its
+// max-elements in the model.  A file beyond one is refused before it is
+// walked, with an error that names the limit.
+inline constexpr size_t kMaxFileBytes = size_t{4} << 20;
+// Nested sequences and mappings (the model needs 9).
+inline constexpr int kMaxDepth = 32;
+// YAML nodes (keys, values, list items), an alias counting the nodes it
+// stands for each time it is used.
+inline constexpr uint64_t kMaxNodes = 1000000;
+// Lines or values with bytes that are not text reported one by one.
+inline constexpr size_t kMaxReported = 20;
 
 // One problem in a config file.  line and column are 1-based (0: unknown).
 struct ConfigError {
@@ -30,7 +45,8 @@ using LoadResult = Result<ConfigPtr, ConfigErrors>;
 // Reads and checks a config file.  Errors are sorted by line.
 LoadResult loadConfigFile(const std::string& path);
 
-// Reads a config file whole (a directory or an unreadable file is an error).
+// Reads a config file whole (a directory, an unreadable file or one larger
+// than kMaxFileBytes is an error; the size is checked before reading).
 Result<std::string, ConfigErrors> readConfigFile(const std::string& path);
 
 // Checks config text; file_name is only used in messages and Config::source.

@@ -1,9 +1,10 @@
 // Internals shared by the loader's stages (not part of the library's API).
 #pragma once
 
-#include <map>
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "config/config.hpp"
@@ -21,7 +22,8 @@ struct Location {
 };
 
 // Data path → YAML location, for every node the loader created.  Paths are
-// spelled as libyang spells them: /mcgw:ports/port[name='wan0']/mtu.
+// spelled as libyang spells them: /mcgw:ports/port[name='wan0']/mtu (exact:
+// they are looked up; ErrorSink bounds what it stores).
 class SourceMap {
  public:
   void add(const std::string& path, Location loc) { at_.emplace(path, std::move(loc)); }
@@ -44,27 +46,51 @@ class SourceMap {
   }
 
  private:
-  std::map<std::string, Location> at_;
-  std::map<std::string, std::vector<Item>> items_;
+  std::unordered_map<std::string, Location> at_;
+  std::unordered_map<std::string, std::vector<Item>> items_;
 };
 
-// Collects errors for one file.
+// Collects errors for one file.  What it stores is safe to print anywhere:
+// paths go through boundPath(), a message that is not valid one-line text or
+// is longer than kMaxMessage is escaped and cut (callers quote the values in
+// their messages with text::quote or quoteName).  After kMaxErrors errors it
+// only counts them; take() then ends with "... and N more errors".
 class ErrorSink {
  public:
+  static constexpr size_t kMaxErrors = 100;
+  static constexpr size_t kMaxMessage = 1024;
+
   explicit ErrorSink(std::string file) : file_(std::move(file)) {}
-  void at(const Location& loc, std::string path, std::string message) {
-    errors_.push_back({file_, loc.line, loc.column, std::move(path), std::move(message)});
-  }
+  void at(const Location& loc, std::string_view path, std::string message);
   void at(const SourceMap& map, const std::string& path, std::string message) {
     at(map.find(path), path, std::move(message));
   }
   bool empty() const { return errors_.empty(); }
+  // True once kMaxErrors are kept: a caller may skip working out more.
+  bool full() const { return errors_.size() >= kMaxErrors; }
+  // The errors sorted by line.
   ConfigErrors take();
 
  private:
   std::string file_;
   ConfigErrors errors_;
+  size_t dropped_ = 0;
 };
+
+// How long a path in an error may be; longer ones are cut.
+inline constexpr size_t kMaxPath = 512;
+
+// A data path as an error shows it: every key value in a predicate escaped
+// and cut at text::kMaxQuoted bytes, [name='aaaa...(1048576 bytes)'], and the
+// whole cut at kMaxPath.
+std::string boundPath(std::string_view path);
+
+// A name or key between single quotes, escaped and cut: 'wan0'.
+std::string quoteName(std::string_view name);
+
+// "a, b, c" for at most max items, then ", ... (N in all)".
+std::string joinBounded(const std::vector<std::string>& items, size_t max = 10,
+                        std::string_view sep = ", ");
 
 // "[name='x']" as libyang writes a key predicate.
 std::string keyPredicate(std::string_view key, std::string_view value);

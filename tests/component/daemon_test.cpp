@@ -342,6 +342,48 @@ TEST(Mcgwctl, CheckConfig) {
       << bad.err;
 }
 
+// A file that is not text, or not an mcgw config at all: exit 1 with the
+// located error, and nothing of the file echoed.
+TEST(Mcgwctl, CheckConfigRefusesWhatIsNotAConfig) {
+  TempDir dir;
+  writeFile(dir.file("latin1.yaml"), "node:\n  name: x\n  site: y\n  description: caf\xE9\n");
+  CommandResult latin1 = run(kMcgwctl + " check-config " + dir.file("latin1.yaml"));
+  EXPECT_EQ(latin1.code, 1);
+  EXPECT_EQ(latin1.out, "");
+  EXPECT_NE(latin1.err.find(dir.file("latin1.yaml") +
+                            ":4:19: not valid UTF-8 (byte 0xE9); a config file is UTF-8 text\n"),
+            std::string::npos)
+      << latin1.err;
+
+  writeFile(dir.file("passwd"),
+            "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/bin/sh\n");
+  CommandResult passwd = run(kMcgwctl + " check-config " + dir.file("passwd"));
+  EXPECT_EQ(passwd.code, 1);
+  EXPECT_NE(passwd.err.find(dir.file("passwd") +
+                            ": not an mcgw config: the top level is a plain text value"),
+            std::string::npos)
+      << passwd.err;
+  EXPECT_EQ(passwd.err.find("alice"), std::string::npos) << passwd.err;
+  // A line ending in ':' makes it a YAML syntax error: nothing echoed either.
+  writeFile(dir.file("passwd2"),
+            "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:\n");
+  CommandResult passwd2 = run(kMcgwctl + " check-config " + dir.file("passwd2"));
+  EXPECT_EQ(passwd2.code, 1);
+  EXPECT_NE(passwd2.err.find(dir.file("passwd2") + ":2:31: invalid YAML: illegal map value\n"),
+            std::string::npos)
+      << passwd2.err;
+  EXPECT_EQ(passwd2.err.find("alice"), std::string::npos) << passwd2.err;
+
+  const std::string big = dir.file("big.yaml");
+  writeFile(big, "");
+  std::filesystem::resize_file(big, 50 << 20);
+  CommandResult size = run(kMcgwctl + " check-config " + big);
+  EXPECT_EQ(size.code, 1);
+  EXPECT_NE(size.err.find(big + ": 52428800 bytes; a config may be at most 4194304 bytes (4 MiB)"),
+            std::string::npos)
+      << size.err;
+}
+
 TEST(Systemd, UnitVerifies) {
   CommandResult r = run("systemd-analyze verify " MCGW_BINARY_DIR "/systemd/test/mcgw.service");
   EXPECT_EQ(r.code, 0) << r.out << r.err;

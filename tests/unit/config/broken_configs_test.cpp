@@ -256,6 +256,18 @@ std::vector<BrokenCase> brokenCases() {
       {"OverlappingVpcPrefixes", edited({{"[10.3.0.0/16]", "[10.2.128.0/17]"}}), 58, 26,
        "10.2.128.0/17 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a",
        "vpc[name='vpc-b']/prefixes"},
+      {"VpcPrefixContainsAnEarlierOne", edited({{"[10.3.0.0/16]", "[10.0.0.0/8]"}}), 58, 26,
+       "10.0.0.0/8 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a",
+       "vpc[name='vpc-b']/prefixes"},
+      {"MappedRangeOverlapsAVpc", edited({{"mapped: 100.65.0.0/16", "mapped: 10.3.0.0/16"}}), 62,
+       15, "10.3.0.0/16 of mapped range legacy overlaps 10.3.0.0/16 of VPC aws/us-east-1/vpc-b",
+       "mapped-range[name='legacy']/mapped"},
+      {"PoolPrefixesOverlap",
+       edited({{"address-plan:\n",
+                "address-plan:\n  pools:\n    - name: p1\n      prefixes: "
+                "[10.64.0.0/10, 10.96.0.0/11]\n"}}),
+       52, 32, "pool prefix 10.96.0.0/11 overlaps 10.64.0.0/10 of pool p1",
+       "pool[name='p1']/prefixes"},
       {"MappedRangeLengthMismatch", edited({{"mapped: 100.65.0.0/16", "mapped: 100.65.0.0/24"}}),
        62, 15, "same family and length", "mapped-range[name='legacy']/mapped"},
       // --- a port's tenant
@@ -392,6 +404,12 @@ TEST(BrokenConfigsTest, BaseConfigIsValid) {
   ASSERT_TRUE(result.ok()) << describe(result.error());
   EXPECT_EQ((*result)->ports.size(), 2u);
   EXPECT_EQ((*result)->tenants.size(), 2u);
+}
+
+// Prefixes of the two families never overlap, whatever their bytes.
+TEST(BrokenConfigsTest, PrefixesOfBothFamiliesDoNotOverlap) {
+  LoadResult result = loadConfigText(edited({{"[10.3.0.0/16]", "[::/0, 10.3.0.0/16]"}}), kFile);
+  ASSERT_TRUE(result.ok()) << describe(result.error());
 }
 
 TEST(BrokenConfigsTest, AtLeastThirtyCases) {

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "config/loader_detail.hpp"
 #include "config/schema.hpp"
+#include "config/text.hpp"
 
 namespace mcgw::config {
 namespace {
@@ -62,6 +64,37 @@ TEST(ConfigDocs, EveryLeafIsDocumented) {
                                << " key(s) of config/yang/mcgw.yang are not documented in "
                                   "docs/configuration.md (write each as `path` in a table row):"
                                << list;
+}
+
+// Every list's max-elements is in the Limits table, as "| `path` | max |".
+TEST(ConfigDocs, EveryListLimitIsDocumented) {
+  const std::string doc = readDoc();
+  std::string missing;
+  for (const auto& l : Schema::instance().listLimits()) {
+    const std::string row = "| `" + l.path + "` | " + std::to_string(l.max) + " |";
+    if (doc.find(row) == std::string::npos) {
+      missing += "\n  " + row;
+    }
+  }
+  EXPECT_TRUE(missing.empty()) << "docs/configuration.md (Limits) lacks the rows:" << missing;
+}
+
+// The limits every file is held to, as the Limits section states them.
+TEST(ConfigDocs, FileLimitsAreDocumented) {
+  const std::string doc = readDoc();
+  const std::vector<std::string> rows = {
+      "| File size | 4 MiB (" + std::to_string(kMaxFileBytes) + " bytes) |",
+      "| " + std::to_string(kMaxDepth) + " levels (a valid config needs " +
+          std::to_string(Schema::instance().yamlDepth()) + ":",
+      "| 1,000,000, an alias counting",
+      "after **" + std::to_string(text::kMaxQuoted) + " bytes**",
+      "At most **" + std::to_string(detail::ErrorSink::kMaxErrors) + " errors**",
+      "| Lines (or values) with bytes that are not text, listed | " + std::to_string(kMaxReported) +
+          " |"};
+  for (const auto& row : rows) {
+    EXPECT_NE(doc.find(row), std::string::npos) << row;
+  }
+  EXPECT_EQ(kMaxNodes, 1000000u);
 }
 
 // "The YAML examples of all sections below, put together, make one valid file."
