@@ -352,7 +352,7 @@ TEST(UntrustedConfigs, ErrorsAreCountedBeyondABound) {
 // --- files that are not mcgw configs: one error that quotes none of their content
 
 const std::string kTopKeys =
-    "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, logging";
+    "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, logging, startup";
 
 void expectNotAConfig(const std::string& content, const std::string& message,
                       const std::vector<std::string>& secrets) {
