@@ -315,8 +315,19 @@ std::string describeType(const lysc_type* t) {
       }
       return "a " + steps[steps.size() - 2] + " " + steps.back();
     }
-    case LY_TYPE_STRING:
+    case LY_TYPE_STRING: {
+      // "a string of at most 255 characters" when the model bounds it.
+      const lysc_range* len = reinterpret_cast<const lysc_type_str*>(t)->length;
+      if (len && LY_ARRAY_COUNT(len->parts) == 1) {
+        const auto& p = len->parts[0];
+        if (p.min_u64 == 0) {
+          return "a string of at most " + std::to_string(p.max_u64) + " characters";
+        }
+        return "a string of " + std::to_string(p.min_u64) + ".." + std::to_string(p.max_u64) +
+               " characters";
+      }
       return "a string";
+    }
     default:
       return "a value of the type the model gives";
   }

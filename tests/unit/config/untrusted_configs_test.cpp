@@ -272,7 +272,8 @@ const std::string kCutInPath = std::string(text::kMaxQuoted, 'a') + "...(1048576
 
 TEST(UntrustedConfigs, HugeValueIsQuotedCut) {
   expectBounded(replaced("name: gw-a1", "name: " + kMiB), "found " + kCut);
-  expectBounded(replaced("first gateway", kMiB), "found " + kCut);
+  expectBounded(replaced("first gateway", kMiB),
+                "expected a string of at most 255 characters, found " + kCut);
 }
 
 TEST(UntrustedConfigs, HugeListKeyIsCutInThePath) {
