@@ -179,7 +179,8 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
   if (!(a.logging == b.logging)) {
     out.push_back({"logging", "", Kind::kChanged,
                    "level " + a.logging.level + " -> " + b.logging.level, false});
-  }  if (!(a.startup == b.startup)) {
+  }
+  if (!(a.startup == b.startup)) {
     out.push_back({"startup", "", Kind::kChanged,
                    std::string("use-last-good ") + (a.startup.use_last_good ? "true" : "false") +
                        " -> " + (b.startup.use_last_good ? "true" : "false"),

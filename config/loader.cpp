@@ -1144,7 +1144,8 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   }
   const Schema& schema = Schema::instance();
   detail::YamlDocument yaml;
-  const detail::YamlLimits limits{kMaxDepth, kMaxNodes, kMaxReported, schema.yamlDepth()};
+  const detail::YamlLimits limits{kMaxDepth,          kMaxNodes,      kMaxReported,
+                                  schema.yamlDepth(), kMaxValueBytes, kMaxExpandedBytes};
   if (!yaml.read(text, limits, sink)) {
     return unexpected(sink.take());
   }

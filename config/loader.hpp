@@ -24,6 +24,13 @@ inline constexpr int kMaxDepth = 32;
 // YAML nodes (keys, values, list items), an alias counting the nodes it
 // stands for each time it is used.
 inline constexpr uint64_t kMaxNodes = 1000000;
+// One key or value: no leaf of the model needs more (the longest, a vdev
+// argument string, is at most 1024 characters).
+inline constexpr size_t kMaxValueBytes = 4096;
+// All keys and values together, an alias counting the bytes of what it
+// names each time it is used: what the loader copies and checks is bounded
+// by this, not only by the number of nodes.
+inline constexpr uint64_t kMaxExpandedBytes = uint64_t{32} << 20;
 // Lines or values with bytes that are not text reported one by one.
 inline constexpr size_t kMaxReported = 20;
 

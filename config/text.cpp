@@ -51,8 +51,11 @@ std::string hex(const char* fmt, uint32_t v) {
 std::string escapeBody(std::string_view text, size_t max, bool quote_marks) {
   std::string out;
   size_t used = 0;  // input bytes taken
+  // Only the first max bytes are written: look no further than the last
+  // character that may start before the cut (a long value is not scanned).
+  const size_t look = max >= text.size() ? text.size() : std::min(text.size(), max + 4);
   walk(
-      text,
+      text.substr(0, look),
       [&](size_t off, uint32_t cp, size_t len) {
         if (off + len > max) {
           return false;

@@ -252,17 +252,24 @@ class TreeHandler : public YAML::EventHandler {
       throw Stop{at(mark), "an alias inside the node its anchor names (a cycle)"};
     }
     count(a.size, mark, true);
+    countBytes(a.bytes, mark, true);
     attach(a.node);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                 const std::string& value) override {
+    if (value.size() > limits_.max_value_bytes) {
+      throw Stop{at(mark), "a key or value of " + std::to_string(value.size()) +
+                               " bytes; one may be at most " +
+                               std::to_string(limits_.max_value_bytes) + " bytes"};
+    }
     if (auto p = text::findProblem(value)) {
       refuse(mark, value, *p);
     }
+    countBytes(value.size(), mark, false);
     YamlNode& n = add(mark, YamlNode::Kind::kScalar);
     n.scalar = value;
-    anchored(anchor, &n, 1);
+    anchored(anchor, &n, 1, value.size());
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
@@ -282,12 +289,14 @@ class TreeHandler : public YAML::EventHandler {
 
   struct Anchor {
     const YamlNode* node = nullptr;
-    uint64_t size = 0;  // nodes it stands for, kOpen while it is being read
+    uint64_t size = 0;   // nodes it stands for, kOpen while it is being read
+    uint64_t bytes = 0;  // bytes of the keys and values it stands for
   };
   struct Open {
     YamlNode* node;
     YAML::anchor_t anchor;
     uint64_t expanded_before;  // expanded_ before the node was counted
+    uint64_t bytes_before;     // expanded_bytes_ likewise
   };
 
   YamlNode& add(const YAML::Mark& mark, YamlNode::Kind kind) {
@@ -323,14 +332,27 @@ class TreeHandler : public YAML::EventHandler {
     }
   }
 
-  void anchored(YAML::anchor_t anchor, const YamlNode* n, uint64_t size) {
+  void countBytes(uint64_t n, const YAML::Mark& mark, bool alias) {
+    expanded_bytes_ += n;
+    if (expanded_bytes_ > limits_.max_expanded_bytes) {
+      const std::string max = std::to_string(limits_.max_expanded_bytes);
+      throw Stop{at(mark),
+                 std::string(alias ? "this alias brings" : "this value brings") +
+                     " the keys and values to more than " + max +
+                     " bytes (an alias counts the bytes it names each time it is used); a "
+                     "config may have at most " +
+                     max};
+    }
+  }
+
+  void anchored(YAML::anchor_t anchor, const YamlNode* n, uint64_t size, uint64_t bytes = 0) {
     if (anchor == YAML::NullAnchor) {
       return;
     }
     if (anchor >= anchors_.size()) {
       anchors_.resize(anchor + 1);
     }
-    anchors_[anchor] = {n, size};
+    anchors_[anchor] = {n, size, bytes};
   }
 
   void open(const YAML::Mark& mark, YAML::anchor_t anchor, YamlNode::Kind kind) {
@@ -340,14 +362,14 @@ class TreeHandler : public YAML::EventHandler {
     const uint64_t before = expanded_;
     YamlNode& n = add(mark, kind);
     anchored(anchor, &n, kOpen);
-    open_.push_back({&n, anchor, before});
+    open_.push_back({&n, anchor, before, expanded_bytes_});
   }
 
   void close() {
     Open o = open_.back();
     open_.pop_back();
     if (o.anchor != YAML::NullAnchor) {
-      anchored(o.anchor, o.node, expanded_ - o.expanded_before);
+      anchored(o.anchor, o.node, expanded_ - o.expanded_before, expanded_bytes_ - o.bytes_before);
     }
   }
 
@@ -385,6 +407,7 @@ class TreeHandler : public YAML::EventHandler {
   std::vector<Anchor> anchors_;
   const YamlNode* root_ = nullptr;
   uint64_t expanded_ = 0;
+  uint64_t expanded_bytes_ = 0;
   size_t bad_values_ = 0;
   Location first_unshown_;
 };

@@ -9,7 +9,9 @@
 //    500 and then reports "bad file");
 //  - at most YamlLimits::max_nodes nodes, an alias counting the nodes it stands
 //    for each time it is used (a "billion laughs" file is refused before it
-//    is walked);
+//    is walked); likewise at most max_expanded_bytes of keys and values, and
+//    max_value_bytes in any one (an alias of a long value, used many times,
+//    is refused rather than copied and checked each time);
 //  - every key and value is one line of text: no control character at all,
 //    however written (a YAML escape such as "\e" or "\0", a '|' block).
 //
@@ -50,10 +52,12 @@ struct YamlNode {
 };
 
 struct YamlLimits {
-  int max_depth = 32;            // nested sequences and mappings
-  uint64_t max_nodes = 1000000;  // keys, values and items, aliases expanded
-  size_t max_reported = 20;      // bad lines or values reported one by one
-  int model_depth = 0;           // how deep a valid config nests, for messages
+  int max_depth = 32;                                // nested sequences and mappings
+  uint64_t max_nodes = 1000000;                      // keys, values and items, aliases expanded
+  size_t max_reported = 20;                          // bad lines or values reported one by one
+  int model_depth = 0;                               // how deep a valid config nests, for messages
+  size_t max_value_bytes = 4096;                     // one key or value
+  uint64_t max_expanded_bytes = uint64_t{32} << 20;  // all keys and values, aliases expanded
 };
 
 class YamlDocument {

@@ -87,6 +87,8 @@ TEST(ConfigDocs, FileLimitsAreDocumented) {
       "| " + std::to_string(kMaxDepth) + " levels (a valid config needs " +
           std::to_string(Schema::instance().yamlDepth()) + ":",
       "| 1,000,000, an alias counting",
+      "| One key or value | " + std::to_string(kMaxValueBytes) + " bytes",
+      "| 32 MiB (" + std::to_string(kMaxExpandedBytes) + " bytes), an alias counting",
       "after **" + std::to_string(text::kMaxQuoted) + " bytes**",
       "At most **" + std::to_string(detail::ErrorSink::kMaxErrors) + " errors**",
       "| Lines (or values) with bytes that are not text, listed | " + std::to_string(kMaxReported) +

@@ -255,6 +255,8 @@ TEST(UntrustedConfigs, AcceptedStringsAreText) {
 // --- values quoted in errors are bounded
 
 const std::string kMiB(1 << 20, 'a');
+// As long as a value may be (text::kMaxQuoted is far below it).
+const std::string kLong(4000, 'a');
 
 // Every error is small, and the long value appears cut with its length.
 void expectBounded(const std::string& yaml, const std::string& expected_part) {
@@ -267,27 +269,28 @@ void expectBounded(const std::string& yaml, const std::string& expected_part) {
   EXPECT_TRUE(found) << "no error holds " << expected_part << ":\n" << describe(errors);
 }
 
-const std::string kCut = "\"" + std::string(text::kMaxQuoted, 'a') + "\"...(1048576 bytes)";
-const std::string kCutInPath = std::string(text::kMaxQuoted, 'a') + "...(1048576 bytes)";
+const std::string kCut = "\"" + std::string(text::kMaxQuoted, 'a') + "\"...(4000 bytes)";
+const std::string kCutInPath = std::string(text::kMaxQuoted, 'a') + "...(4000 bytes)";
+const std::string kCutInPathMiB = std::string(text::kMaxQuoted, 'a') + "...(1048576 bytes)";
 
 TEST(UntrustedConfigs, HugeValueIsQuotedCut) {
-  expectBounded(replaced("name: gw-a1", "name: " + kMiB), "found " + kCut);
-  expectBounded(replaced("first gateway", kMiB),
+  expectBounded(replaced("name: gw-a1", "name: " + kLong), "found " + kCut);
+  expectBounded(replaced("first gateway", kLong),
                 "expected a string of at most 255 characters, found " + kCut);
 }
 
 TEST(UntrustedConfigs, HugeListKeyIsCutInThePath) {
-  expectBounded(replaced("name: lan0", "name: " + kMiB),
+  expectBounded(replaced("name: lan0", "name: " + kLong),
                 "/mcgw:ports/port[name='" + kCutInPath + "']/name: expected");
 }
 
 TEST(UntrustedConfigs, HugeUnknownKeyIsQuotedCut) {
   // An explicit key ("? key"): YAML limits implicit ones to 1024 characters.
-  expectBounded(replaced("  site: idc-a\n", "  site: idc-a\n  ? " + kMiB + "\n  : 1\n"),
+  expectBounded(replaced("  site: idc-a\n", "  site: idc-a\n  ? " + kLong + "\n  : 1\n"),
                 "unknown key '" + kCutInPath + "'; 'node' accepts");
   // Twice: the duplicate is reported, bounded too.
   expectBounded(replaced("  site: idc-a\n",
-                         "  site: idc-a\n  ? " + kMiB + "\n  : 1\n  ? " + kMiB + "\n  : 2\n"),
+                         "  site: idc-a\n  ? " + kLong + "\n  : 1\n  ? " + kLong + "\n  : 2\n"),
                 "duplicate key '" + kCutInPath + "' (first given at line 4)");
 }
 
@@ -295,17 +298,46 @@ TEST(UntrustedConfigs, HugeReferenceIsQuotedCut) {
   expectBounded(kValid +
                     "tenants:\n  - name: blue\n    vni: 1\n    routes:\n      - prefix: "
                     "10.9.0.0/16\n        peer: " +
-                    kMiB + "\n",
+                    kLong + "\n",
                 "found " + kCut);
 }
 
 TEST(UntrustedConfigs, HugeDuplicateListItemIsCutInThePath) {
-  expectBounded(replaced("[--iova-mode=va]", "[" + kMiB + ", " + kMiB + "]"),
+  expectBounded(replaced("[--iova-mode=va]", "[" + kLong + ", " + kLong + "]"),
                 "/mcgw:eal/extra-args[.='" + kCutInPath + "']: duplicate value " + kCut);
 }
 
 TEST(UntrustedConfigs, HugeInterfaceAddressIsQuotedCut) {
-  expectBounded(replaced("[10.1.0.1/24]", "[\"1" + kMiB + "/24\"]"), "(1048580 bytes)");
+  expectBounded(replaced("[10.1.0.1/24]", "[\"1" + kLong + "/24\"]"), "(4004 bytes)");
+}
+
+// --- how many bytes of keys and values the loader copies and checks
+
+TEST(UntrustedConfigs, ValueLongerThanALeafNeedsIsRefusedUnread) {
+  expectOnlyError(replaced("first gateway", kMiB), 4, 16,
+                  "a key or value of 1048576 bytes; one may be at most 4096 bytes");
+  expectOnlyError(replaced("first gateway", std::string(kMaxValueBytes + 1, 'd')), 4, 16,
+                  "a key or value of 4097 bytes; one may be at most 4096 bytes");
+}
+
+// The review's file: one long value under an anchor, named by an alias in
+// every route.  Each use would be copied and checked again (it took minutes
+// and gigabytes); the bytes an alias brings count each time it is used.
+TEST(UntrustedConfigs, AliasOfALongValueUsedOftenIsRefused) {
+  std::string yaml = kValid + "x-long: &a \"" + std::string(4000, 'p') +
+                     "\"\ntenants:\n  - name: blue\n    vni: 1\n    routes:\n";
+  for (int i = 0; i < 9000; ++i) {
+    yaml += "      - {prefix: 10." + std::to_string(i / 256) + "." + std::to_string(i % 256) +
+            ".0/24, peer: *a}\n";
+  }
+  ASSERT_LT(yaml.size(), kMaxFileBytes);
+  ConfigErrors errors = errorsOf(yaml);
+  ASSERT_EQ(errors.size(), 1u) << describe(errors);
+  EXPECT_NE(errors[0].message.find("this alias brings the keys and values to more than 33554432 "
+                                   "bytes"),
+            std::string::npos)
+      << describe(errors);
+  EXPECT_GT(errors[0].line, 16);
 }
 
 TEST(UntrustedConfigs, BoundPath) {
@@ -313,7 +345,7 @@ TEST(UntrustedConfigs, BoundPath) {
   EXPECT_EQ(boundPath("/mcgw:ports/port[name='wan0']/mtu"), "/mcgw:ports/port[name='wan0']/mtu");
   EXPECT_EQ(boundPath("/a/b[.=\"it's\"]"), "/a/b[.=\"it's\"]");
   EXPECT_EQ(boundPath("/a/b[name='caf\xE9']/c[k='\x1b']"), "/a/b[name='caf\\xE9']/c[k='\\u001B']");
-  EXPECT_EQ(boundPath("/a[k='" + kMiB + "']/b"), "/a[k='" + kCutInPath + "']/b");
+  EXPECT_EQ(boundPath("/a[k='" + kMiB + "']/b"), "/a[k='" + kCutInPathMiB + "']/b");
   // Anything else that is too long or not text is escaped and cut whole.
   std::string odd = boundPath("/" + kMiB);
   EXPECT_LT(odd.size(), detail::kMaxPath + 32);
@@ -329,9 +361,9 @@ TEST(UntrustedConfigs, YamlCppMessagesAreEscaped) {
   using detail::yamlErrorMessage;
   EXPECT_EQ(yamlErrorMessage("unknown escape character: \xC3"),
             "unknown escape character: \"\\xC3\"");
-  EXPECT_EQ(
-      yamlErrorMessage("the referenced anchor is not defined" + kMiB),
-      "an alias to an anchor that is not defined (an anchor comes before its aliases): " + kCut);
+  EXPECT_EQ(yamlErrorMessage("the referenced anchor is not defined" + kMiB),
+            "an alias to an anchor that is not defined (an anchor comes before its aliases): \"" +
+                std::string(text::kMaxQuoted, 'a') + "\"...(1048576 bytes)");
   EXPECT_EQ(yamlErrorMessage("end of map not found"), "end of map not found");
   // Through the loader.
   expectOnlyError(replaced("first gateway", "\"caf\\\xC3\xA9\""), 4, 22,
@@ -353,7 +385,8 @@ TEST(UntrustedConfigs, ErrorsAreCountedBeyondABound) {
 // --- files that are not mcgw configs: one error that quotes none of their content
 
 const std::string kTopKeys =
-    "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, logging, startup";
+    "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, logging, "
+    "startup";
 
 void expectNotAConfig(const std::string& content, const std::string& message,
                       const std::vector<std::string>& secrets) {
