@@ -22,9 +22,7 @@ namespace mcgw::api {
 
 using nlohmann::json;
 
-namespace {
-constexpr auto kClientTimeout = std::chrono::seconds(5);
-}  // namespace
+namespace {}  // namespace
 
 json errorResponse(const std::string& message, const std::vector<std::string>& details) {
   json e{{"message", message}};
@@ -201,6 +199,7 @@ void Server::pollFds(std::vector<pollfd>& fds) const {
 }
 
 void Server::handle(const std::vector<pollfd>& fds) {
+  bool answered = false;
   for (const auto& p : fds) {
     if (!p.revents) {
       continue;
@@ -225,13 +224,17 @@ void Server::handle(const std::vector<pollfd>& fds) {
         clients_.erase(it);
       }
     } else if (p.revents & (POLLIN | POLLHUP)) {
-      read(p.fd, c);
+      if (answered) {
+        continue;  // the next call's: poll reports it again at once
+      }
+      answered = read(p.fd, c);
     }
   }
-  // Clients that never finish their request do not hold a slot for ever.
+  // Clients that never finish their request, or never read their answer, do
+  // not hold a slot for ever.
   auto now = std::chrono::steady_clock::now();
   for (auto it = clients_.begin(); it != clients_.end();) {
-    if (now - it->second.since > kClientTimeout) {
+    if (now - it->second.since > timeout_) {
       ::close(it->first);
       it = clients_.erase(it);
     } else {
@@ -277,18 +280,18 @@ void Server::accept() {
   }
 }
 
-void Server::read(int fd, Client& c) {
+bool Server::read(int fd, Client& c) {
   char buf[4096];
   ssize_t n = ::recv(fd, buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-    return;
+    return false;
   }
   if (c.draining) {
     if (n <= 0) {
       ::close(fd);
       clients_.erase(fd);
     }
-    return;
+    return false;
   }
   if (n > 0) {
     c.in.append(buf, static_cast<size_t>(n));
@@ -300,20 +303,22 @@ void Server::read(int fd, Client& c) {
     // reads the answer: answer, then discard the rest until the client closes.
     c.draining = true;
     c.in.clear();
-    return;
+    return false;
   }
   if (nl == std::string::npos && n > 0) {
-    return;  // more to come
+    return false;  // more to come
   }
   if (nl == std::string::npos && c.in.empty()) {
     ::close(fd);
     clients_.erase(fd);
-    return;
+    return false;
   }
   std::string line = c.in.substr(0, nl);
   c.in.clear();  // one request per connection
   c.out = answer(line, handler_);
   c.sent = 0;
+  c.since = std::chrono::steady_clock::now();  // the time to read the answer starts now
+  return true;
 }
 
 void Server::respond(Client& c, const json& body) {
@@ -321,6 +326,7 @@ void Server::respond(Client& c, const json& body) {
   r["version"] = kVersion;
   c.out = dump(r) + "\n";
   c.sent = 0;
+  c.since = std::chrono::steady_clock::now();
 }
 
 void Server::write(int fd, Client& c) {

@@ -26,14 +26,20 @@ class Server {
   using Handler =
       std::function<nlohmann::json(const std::string& command, const nlohmann::json& args)>;
 
-  explicit Server(Handler handler) : handler_(std::move(handler)) {}
+  // timeout: how long a client may take to send its request, and then to
+  // read its answer (the time mcgwd spends answering does not count).
+  explicit Server(Handler handler, std::chrono::milliseconds timeout = std::chrono::seconds(5))
+      : handler_(std::move(handler)), timeout_(timeout) {}
   ~Server();
 
   // Binds path (replacing a stale socket file), mode 0660, owned by group
   // (empty: unchanged).  Creates the parent directory if missing.
   Result<bool, std::string> listen(const std::string& path, const std::string& group);
 
-  // The descriptors to poll, and the handling of what poll reported.
+  // The descriptors to poll, and the handling of what poll reported.  One
+  // call answers at most one request, so that the caller's loop (signals,
+  // the watchdog) runs between requests that take long; the others stay
+  // readable for the next poll.
   void pollFds(std::vector<pollfd>& fds) const;
   void handle(const std::vector<pollfd>& fds);
   const std::string& path() const { return path_; }
@@ -47,14 +53,18 @@ class Server {
     std::string out;
     size_t sent = 0;
     bool draining = false;  // answered; discarding what the client still sends
+    // When it connected, or when its answer was ready: the timeout counts
+    // from here.
     std::chrono::steady_clock::time_point since;
   };
   void accept();
-  void read(int fd, Client& c);
+  // True when a request was answered.
+  bool read(int fd, Client& c);
   void respond(Client& c, const nlohmann::json& body);
   void write(int fd, Client& c);
 
   Handler handler_;
+  std::chrono::milliseconds timeout_;
   std::string path_;
   int listen_fd_ = -1;
   std::chrono::steady_clock::time_point accept_paused_until_{};
