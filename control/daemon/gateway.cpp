@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/text.hpp"
 #include "control/api/protocol.hpp"
 #include "dataplane/proto/udp.hpp"
 
@@ -120,9 +121,6 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     return unexpected(std::vector<std::string>{r.error()});
   }
   gw->tick();
-  if (!gw->fallback_) {
-    gw->saveLastGood();
-  }
   spdlog::info("fast path: {} worker(s), {} tunnel(s), {} line(s)", gw->dataplane_->workers(),
                gw->dataplane_->tables()->tunnels.size(), gw->dataplane_->tables()->lines.size());
   return gw;
@@ -647,12 +645,13 @@ void Gateway::onPathMtuReadable(int fd) {
 Result<std::string, std::string> Gateway::setLineAdmin(const std::string& peer,
                                                        const std::string& line, bool up) {
   const config::PeerConfig* p = config_->findPeer(peer);
+  // The names come from an API request: quoted (escaped, cut) when echoed.
   if (!p) {
-    return unexpected("no peer '" + peer + "'");
+    return unexpected("no peer " + text::quote(peer));
   }
   if (std::none_of(p->lines.begin(), p->lines.end(),
                    [&](const auto& l) { return l.name == line; })) {
-    return unexpected("peer " + peer + " has no line '" + line + "'");
+    return unexpected("peer " + peer + " has no line " + text::quote(line));
   }
   const std::string key = peer + "/" + line;
   if (up) {
@@ -1024,9 +1023,9 @@ json Gateway::status() const {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
           .count();
   auto saved = last_good_->savedAt();
-  json lastGood = {{"file", last_good_->path()},
-                   {"saved_at", saved ? json(isoTime(*saved)) : json(nullptr)},
-                   {"error", last_good_error_.empty() ? json(nullptr) : json(last_good_error_)}};
+  json last_good = {{"file", last_good_->path()},
+                    {"saved_at", saved ? json(isoTime(*saved)) : json(nullptr)},
+                    {"error", last_good_error_.empty() ? json(nullptr) : json(last_good_error_)}};
   json fallback = nullptr;
   if (fallback_) {
     fallback = {{"copy", fallback_->copy},
@@ -1046,7 +1045,7 @@ json Gateway::status() const {
             {"checksum", config_->checksum},
             {"loaded_at", isoTime(loaded_at_)},
             {"last_reload", last},
-            {"last_good", lastGood},
+            {"last_good", last_good},
             {"running_last_good", fallback}}},
           {"ports", ports},
           {"fast_path", fastPathStatus()},

@@ -63,9 +63,8 @@ Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path);
 class Gateway {
  public:
   // Initialises the EAL from a loaded config (see loadConfig) and opens every
-  // port.  Once per process (the EAL cannot start twice).  Once started on
-  // the config file itself, its text becomes the last good copy.  On
-  // failure the errors say why.
+  // port.  Once per process (the EAL cannot start twice).  On failure the
+  // errors say why.
   static Result<std::unique_ptr<Gateway>, std::vector<std::string>> start(
       const std::string& config_path, LoadedConfig loaded, const std::string& program,
       StartOptions options);
@@ -78,8 +77,14 @@ class Gateway {
   ReloadOutcome reload();
   // Set while mcgwd runs the last good copy instead of its invalid file.
   const std::optional<Fallback>& fallback() const { return fallback_; }
+  // Writes the config in force as the last good copy; a failure is logged
+  // and reported in status until a later save works.  mcgwd calls it once
+  // the start is complete (API socket included); reload() calls it itself.
+  void saveLastGood();
 
   config::ConfigPtr config() const { return config_; }
+  // The config file reload() reads (not the last good copy a fallback runs).
+  const std::string& configPath() const { return path_; }
   const std::string& configText() const { return config_text_; }
   nlohmann::json status() const;
   bool healthy() const;
@@ -128,10 +133,6 @@ class Gateway {
   void applyPathMtu(const engine::ForwardingTables& tables);
   nlohmann::json pathMtuStatus() const;
   uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
-
-  // Writes the config in force as the last good copy; a failure is logged
-  // and reported in status until a later save works.
-  void saveLastGood();
 
   std::string path_;
   std::string log_level_override_;

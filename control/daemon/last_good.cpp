@@ -75,7 +75,12 @@ Result<bool, std::string> LastGoodStore::save(std::string_view text) {
     if (ec) {
       return unexpected("cannot create " + dir_ + ": " + ec.message());
     }
-    ::chmod(dir_.c_str(), 0700);
+  }
+  // Whoever made it, the directory is ours alone (the config may hold secrets).
+  if (struct stat st; ::stat(dir_.c_str(), &st) == 0 && (st.st_mode & 0777) != 0700) {
+    if (::chmod(dir_.c_str(), 0700) != 0) {
+      return unexpected(errnoText("cannot make " + dir_ + " mode 0700"));
+    }
   }
   const std::string tmp = path_ + ".tmp";
   ::unlink(tmp.c_str());
@@ -114,15 +119,43 @@ Result<bool, std::string> LastGoodStore::save(std::string_view text) {
   return true;
 }
 
-std::optional<std::chrono::system_clock::time_point> LastGoodStore::savedAt() const {
-  struct stat st;
-  if (::stat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return std::nullopt;
-  }
+namespace {
+
+std::chrono::system_clock::time_point modified(const struct stat& st) {
   auto since_epoch =
       std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec);
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch));
+}
+
+}  // namespace
+
+std::optional<std::chrono::system_clock::time_point> LastGoodStore::savedAt() const {
+  struct stat st;
+  if (::lstat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  return modified(st);
+}
+
+Result<std::chrono::system_clock::time_point, std::string> LastGoodStore::usable() const {
+  struct stat st;
+  if (::lstat(path_.c_str(), &st) != 0) {
+    return unexpected(errnoText(path_));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return unexpected(path_ + " is not a regular file (a symbolic link is not followed)");
+  }
+  if (st.st_uid != ::geteuid()) {
+    return unexpected(path_ + " is owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+                      std::to_string(::geteuid()) + " (this mcgwd)");
+  }
+  if (st.st_mode & 022) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return unexpected(path_ + " may be written by others (mode " + mode + ")");
+  }
+  return modified(st);
 }
 
 }  // namespace mcgw::daemon

@@ -37,6 +37,11 @@ class LastGoodStore {
   // When the copy was last written, or nullopt when there is none.
   std::optional<std::chrono::system_clock::time_point> savedAt() const;
 
+  // When the copy was last written, or why it may not be used to start: it
+  // does not exist, is not a regular file (a symbolic link is not
+  // followed), is not owned by this user, or others may write it.
+  Result<std::chrono::system_clock::time_point, std::string> usable() const;
+
  private:
   std::string dir_;
   std::string path_;

@@ -49,24 +49,6 @@ void notify(const std::string& state) {
   sd_notify(0, state.c_str());
 }
 
-int runPreflight(const std::string& path) {
-  auto loaded = mcgw::config::loadConfigFile(path);
-  if (!loaded) {
-    for (const auto& e : loaded.error()) {
-      std::fprintf(stderr, "%s\n", e.toString().c_str());
-    }
-    std::fprintf(stderr, "preflight: config %s is invalid\n", path.c_str());
-    return kExitConfig;
-  }
-  bool ok = true;
-  for (const auto& c : mcgw::daemon::preflight(**loaded)) {
-    std::fprintf(stderr, "preflight: %-24s %s: %s\n", c.what.c_str(), c.ok ? "ok" : "MISSING",
-                 c.detail.c_str());
-    ok = ok && c.ok;
-  }
-  return ok ? 0 : kExitFailure;
-}
-
 // The config file is invalid: the last good copy of it, and why it is used,
 // or nullopt (exit 78) when there is none, it is invalid too, or it or
 // --strict says not to use it.
@@ -78,10 +60,9 @@ std::optional<std::pair<mcgw::daemon::LoadedConfig, mcgw::daemon::Fallback>> sta
     return std::nullopt;
   }
   mcgw::daemon::LastGoodStore store(state_dir, config_path);
-  auto saved_at = store.savedAt();
+  auto saved_at = store.usable();
   if (!saved_at) {
-    spdlog::critical("no last good copy of {} to start with ({} does not exist)", config_path,
-                     store.path());
+    spdlog::critical("no last good copy of {} to start with: {}", config_path, saved_at.error());
     return std::nullopt;
   }
   auto copy = mcgw::daemon::loadConfig(store.path());
@@ -109,9 +90,52 @@ std::optional<std::pair<mcgw::daemon::LoadedConfig, mcgw::daemon::Fallback>> sta
   return std::make_pair(std::move(*copy), std::move(why));
 }
 
+// The config mcgwd starts with: the file, or (when the file is invalid) the
+// last good copy and why; nullopt (exit 78) when neither may be used.
+// --preflight decides exactly as the start does, so that the unit's
+// ExecStartPre lets through every start that would succeed.
+std::optional<std::pair<mcgw::daemon::LoadedConfig, std::optional<mcgw::daemon::Fallback>>>
+chooseConfig(const std::string& config_path, const std::string& state_dir, bool strict) {
+  auto loaded = mcgw::daemon::loadConfig(config_path);
+  if (loaded) {
+    return std::make_pair(std::move(*loaded), std::optional<mcgw::daemon::Fallback>());
+  }
+  spdlog::critical("config {} is invalid ({} error(s)):", config_path, loaded.error().size());
+  for (const auto& e : loaded.error()) {
+    spdlog::critical("  {}", e.toString());
+  }
+  auto last_good = startWithLastGood(config_path, state_dir, strict, loaded.error());
+  if (!last_good) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(last_good->first),
+                        std::optional<mcgw::daemon::Fallback>(std::move(last_good->second)));
+}
+
+int runPreflight(const std::string& path, const std::string& state_dir, bool strict) {
+  auto chosen = chooseConfig(path, state_dir, strict);
+  if (!chosen) {
+    std::fprintf(stderr, "preflight: config %s is invalid\n", path.c_str());
+    return kExitConfig;
+  }
+  if (chosen->second) {
+    std::fprintf(stderr, "preflight: config %s is invalid; mcgwd will start with %s\n",
+                 path.c_str(), chosen->second->copy.c_str());
+  }
+  bool ok = true;
+  for (const auto& c : mcgw::daemon::preflight(*chosen->first.config)) {
+    std::fprintf(stderr, "preflight: %-24s %s: %s\n", c.what.c_str(), c.ok ? "ok" : "MISSING",
+                 c.detail.c_str());
+    ok = ok && c.ok;
+  }
+  return ok ? 0 : kExitFailure;
+}
+
 // A reload, as systemd wants it announced (Type=notify).
 mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
-  notify("RELOADING=1\nSTATUS=reloading " + gw.config()->source);
+  // The watchdog is kicked first: the reload has a whole period (a file at
+  // the loader's limits takes seconds, docs/performance.md).
+  notify("RELOADING=1\nWATCHDOG=1\nSTATUS=reloading " + gw.configPath());
   auto outcome = gw.reload();
   notify("READY=1\nSTATUS=" + gw.summary());
   return outcome;
@@ -144,7 +168,8 @@ int main(int argc, char** argv) {
   }
 
   if (preflight) {
-    return runPreflight(config_path);
+    setupLogging(log_level.empty() ? "info" : log_level);
+    return runPreflight(config_path, state_dir, strict);
   }
   // Status and logs name the file the daemon will re-read on reload.
   config_path = std::filesystem::absolute(config_path).lexically_normal().string();
@@ -167,28 +192,20 @@ int main(int argc, char** argv) {
 
   spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
   notify("STATUS=loading " + config_path);
-  auto loaded = mcgw::daemon::loadConfig(config_path);
-  std::optional<mcgw::daemon::Fallback> fallback;
-  if (!loaded) {
-    spdlog::critical("config {} is invalid ({} error(s)):", config_path, loaded.error().size());
-    for (const auto& e : loaded.error()) {
-      spdlog::critical("  {}", e.toString());
-    }
-    auto last_good = startWithLastGood(config_path, state_dir, strict, loaded.error());
-    if (!last_good) {
-      notify("STATUS=invalid config " + config_path);
-      return kExitConfig;
-    }
-    fallback = std::move(last_good->second);
-    loaded = std::move(last_good->first);
+  auto chosen = chooseConfig(config_path, state_dir, strict);
+  if (!chosen) {
+    notify("STATUS=invalid config " + config_path);
+    return kExitConfig;
   }
+  mcgw::daemon::LoadedConfig loaded = std::move(chosen->first);
+  std::optional<mcgw::daemon::Fallback> fallback = std::move(chosen->second);
   // The config's own level applies unless --log-level was given.
   if (log_level.empty()) {
-    spdlog::set_level(spdlog::level::from_str(loaded->config->logging.level));
+    spdlog::set_level(spdlog::level::from_str(loaded.config->logging.level));
   }
 
   notify("STATUS=starting DPDK and ports");
-  auto started = Gateway::start(config_path, std::move(*loaded), argv[0],
+  auto started = Gateway::start(config_path, std::move(loaded), argv[0],
                                 {log_level, state_dir, std::move(fallback)});
   if (!started) {
     for (const auto& e : started.error()) {
@@ -208,6 +225,10 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   spdlog::info("API on {}", server.path());
+  // Started on the file itself: its text is now the last good copy.
+  if (!gw.fallback()) {
+    gw.saveLastGood();
+  }
 
   uint64_t watchdog_usec = 0;
   bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;

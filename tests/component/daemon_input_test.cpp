@@ -46,6 +46,9 @@ class DaemonInputTest : public DaemonTest {
     }
     for (const char* view : {"status", "show config", "show tunnels", "show counters"}) {
       CommandResult r = ctl(view);
+      EXPECT_TRUE(r.code == 0 || (r.code == 1 && std::string(view) == "status"))
+          << view << ": " << r.code << r.err;
+      EXPECT_FALSE(r.out.empty()) << view;
       EXPECT_FALSE(text::findProblem(r.out, text::Breaks::kAllowed)) << view << ": " << r.out;
     }
     EXPECT_TRUE(daemon_->running()) << log();
@@ -112,6 +115,24 @@ TEST_F(DaemonInputTest, ConfigPathThatIsNotUtf8IsEscapedInEveryView) {
   json s = status();
   EXPECT_EQ(s["config"]["file"], dir_.file("caf\\xE9.yaml"));
   expectEveryViewAnswers();
+}
+
+// Names in a request are echoed quoted and cut, never whole or raw.
+TEST_F(DaemonInputTest, SetLineEchoesNamesBounded) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  const std::string peer = "\x1b[2J" + std::string(60000, 'p');
+  CommandResult r =
+      run("printf '%s\\n' '{\"version\":1,\"command\":\"set-line\",\"args\":{"
+          "\"peer\":\"\\u001b[2J" +
+          std::string(60000, 'p') +
+          "\",\"line\":\"l\",\"state\":\"up\"}}' | timeout 10 socat - UNIX-CONNECT:" + socket_);
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 300);
+  const std::string message = j["error"]["message"];
+  EXPECT_EQ(message,
+            "no peer \"\\u001B[2J" + std::string(text::kMaxQuoted - 4, 'p') + "\"...(60004 bytes)");
+  EXPECT_TRUE(daemon_->running());
 }
 
 TEST_F(DaemonInputTest, IdenticalReloadSaysNoChangesInLogAndApi) {

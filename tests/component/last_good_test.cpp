@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/support/daemon.hpp"
 
@@ -97,7 +98,10 @@ TEST_F(LastGoodTest, CrashWithABrokenFileRestartsOnTheLastGoodCopy) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("DEGRADED"), std::string::npos);
   EXPECT_NE(r.out.find("running the last good config from"), std::string::npos) << r.out;
-  EXPECT_EQ(ctl("show config --json").out.find("vni: 0"), std::string::npos);
+  json shown = json::parse(ctl("show config --json").out, nullptr, false);
+  ASSERT_TRUE(shown.is_object());
+  EXPECT_EQ(shown["text"], good);
+  EXPECT_EQ(shown["checksum"], checksum);
   EXPECT_NE(log().find("STARTING WITH THE LAST GOOD CONFIG " + copyPath()), std::string::npos)
       << log();
   EXPECT_EQ(readFile(copyPath()), good) << "a fallback start does not rewrite the copy";
@@ -113,6 +117,76 @@ TEST_F(LastGoodTest, CrashWithABrokenFileRestartsOnTheLastGoodCopy) {
   EXPECT_TRUE(s["config"]["running_last_good"].is_null()) << s["config"];
   EXPECT_EQ(s["health"]["state"], "healthy") << s["health"];
   EXPECT_EQ(readFile(copyPath()), fixed);
+}
+
+// The unit runs `mcgwd --preflight` before mcgwd (ExecStartPre): it must
+// decide as the start does, or the copy would never be used under systemd.
+TEST_F(LastGoodTest, UnitStartsOnTheCopyWhenTheFileIsBroken) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  stop();
+  writeFile(config_, broken());
+  // The unit's own two lines, in order, for this instance.
+  const std::string unit = readFile(MCGW_BINARY_DIR "/systemd/mcgw.service");
+  auto line = [&](const std::string& key) {
+    size_t at = unit.find("\n" + key + "=");
+    EXPECT_NE(at, std::string::npos) << key;
+    at += key.size() + 2;
+    return unit.substr(at, unit.find('\n', at) - at);
+  };
+  auto argv = [&](std::string cmd) {
+    std::vector<std::string> out;
+    std::istringstream in(cmd);
+    for (std::string w; in >> w;) {
+      out.push_back(w);
+    }
+    EXPECT_GE(out.size(), 3u) << cmd;
+    EXPECT_NE(cmd.find("--config /etc/mcgw/mcgw.yaml"), std::string::npos) << cmd;
+    EXPECT_EQ(cmd.find("--strict"), std::string::npos) << cmd;
+    for (auto& w : out) {
+      w = w.ends_with("/mcgwd") ? kMcgwd : w == "/etc/mcgw/mcgw.yaml" ? config_ : w;
+    }
+    out.insert(out.end(), {"--state-dir", stateDir()});
+    return out;
+  };
+  Process pre(argv(line("ExecStartPre")), {}, dir_.file("preflight.log"));
+  EXPECT_EQ(pre.wait(30s), 0) << readFile(dir_.file("preflight.log"));
+  EXPECT_NE(readFile(dir_.file("preflight.log")).find("mcgwd will start with " + copyPath()),
+            std::string::npos)
+      << readFile(dir_.file("preflight.log"));
+  // ExecStart is `mcgwd --config FILE` and what follows: start() gives the
+  // first three and --state-dir, and the rest as they are.
+  std::vector<std::string> exec = argv(line("ExecStart"));
+  ASSERT_EQ(std::vector<std::string>(exec.begin(), exec.begin() + 3),
+            (std::vector<std::string>{kMcgwd, "--config", config_}));
+  start({}, std::vector<std::string>(exec.begin() + 3, exec.end() - 2));
+  EXPECT_TRUE(status()["config"]["running_last_good"].is_object());
+
+  // --preflight --strict refuses, as the start would.
+  Process strict(
+      {kMcgwd, "--preflight", "--config", config_, "--state-dir", stateDir(), "--strict"}, {},
+      dir_.file("strict.log"));
+  EXPECT_EQ(strict.wait(30s), 78) << readFile(dir_.file("strict.log"));
+}
+
+// A copy that someone else could have written is not trusted.
+TEST_F(LastGoodTest, CopyOthersMayWriteOrALinkIsNotUsed) {
+  writeFile(config_, nullConfig(socket_, prefix_));
+  start();
+  stop();
+  writeFile(config_, broken());
+  ASSERT_EQ(::chmod(copyPath().c_str(), 0666), 0);
+  Process p({kMcgwd, "--config", config_, "--state-dir", stateDir()}, {}, dir_.file("mcgwd.log"));
+  EXPECT_EQ(p.wait(30s), 78);
+  EXPECT_NE(log().find("may be written by others (mode 0666)"), std::string::npos) << log();
+
+  const std::string elsewhere = dir_.file("elsewhere.yaml");
+  writeFile(elsewhere, nullConfig(socket_, prefix_));
+  fs::remove(copyPath());
+  fs::create_symlink(elsewhere, copyPath());
+  Process q({kMcgwd, "--config", config_, "--state-dir", stateDir()}, {}, dir_.file("mcgwd.log"));
+  EXPECT_EQ(q.wait(30s), 78);
+  EXPECT_NE(log().find("is not a regular file"), std::string::npos) << log();
 }
 
 TEST_F(LastGoodTest, StrictExits78) {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "control/daemon/gateway.hpp"
@@ -28,7 +29,9 @@ struct FuzzGateway::Impl {
 };
 
 FuzzGateway::FuzzGateway() : impl_(new Impl) {
-  char tmpl[] = "/tmp/mcgw-api-fuzz-XXXXXX";
+  // A byte that is not UTF-8 in the path: every status (config.file) and
+  // every config error (file:line:col) then goes through the escaping.
+  char tmpl[] = "/tmp/mcgw-api-fuzz-caf\xE9-XXXXXX";
   if (!::mkdtemp(tmpl)) {
     std::perror("mkdtemp");
     std::abort();
@@ -36,7 +39,11 @@ FuzzGateway::FuzzGateway() : impl_(new Impl) {
   dir_ = tmpl;
   path_ = dir_ + "/mcgw.yaml";
   prefix_ = "mcgwfuzz" + std::to_string(::getpid());
-  socket_ = dir_ + "/mcgw.sock";
+  // In the config's text, which must be UTF-8; nothing listens on it.
+  socket_ = "/tmp/mcgw-api-fuzz-" + std::to_string(::getpid()) + ".sock";
+  static std::string remove_at_exit;
+  remove_at_exit = dir_;
+  std::atexit([] { std::filesystem::remove_all(remove_at_exit); });
   std::ofstream(path_) << startConfig(prefix_, socket_);
   // The fuzzer runs thousands of reloads a second: only errors are logged.
   spdlog::set_level(spdlog::level::critical);
