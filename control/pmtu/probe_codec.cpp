@@ -31,6 +31,14 @@ config::IpAddress address(const uint8_t* b, bool v6) {
   return a;
 }
 
+// The nonce of a probe request whose head the quote holds.
+void quotedProbe(proto::Bytes udp_payload, IcmpError& out) {
+  if (auto m = decodeProbe(udp_payload.first(std::min(udp_payload.size(), kProbeHeadLength)));
+      m && !m->reply) {
+    out.quoted_nonce = m->nonce;
+  }
+}
+
 // The quoted packet: an outer IPv4 / IPv6 header and at least the first 8
 // bytes of its UDP header (RFC 792 / RFC 4443 quote at least that much).
 // Its length fields describe the original, not the quote.
@@ -52,6 +60,7 @@ void parseQuoted(proto::Bytes q, bool v6, IcmpVerdict verdict, IcmpError& out) {
     out.quoted_dport = udp->dst_port.get();
     out.quoted_sport = udp->src_port.get();
     out.quoted_length = ip->total_length.get();
+    quotedProbe(q.subspan(ip->headerLength() + sizeof(proto::UdpHeader)), out);
   } else {
     const auto* ip = proto::headerAt<proto::Ipv6Header>(q);
     if (!ip || ip->version() != 6 ||
@@ -69,6 +78,7 @@ void parseQuoted(proto::Bytes q, bool v6, IcmpVerdict verdict, IcmpError& out) {
     out.quoted_dport = udp->dst_port.get();
     out.quoted_sport = udp->src_port.get();
     out.quoted_length = sizeof(proto::Ipv6Header) + ip->payload_length.get();
+    quotedProbe(q.subspan(sizeof(proto::Ipv6Header) + sizeof(proto::UdpHeader)), out);
   }
   out.verdict = verdict;
 }
@@ -182,7 +192,8 @@ const LineAddresses* matchLine(const IcmpError& icmp, const std::vector<LineAddr
 const LineAddresses* matchRefusedProbe(const IcmpError& icmp,
                                        const std::vector<LineAddresses>& lines,
                                        uint16_t probe_port) {
-  if (icmp.verdict != IcmpVerdict::kPortUnreachable || icmp.quoted_dport != probe_port) {
+  if (icmp.verdict != IcmpVerdict::kPortUnreachable || icmp.quoted_dport != probe_port ||
+      !icmp.quoted_nonce) {
     return nullptr;
   }
   // Only the peer's own kernel says that nobody listens there.

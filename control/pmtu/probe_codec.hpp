@@ -63,6 +63,9 @@ struct IcmpError {
   uint16_t quoted_dport = 0;
   uint16_t quoted_sport = 0;
   uint32_t quoted_length = 0;  // the quoted packet's IP length (the one that did not fit)
+  // The quoted packet is one of our probe requests (its head is quoted):
+  // its nonce.  A port unreachable counts only with this.
+  std::optional<uint64_t> quoted_nonce;
 };
 
 // What a raw IPPROTO_ICMP socket reads: the IPv4 header, then the ICMP message.
@@ -84,8 +87,9 @@ struct LineAddresses {
 const LineAddresses* matchLine(const IcmpError& icmp, const std::vector<LineAddresses>& lines,
                                uint16_t probe_port);
 // The line whose probe a port unreachable refuses: sent by the line's remote
-// VTEP, quoting a packet from its local VTEP to its remote VTEP's probe port.
-// Null when none.
+// VTEP, quoting a probe request (with its nonce) from its local VTEP to its
+// remote VTEP's probe port.  Null when none.  The caller checks that the
+// nonce is one of the probes in flight: a forged message cannot end rounds.
 const LineAddresses* matchRefusedProbe(const IcmpError& icmp,
                                        const std::vector<LineAddresses>& lines,
                                        uint16_t probe_port);

@@ -43,7 +43,9 @@ void PathMtuService::onReadable(int fd, TimePoint now) {
   listener_.receive(fd, lines_, config_.probe_port, events);
   for (const auto& e : events) {
     if (e.refused) {
-      tracker_.onRefused(e.line, now);
+      if (prober_.inFlight(e.nonce)) {  // one of ours, not a forged or a stale refusal
+        tracker_.onRefused(e.line, now);
+      }
     } else {
       tracker_.onIcmp(e.line, e.mtu, e.from.toString(), now);
     }

@@ -124,7 +124,7 @@ void IcmpListener::handle(const IcmpError& icmp, const std::vector<LineAddresses
     case IcmpVerdict::kPortUnreachable:
       if (const LineAddresses* l = matchRefusedProbe(icmp, lines, probe_port)) {
         ++counters_.refused;
-        out.push_back({l->key, 0, icmp.from, true});
+        out.push_back({l->key, 0, icmp.from, true, *icmp.quoted_nonce});
       }
       return;  // anything else (host traffic) is not about the path MTU
     case IcmpVerdict::kMalformed:

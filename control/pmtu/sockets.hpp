@@ -46,6 +46,7 @@ class IcmpListener {
     uint32_t mtu = 0;
     config::IpAddress from;
     bool refused = false;
+    uint64_t nonce = 0;  // refused: the probe's, to check against those in flight
   };
   struct Counters {
     uint64_t received = 0;   // frag-needed / PTB messages
@@ -103,6 +104,8 @@ class Prober {
   bool send(const std::string& line, uint64_t id, uint16_t size, TimePoint now);
   // Drains fd: answers requests, and appends the ids of answered probes.
   void receive(int fd, std::vector<uint64_t>& answered, TimePoint now);
+  // Whether a probe with this nonce was sent and is not yet answered or expired.
+  bool inFlight(uint64_t nonce) const { return in_flight_.count(nonce) > 0; }
   const Counters& counters() const { return counters_; }
   const std::vector<std::string>& errors() const { return errors_; }
 

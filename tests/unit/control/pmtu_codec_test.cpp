@@ -139,11 +139,17 @@ TEST(IcmpParse, OtherMessagesAndBrokenQuotes) {
 
 // The peer's kernel refuses a probe (no responder on the probe port): port
 // unreachable from the peer's VTEP quoting 100.64.1.1 -> 100.64.3.1 UDP 4788.
-std::vector<std::byte> portUnreachable(const char* from, uint16_t dport) {
+// A port unreachable from `from` quoting a probe request (nonce 77) to dport;
+// with_probe false: quoting only the IP and UDP headers.
+std::vector<std::byte> portUnreachable(const char* from, uint16_t dport, bool with_probe = true) {
   auto v = fragNeeded(dport, 0);
   v[21] = std::byte{3};  // code 3: port unreachable
   const auto f = ip(from);
   std::copy_n(reinterpret_cast<const std::byte*>(f.bytes.data()), 4, v.begin() + 12);
+  if (with_probe) {
+    auto head = encodeProbe({false, 77, 1400, 0}, kProbeHeadLength);
+    v.insert(v.end(), head.begin(), head.end());
+  }
   return v;
 }
 
@@ -154,9 +160,19 @@ TEST(IcmpParse, PortUnreachableRefusesAProbe) {
   ASSERT_EQ(r.verdict, IcmpVerdict::kPortUnreachable);
   EXPECT_EQ(r.from, ip("100.64.3.1"));
   EXPECT_EQ(r.quoted_dport, 4788);
+  EXPECT_EQ(r.quoted_nonce, std::optional<uint64_t>(77));
   const LineAddresses* l = matchRefusedProbe(r, lines, 4788);
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->key, "b/line1");
+  // Only quoting one of our probe requests (whose nonce the caller checks):
+  // headers alone, or a reply's head, refuse nothing.
+  IcmpError bare = parseIcmp4(portUnreachable("100.64.3.1", 4788, false));
+  EXPECT_FALSE(bare.quoted_nonce);
+  EXPECT_EQ(matchRefusedProbe(bare, lines, 4788), nullptr);
+  auto reply = portUnreachable("100.64.3.1", 4788, false);
+  auto head = encodeProbe({true, 77, 1400, 0}, kProbeHeadLength);
+  reply.insert(reply.end(), head.begin(), head.end());
+  EXPECT_EQ(matchRefusedProbe(parseIcmp4(reply), lines, 4788), nullptr);
   // Never a path MTU report.
   EXPECT_EQ(matchLine(r, lines, 4788), nullptr);
   // Only from the peer itself, only for the probe port.
@@ -203,8 +219,12 @@ TEST(IcmpParse, PacketTooBig) {
   m[1] = std::byte{4};
   m[50] = std::byte{0x12};  // quoted destination port 4788
   m[51] = std::byte{0xb4};
+  EXPECT_EQ(matchRefusedProbe(parseIcmp6(m, b), lines, 4788), nullptr) << "no probe quoted";
+  auto probe = encodeProbe({false, 78, 1280, 0}, kProbeHeadLength);
+  m.insert(m.end(), probe.begin(), probe.end());
   r = parseIcmp6(m, b);
   ASSERT_EQ(r.verdict, IcmpVerdict::kPortUnreachable);
+  EXPECT_EQ(r.quoted_nonce, std::optional<uint64_t>(78));
   EXPECT_NE(matchRefusedProbe(r, lines, 4788), nullptr);
   EXPECT_EQ(matchLine(r, lines, 4788), nullptr);
   EXPECT_EQ(matchRefusedProbe(parseIcmp6(m, ip("fd00:64:1::2")), lines, 4788), nullptr);
