@@ -12,6 +12,12 @@ bool isControl(uint32_t cp) {
   return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
 }
 
+// The embeddings, overrides and isolates of Unicode's bidirectional
+// algorithm: they reorder what a terminal shows ("Trojan Source").
+bool isBidiFormat(uint32_t cp) {
+  return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 bool isBreak(uint32_t cp) {
   return cp == '\t' || cp == '\n' || cp == '\r';
 }
@@ -71,7 +77,7 @@ std::string escapeBody(std::string_view text, size_t max, bool quote_marks) {
           out += "\\r";
         } else if (cp == '\t') {
           out += "\\t";
-        } else if (isControl(cp)) {
+        } else if (isControl(cp) || isBidiFormat(cp)) {
           out += hex("\\u%04X", cp);
         } else {
           out.append(text.substr(off, len));
@@ -104,6 +110,9 @@ std::string TextProblem::message() const {
   if (byte == 0) {
     return "a NUL byte";
   }
+  if (byte >= 0x2000) {
+    return "bidirectional formatting character " + hex("U+%04X", byte);
+  }
   return "control character " + hex("U+%04X", byte);
 }
 
@@ -112,7 +121,7 @@ std::optional<TextProblem> findProblem(std::string_view text, Breaks breaks) {
   walk(
       text,
       [&](size_t off, uint32_t cp, size_t) {
-        if (isControl(cp) && !(breaks == Breaks::kAllowed && isBreak(cp))) {
+        if ((isControl(cp) && !(breaks == Breaks::kAllowed && isBreak(cp))) || isBidiFormat(cp)) {
           found = TextProblem{off, cp, false};
           return false;
         }

@@ -6,7 +6,9 @@
 //
 // Valid text is UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
 // above U+10FFFF) without control characters (C0, DEL, C1) other than the
-// line breaks and tabs a caller allows.
+// line breaks and tabs a caller allows, and without the bidirectional
+// embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069), which
+// make a terminal show text in another order than it is.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +28,8 @@ struct TextProblem {
   size_t offset = 0;  // byte offset of the first bad byte
   uint32_t byte = 0;  // that byte (invalid UTF-8), or the code point (a control character)
   bool invalid_utf8 = false;
-  // "not valid UTF-8 (byte 0xE9)", "a NUL byte", "control character U+001B"
+  // "not valid UTF-8 (byte 0xE9)", "a NUL byte", "control character U+001B",
+  // "bidirectional formatting character U+202E"
   std::string message() const;
 };
 
@@ -46,8 +49,9 @@ struct LineColumn {
 LineColumn lineColumn(std::string_view text, size_t offset);
 
 // text made safe to print on one line: valid printable UTF-8 is kept, a
-// backslash is doubled, \n \r \t are written so, other control characters as
-// \u00XX and bytes that are not UTF-8 as \xXX.  Never longer than 4 * max
+// backslash is doubled, \n \r \t are written so, other control characters
+// and bidirectional formatting characters as \uXXXX and bytes that are not
+// UTF-8 as \xXX.  Never longer than 4 * max
 // bytes plus the marker: text longer than max bytes is cut at a character
 // boundary and ends in "...(N bytes)" (N: its full length).
 std::string escape(std::string_view text, size_t max = kMaxQuoted);

@@ -71,6 +71,10 @@ bool checkText(std::string_view text, size_t max_reported, ErrorSink& sink) {
       sink.at(loc, "", p->message() + "; a config file is UTF-8 text");
     } else if (p->byte == 0) {
       sink.at(loc, "", p->message() + "; a config file is text");
+    } else if (p->byte >= 0x2000) {
+      sink.at(
+          loc, "",
+          p->message() + "; a config file may not hold characters that reorder how it is shown");
     } else {
       sink.at(loc, "",
               p->message() +

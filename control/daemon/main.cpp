@@ -5,12 +5,15 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+#include <mutex>
 #include <optional>
 
 #include "config/loader.hpp"
@@ -35,11 +38,37 @@ constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
 constexpr int kTickMs = 20;
 constexpr int kExitConfig = 78;
 
+// Every log line is one line of text, whatever string reached it (a config
+// path from the command line, a message quoting a file): a message holding a
+// control character, a line break or a byte that is not UTF-8 is written
+// escaped (text::escape, uncut), so nothing can forge or garble log lines.
+class EscapingSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit EscapingSink(spdlog::sink_ptr inner) : inner_(std::move(inner)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (!mcgw::text::findProblem(payload)) {
+      inner_->log(msg);
+      return;
+    }
+    const std::string escaped = mcgw::text::escape(payload, std::numeric_limits<size_t>::max());
+    spdlog::details::log_msg copy = msg;
+    copy.payload = escaped;
+    inner_->log(copy);
+  }
+  void flush_() override { inner_->flush(); }
+
+ private:
+  spdlog::sink_ptr inner_;
+};
+
 void setupLogging(const std::string& level) {
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(spdlog::color_mode::automatic);
-  auto logger = std::make_shared<spdlog::logger>("mcgwd", sink);
+  auto out = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(spdlog::color_mode::automatic);
   // journald adds its own timestamp; a terminal gets one.
-  logger->set_pattern(std::getenv("JOURNAL_STREAM") ? "<%l> %v" : "%Y-%m-%d %H:%M:%S.%e [%l] %v");
+  out->set_pattern(std::getenv("JOURNAL_STREAM") ? "<%l> %v" : "%Y-%m-%d %H:%M:%S.%e [%l] %v");
+  auto logger = std::make_shared<spdlog::logger>("mcgwd", std::make_shared<EscapingSink>(out));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
   spdlog::flush_on(spdlog::level::info);

@@ -115,6 +115,10 @@ TEST_F(DaemonInputTest, ConfigPathThatIsNotUtf8IsEscapedInEveryView) {
   json s = status();
   EXPECT_EQ(s["config"]["file"], dir_.file("caf\\xE9.yaml"));
   expectEveryViewAnswers();
+  // The log names it escaped too: every log line is text.
+  std::string out = log();
+  EXPECT_NE(out.find("starting with " + dir_.file("caf\\xE9.yaml")), std::string::npos) << out;
+  EXPECT_FALSE(text::findProblem(out, text::Breaks::kAllowed)) << text::escape(out, 100000);
 }
 
 // Names in a request are echoed quoted and cut, never whole or raw.

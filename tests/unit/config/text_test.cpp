@@ -39,6 +39,16 @@ TEST(Text, FindProblem) {
       {"breaks in a file", "a:\tb\r\nc\n", Breaks::kAllowed, std::nullopt, ""},
       {"nul in a file", "a\n\0"s, Breaks::kAllowed, 2, "a NUL byte"},
       {"bell in a file", "a\n\x07", Breaks::kAllowed, 2, "control character U+0007"},
+      {"right-to-left override",
+       "ab\xE2\x80\xAE"
+       "cd",
+       Breaks::kNone, 2, "bidirectional formatting character U+202E"},
+      {"isolate in a file", "a\n\xE2\x81\xA6", Breaks::kAllowed, 2,
+       "bidirectional formatting character U+2066"},
+      {"other formatting is text",
+       "a\xE2\x80\x8B\xE2\x80\x8E"
+       "b",
+       Breaks::kNone, std::nullopt, ""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -71,6 +81,7 @@ TEST(Text, EscapeKeepsUtf8AndEscapesTheRest) {
   EXPECT_EQ(escape("caf\xE9"), "caf\\xE9");
   EXPECT_EQ(escape("a\nb\tc\rd"), "a\\nb\\tc\\rd");
   EXPECT_EQ(escape("\x1b[2J"), "\\u001B[2J");
+  EXPECT_EQ(escape("txt.\xE2\x80\xAEgpj.exe"), "txt.\\u202Egpj.exe");
   EXPECT_EQ(escape("nul\0x"s), "nul\\u0000x");
   EXPECT_EQ(escape("back\\slash"), "back\\\\slash");
   EXPECT_EQ(escape("say \"hi\""), "say \"hi\"");

@@ -182,6 +182,19 @@ TEST(UntrustedConfigs, EscapeSequenceInAValue) {
                   "the value \"red \\u001B[31m\" holds control character U+001B"s + kNoControl);
 }
 
+// "Trojan Source": text that a terminal shows in another order.
+TEST(UntrustedConfigs, BidiOverrideInAValue) {
+  expectOnlyError(
+      replaced("first gateway", "\"txt\\u202Eexe\""), 4, 16,
+      "the value \"txt\\u202Eexe\" holds bidirectional formatting character U+202E"s + kNoControl);
+  expectOnlyError(replaced("first gateway",
+                           "txt\xE2\x80\xAE"
+                           "exe"),
+                  4, 19,
+                  "bidirectional formatting character U+202E; a config file may not hold "
+                  "characters that reorder how it is shown");
+}
+
 TEST(UntrustedConfigs, NulEscapeInAListItem) {
   expectOnlyError(replaced("[--iova-mode=va]", "[--iova-mode=va, \"a\\0b\"]"), 11, 32,
                   "the value \"a\\u0000b\" holds a NUL byte"s + kNoControl);
