@@ -580,6 +580,24 @@ def probe(tmp: Path) -> None:
                      path_mtu={"probe": True, "probe-interval": 2}), body)
 
 
+FLOWS = [("A->B IPv4", "hosta", False), ("B->A IPv6", "hostb", True)]
+
+
+def start_transfers(lab, results: dict, **iperf) -> list:
+    """One paced iperf3 transfer per FLOWS entry, each in a thread; its
+    Transfer (or the exception) lands in results[key]."""
+    def transfer(key, sender, v6):
+        try:
+            results[key] = lab.iperf(sender, OTHER[sender], v6=v6, **iperf)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            results[key] = e
+
+    threads = [threading.Thread(target=transfer, args=f) for f in FLOWS]
+    for th in threads:
+        th.start()
+    return threads
+
+
 def shrink(tmp: Path) -> None:
     def body(lab):
         for gw in ("gwa", "gwb"):
@@ -587,17 +605,8 @@ def shrink(tmp: Path) -> None:
         icmp_caps = {h: lab.capture(h, "eth0", name=f"icmp-{h}", bpf_filter=[ICMP_ERRORS]) for h in OTHER}
         frags = fragment_captures(lab)
         results: dict = {}
-
-        def transfer(key, sender, v6):
-            try:
-                results[key] = lab.iperf(sender, OTHER[sender], v6=v6, nbytes=MIB10, bitrate="20M", timeout=40)
-            except Exception as e:  # noqa: BLE001 - reported below
-                results[key] = e
-
-        flows = [("A->B IPv4", "hosta", False), ("B->A IPv6", "hostb", True)]
-        threads = [threading.Thread(target=transfer, args=f) for f in flows]
-        for th in threads:
-            th.start()
+        flows = FLOWS
+        threads = start_transfers(lab, results, nbytes=MIB10, bitrate="20M", timeout=40)
         time.sleep(1.5)
         t_cut = time.monotonic()
         lab.set_ip_mtu("rtr", "a1", NARROW)
@@ -674,18 +683,8 @@ def blackhole(tmp: Path) -> None:
         icmp_caps = {h: lab.capture(h, "eth0", name=f"icmp-{h}", bpf_filter=[ICMP_ERRORS]) for h in OTHER}
         frags = fragment_captures(lab)
         results: dict = {}
-
-        def transfer(key, sender, v6):
-            try:
-                results[key] = lab.iperf(sender, OTHER[sender], v6=v6, nbytes=2 * MIB10, bitrate="40M",
-                                         interval=0.1, timeout=50)
-            except Exception as e:  # noqa: BLE001 - reported below
-                results[key] = e
-
-        flows = [("A->B IPv4", "hosta", False), ("B->A IPv6", "hostb", True)]
-        threads = [threading.Thread(target=transfer, args=f) for f in flows]
-        for th in threads:
-            th.start()
+        flows = FLOWS
+        threads = start_transfers(lab, results, nbytes=2 * MIB10, bitrate="40M", interval=0.1, timeout=50)
         time.sleep(1.5)
         # The black hole: ICMP errors dropped first, then line 1 narrowed both ways.
         lab.drop_icmp("rtr")
