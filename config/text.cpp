@@ -178,11 +178,4 @@ std::string escapeInvalidUtf8(std::string_view text) {
   return out;
 }
 
-bool isPlain(std::string_view text) {
-  if (findProblem(text)) {
-    return false;
-  }
-  return text.find('\\') == std::string_view::npos;
-}
-
 }  // namespace mcgw::text

@@ -65,7 +65,4 @@ std::string quote(std::string_view text, size_t max = kMaxQuoted);
 // Uncut.  For JSON, which escapes control characters itself.
 std::string escapeInvalidUtf8(std::string_view text);
 
-// True when text is valid and needs no escaping to be printed as is.
-bool isPlain(std::string_view text);
-
 }  // namespace mcgw::text

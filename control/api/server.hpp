@@ -43,8 +43,6 @@ class Server {
   void pollFds(std::vector<pollfd>& fds) const;
   void handle(const std::vector<pollfd>& fds);
   const std::string& path() const { return path_; }
-  // Connections closed because more than kMaxClients were open.
-  uint64_t refusedConnections() const { return refused_; }
   static constexpr size_t kMaxClients = 64;
 
  private:

@@ -102,8 +102,7 @@ const std::vector<Command>& commands() {
   return kCommands;
 }
 
-}  // namespace
-
+// The commands handleRequest knows, for the unknown-command message.
 const std::vector<std::string>& requestCommands() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> names;
@@ -114,6 +113,8 @@ const std::vector<std::string>& requestCommands() {
   }();
   return kNames;
 }
+
+}  // namespace
 
 json handleRequest(Gateway& gw, const std::string& command, const json& args,
                    const std::function<ReloadOutcome()>& reload) {

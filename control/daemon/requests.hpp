@@ -18,7 +18,4 @@ namespace mcgw::daemon {
 nlohmann::json handleRequest(Gateway& gw, const std::string& command, const nlohmann::json& args,
                              const std::function<ReloadOutcome()>& reload);
 
-// The commands handleRequest knows, for messages and tests.
-const std::vector<std::string>& requestCommands();
-
 }  // namespace mcgw::daemon

@@ -121,13 +121,5 @@ TEST(Text, EscapeInvalidUtf8KeepsEverythingElse) {
   EXPECT_FALSE(findProblem(escapeInvalidUtf8("\xff\xfe\x80"), Breaks::kAllowed));
 }
 
-TEST(Text, IsPlain) {
-  EXPECT_TRUE(isPlain("wan0"));
-  EXPECT_TRUE(isPlain("\xE4\xB8\xAD"));
-  EXPECT_FALSE(isPlain("a\nb"));
-  EXPECT_FALSE(isPlain("a\\b"));
-  EXPECT_FALSE(isPlain("caf\xE9"));
-}
-
 }  // namespace
 }  // namespace mcgw::text
