@@ -11,6 +11,11 @@
 #include "config/loader.hpp"
 
 struct lysc_node;
+struct lyd_node;
+
+namespace mcgw::config {
+class Schema;
+}
 
 namespace mcgw::config::detail {
 
@@ -94,6 +99,19 @@ std::string joinBounded(const std::vector<std::string>& items, size_t max = 10,
 
 // "[name='x']" as libyang writes a key predicate.
 std::string keyPredicate(std::string_view key, std::string_view value);
+
+struct YamlNode;
+
+// The YAML document as a libyang data tree (tree_builder.cpp), each node's
+// YAML location in map.  With errors (in sink) the tree is freed and the
+// result is nullptr; an empty document is a null tree without errors.
+lyd_node* buildTree(const YamlNode& root, const Schema& schema, ErrorSink& sink, SourceMap& map);
+
+// The validated tree (defaults filled in) as the typed Config (config_reader.cpp).
+Config buildConfig(lyd_node* tree);
+
+// A libyang message as an error may show it: each quoted part escaped and cut.
+std::string boundLibyangMessage(const char* msg);
 
 // The checks YANG cannot express; adds to sink.
 void checkSemantics(const Config& config, const SourceMap& map, ErrorSink& sink);

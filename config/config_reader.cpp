@@ -1,0 +1,271 @@
+// libyang data tree (validated, defaults filled in) → the typed Config.
+#include <libyang/libyang.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "config/loader_detail.hpp"
+
+namespace mcgw::config::detail {
+
+namespace {
+
+class TreeReader {
+ public:
+  explicit TreeReader(lyd_node* tree) : tree_(tree) {}
+
+  // The top-level container named name, or nullptr.
+  lyd_node* top(const char* name) const {
+    for (lyd_node* n = tree_; n; n = n->next) {
+      if (std::strcmp(n->schema->name, name) == 0) {
+        return n;
+      }
+    }
+    return nullptr;
+  }
+  static lyd_node* child(const lyd_node* parent, const char* name) {
+    if (!parent) {
+      return nullptr;
+    }
+    for (lyd_node* n = lyd_child(parent); n; n = n->next) {
+      if (std::strcmp(n->schema->name, name) == 0) {
+        return n;
+      }
+    }
+    return nullptr;
+  }
+  static std::vector<lyd_node*> children(const lyd_node* parent, const char* name) {
+    std::vector<lyd_node*> out;
+    if (!parent) {
+      return out;
+    }
+    for (lyd_node* n = lyd_child(parent); n; n = n->next) {
+      if (std::strcmp(n->schema->name, name) == 0) {
+        out.push_back(n);
+      }
+    }
+    return out;
+  }
+  static std::string str(const lyd_node* parent, const char* name, std::string dflt = "") {
+    lyd_node* n = child(parent, name);
+    return n ? lyd_get_value(n) : dflt;
+  }
+  static std::vector<std::string> strs(const lyd_node* parent, const char* name) {
+    std::vector<std::string> out;
+    for (lyd_node* n : children(parent, name)) {
+      out.push_back(lyd_get_value(n));
+    }
+    return out;
+  }
+  template <typename T>
+  static T num(const lyd_node* parent, const char* name, T dflt = 0) {
+    lyd_node* n = child(parent, name);
+    return n ? static_cast<T>(std::stoull(lyd_get_value(n))) : dflt;
+  }
+  static bool flag(const lyd_node* parent, const char* name, bool dflt) {
+    lyd_node* n = child(parent, name);
+    return n ? std::strcmp(lyd_get_value(n), "true") == 0 : dflt;
+  }
+  // Values the model has already checked; a parse failure here is a bug.
+  static IpAddress addr(const std::string& s) { return IpAddress::parse(s).value_or(IpAddress{}); }
+  static IpPrefix prefix(const std::string& s) { return IpPrefix::parse(s).value_or(IpPrefix{}); }
+  static MacAddress mac(const std::string& s) {
+    return MacAddress::parse(s).value_or(MacAddress{});
+  }
+
+ private:
+  lyd_node* tree_;
+};
+
+}  // namespace
+
+Config buildConfig(lyd_node* tree) {
+  using R = TreeReader;
+  R r(tree);
+  Config c;
+  lyd_node* node = r.top("node");
+  c.node = {R::str(node, "name"), R::str(node, "site"), R::str(node, "description")};
+
+  lyd_node* eal = r.top("eal");
+  c.eal.main_lcore = R::num<uint16_t>(eal, "main-lcore");
+  for (const auto& w : R::strs(eal, "workers")) {
+    c.eal.workers.push_back(static_cast<uint16_t>(std::stoul(w)));
+  }
+  c.eal.hugepages = R::flag(eal, "hugepages", true);
+  c.eal.memory_mb = R::num<uint32_t>(eal, "memory-mb");
+  c.eal.file_prefix = R::str(eal, "file-prefix");
+  c.eal.mbufs = R::num<uint32_t>(eal, "mbufs");
+  c.eal.extra_args = R::strs(eal, "extra-args");
+
+  for (lyd_node* p : R::children(r.top("ports"), "port")) {
+    PortConfig pc;
+    pc.name = R::str(p, "name");
+    pc.role = R::str(p, "role") == "wan" ? PortRole::kWan : PortRole::kLan;
+    pc.pci = R::str(p, "pci");
+    pc.vdev = R::str(p, "vdev");
+    pc.mtu = R::num<uint16_t>(p, "mtu");
+    pc.rx_queues = R::num<uint16_t>(p, "rx-queues");
+    pc.rx_descriptors = R::num<uint16_t>(p, "rx-descriptors");
+    pc.tx_descriptors = R::num<uint16_t>(p, "tx-descriptors");
+    for (const auto& a : R::strs(p, "addresses")) {
+      pc.addresses.push_back(R::prefix(a));
+    }
+    pc.tenant = R::str(p, "tenant");
+    for (lyd_node* n : R::children(R::child(p, "neighbors"), "neighbor")) {
+      pc.neighbors.push_back({R::addr(R::str(n, "address")), R::mac(R::str(n, "mac"))});
+    }
+    c.ports.push_back(std::move(pc));
+  }
+
+  for (lyd_node* t : R::children(r.top("tenants"), "tenant")) {
+    TenantConfig tc{R::str(t, "name"), R::num<uint32_t>(t, "vni"), {}};
+    for (lyd_node* rt : R::children(R::child(t, "routes"), "route")) {
+      StaticRoute sr;
+      sr.prefix = R::prefix(R::str(rt, "prefix"));
+      sr.peer = R::str(rt, "peer");
+      if (auto nh = R::str(rt, "next-hop"); !nh.empty()) {
+        sr.next_hop = R::addr(nh);
+      }
+      tc.routes.push_back(std::move(sr));
+    }
+    c.tenants.push_back(std::move(tc));
+  }
+  // A LAN port carries the only tenant there is unless it names one.
+  if (c.tenants.size() == 1) {
+    for (auto& p : c.ports) {
+      if (p.role == PortRole::kLan && p.tenant.empty()) {
+        p.tenant = c.tenants[0].name;
+      }
+    }
+  }
+
+  for (lyd_node* p : R::children(r.top("peers"), "peer")) {
+    PeerConfig pc;
+    pc.name = R::str(p, "name");
+    if (R::child(p, "asn")) {
+      pc.asn = R::num<uint32_t>(p, "asn");
+    }
+    pc.encapsulation =
+        R::str(p, "encapsulation") == "geneve" ? Encapsulation::kGeneve : Encapsulation::kVxlan;
+    std::string mss = R::str(p, "mss-clamp", "auto");
+    if (mss == "auto") {
+      pc.mss_clamp = {MssClamp::Mode::kAuto, 0};
+    } else if (mss == "off") {
+      pc.mss_clamp = {MssClamp::Mode::kOff, 0};
+    } else {
+      pc.mss_clamp = {MssClamp::Mode::kFixed, static_cast<uint16_t>(std::stoul(mss))};
+    }
+    pc.mss_insert = R::str(p, "mss-insert", "false") == "true";
+    pc.line_mode = R::str(p, "line-mode") == "ecmp" ? LineMode::kEcmp : LineMode::kActiveBackup;
+    pc.tenants = R::strs(p, "tenants");
+    for (lyd_node* l : R::children(R::child(p, "lines"), "line")) {
+      std::string port = R::str(l, "port");
+      const PortConfig* pc_port = c.findPort(port);
+      uint16_t port_mtu = pc_port ? pc_port->mtu : 1500;
+      LineConfig lc{R::str(l, "name"),
+                    port,
+                    R::addr(R::str(l, "local-vtep")),
+                    R::addr(R::str(l, "remote-vtep")),
+                    R::num<uint16_t>(l, "mtu", port_mtu),
+                    R::num<uint8_t>(l, "outer-ttl"),
+                    std::nullopt};
+      if (auto nh = R::str(l, "next-hop"); !nh.empty()) {
+        lc.next_hop = R::addr(nh);
+      }
+      pc.lines.push_back(std::move(lc));
+    }
+    pc.inner_mac = R::mac(R::str(p, "inner-mac", "02:00:00:00:00:01"));
+    c.peers.push_back(std::move(pc));
+  }
+
+  if (lyd_node* b = r.top("bgp")) {
+    c.bgp.enabled = true;
+    c.bgp.asn = R::num<uint32_t>(b, "asn");
+    c.bgp.router_id = R::addr(R::str(b, "router-id"));
+    lyd_node* timers = R::child(b, "timers");
+    c.bgp.keepalive_s = R::num<uint16_t>(timers, "keepalive");
+    c.bgp.hold_s = R::num<uint16_t>(timers, "hold");
+    lyd_node* bfd = R::child(b, "bfd");
+    c.bgp.bfd_enabled = R::flag(bfd, "enabled", true);
+    c.bgp.bfd_interval_ms = R::num<uint16_t>(bfd, "interval-ms");
+    c.bgp.bfd_multiplier = R::num<uint8_t>(bfd, "multiplier");
+    for (lyd_node* n : R::children(R::child(b, "neighbors"), "neighbor")) {
+      c.bgp.neighbors.push_back({R::addr(R::str(n, "address")), R::num<uint32_t>(n, "asn"),
+                                 R::str(n, "port"), R::flag(n, "bfd", true)});
+    }
+    lyd_node* fpm = R::child(b, "fpm");
+    c.bgp.fpm_address = R::addr(R::str(fpm, "address"));
+    c.bgp.fpm_port = R::num<uint16_t>(fpm, "port");
+  }
+
+  for (lyd_node* g : R::children(r.top("vrrp"), "group")) {
+    VrrpGroupConfig vg;
+    vg.vrid = R::num<uint8_t>(g, "vrid");
+    vg.port = R::str(g, "port");
+    vg.priority = R::num<uint8_t>(g, "priority");
+    vg.advert_interval_ms = R::num<uint16_t>(g, "advert-interval-ms");
+    vg.preempt = R::flag(g, "preempt", true);
+    for (const auto& a : R::strs(g, "virtual-addresses")) {
+      vg.virtual_addresses.push_back(R::addr(a));
+    }
+    for (const auto& a : R::strs(g, "unicast-peers")) {
+      vg.unicast_peers.push_back(R::addr(a));
+    }
+    vg.track_peers = R::strs(g, "track-peers");
+    vg.track_penalty = R::num<uint8_t>(g, "track-penalty");
+    vg.notify = R::str(g, "notify");
+    c.vrrp_groups.push_back(std::move(vg));
+  }
+
+  lyd_node* plan = r.top("address-plan");
+  lyd_node* store = R::child(plan, "store");
+  c.address_plan.store = R::str(store, "type") == "etcd" ? AddressPlanConfig::Store::kEtcd
+                                                         : AddressPlanConfig::Store::kFile;
+  c.address_plan.store_path = R::str(store, "path");
+  c.address_plan.etcd_endpoints = R::strs(store, "endpoints");
+  for (lyd_node* p : R::children(R::child(plan, "pools"), "pool")) {
+    PoolConfig pc{R::str(p, "name"), {}, R::num<uint8_t>(p, "allocation-length")};
+    for (const auto& s : R::strs(p, "prefixes")) {
+      pc.prefixes.push_back(R::prefix(s));
+    }
+    c.address_plan.pools.push_back(std::move(pc));
+  }
+  for (lyd_node* cl : R::children(R::child(plan, "clouds"), "cloud")) {
+    for (lyd_node* rg : R::children(R::child(cl, "regions"), "region")) {
+      for (lyd_node* v : R::children(R::child(rg, "vpcs"), "vpc")) {
+        VpcConfig vc{R::str(cl, "name"),  R::str(rg, "name"), R::str(v, "name"), {},
+                     R::str(v, "tenant"), R::str(v, "site")};
+        for (const auto& s : R::strs(v, "prefixes")) {
+          vc.prefixes.push_back(R::prefix(s));
+        }
+        c.address_plan.vpcs.push_back(std::move(vc));
+      }
+    }
+  }
+  for (lyd_node* m : R::children(R::child(plan, "mapped-ranges"), "mapped-range")) {
+    c.address_plan.mapped_ranges.push_back({R::str(m, "name"), R::prefix(R::str(m, "real")),
+                                            R::prefix(R::str(m, "mapped")), R::str(m, "site")});
+  }
+
+  c.fast_path.idle_sleep_max_us =
+      R::num<uint32_t>(r.top("fast-path"), "idle-sleep-max-us", FastPathConfig{}.idle_sleep_max_us);
+
+  {
+    lyd_node* pm = r.top("path-mtu");
+    const PathMtuConfig d;
+    c.path_mtu.probe = R::str(pm, "probe", d.probe ? "true" : "false") == "true";
+    c.path_mtu.probe_interval_s = R::num<uint32_t>(pm, "probe-interval", d.probe_interval_s);
+    c.path_mtu.probe_timeout_ms = R::num<uint32_t>(pm, "probe-timeout-ms", d.probe_timeout_ms);
+    c.path_mtu.aging_s = R::num<uint32_t>(pm, "aging", d.aging_s);
+    c.path_mtu.probe_port = R::num<uint16_t>(pm, "probe-port", d.probe_port);
+  }
+
+  lyd_node* api = r.top("api");
+  c.api = {R::str(api, "socket"), R::str(api, "group")};
+  c.logging.level = R::str(r.top("logging"), "level");
+  c.startup.use_last_good = R::flag(r.top("startup"), "use-last-good", true);
+  return c;
+}
+
+}  // namespace mcgw::config::detail
