@@ -133,7 +133,9 @@ Gateway::~Gateway() {
   eal_.reset();
   for (const auto& set : {managed_own_, host_managed_}) {
     for (const auto& [ifindex, address] : set) {
-      kernel::rtnl::deleteNeighbor(ifindex, address);
+      if (auto r = kernel::rtnl::deleteNeighbor(ifindex, address); !r) {
+        spdlog::warn("{}", r.error());
+      }
     }
   }
 }
@@ -374,7 +376,9 @@ void Gateway::keepNextHopsResolved() {
   managed_ = std::move(want);
   for (auto it = managed_own_.begin(); it != managed_own_.end();) {
     if (!managed_.count(*it)) {  // no longer a next hop: ours to remove
-      kernel::rtnl::deleteNeighbor(it->first, it->second);
+      if (auto r = kernel::rtnl::deleteNeighbor(it->first, it->second); !r) {
+        spdlog::warn("{}", r.error());
+      }
       it = managed_own_.erase(it);
     } else {
       ++it;
@@ -407,7 +411,9 @@ void Gateway::reassertNeighbors() {
     auto n = table.find({it->first, it->second});
     if (n == table.end() || (n->second.state & NUD_FAILED)) {
       if (n != table.end()) {
-        kernel::rtnl::deleteNeighbor(it->first, it->second);
+        if (auto r = kernel::rtnl::deleteNeighbor(it->first, it->second); !r) {
+          spdlog::warn("{}", r.error());
+        }
       }
       it = host_managed_.erase(it);
     } else {
@@ -834,7 +840,9 @@ ReloadOutcome Gateway::reload() {
     }
     port->adoptConfig(*want);
     undo.push_back([port = port, old] {
-      port->setMtu(old.mtu);
+      if (auto r = port->setMtu(old.mtu); !r) {
+        spdlog::error("port {}: cannot restore MTU {}: {}", old.name, old.mtu, r.error());
+      }
       port->adoptConfig(old);
     });
   }

@@ -622,7 +622,7 @@ class Bench {
       fib = big_fib_;
       expect = big_nh_;
     } else {
-      auto f = TenantFib::build("bench-1", {{prefix("10.0.0.0/8"), 0}});
+      auto f = TenantFib::create("bench-1", {{prefix("10.0.0.0/8"), 0}});
       if (!f) {
         fail("fib-lookup: " + f.error());
       }
@@ -816,16 +816,10 @@ class Bench {
       r.next_hop = big_nh_;
       routes.push_back(r);
     }
-    TenantFib::Limits limits;
-    limits.max_rules_v4 = static_cast<uint32_t>(routes.size() + 1024);
-    // At most one tbl8 group per /24 of 10.0.0.0/8 holds longer prefixes.
-    limits.tbl8s_v4 = (1u << 16) + 256;
-    limits.max_rules_v6 = 1024;
-    limits.tbl8s_v6 = 256;
     note("building the " + std::to_string(routes.size()) + "-route FIB ...");
     const size_t before = heapBytes();
     const auto t0 = std::chrono::steady_clock::now();
-    auto fib = TenantFib::build("bench-big", routes, limits);
+    auto fib = TenantFib::create("bench-big", routes);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!fib) {

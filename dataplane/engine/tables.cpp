@@ -410,7 +410,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       }
     }
     if (!te.fib) {
-      auto fib = TenantFib::build(tc.name, routes);
+      auto fib = TenantFib::create(tc.name, routes);
       if (!fib) {
         return unexpected(fib.error());
       }
