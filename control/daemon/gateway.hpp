@@ -1,6 +1,8 @@
-// The gateway's control core: the running config, the DPDK ports it owns,
-// reload as a transaction, and the status every front-end reads.  SIGHUP,
-// `mcgwctl reload` and tests all call Gateway::reload().
+// The gateway's composition root: it starts the subsystems of the control
+// core (ports, kernel sides, neighbours, lines, forwarding tables), runs a
+// reload through their phases (subsystem.hpp) and answers the operator from
+// their state (control/api/views.hpp).  SIGHUP, `mcgwctl reload` and tests
+// all call Gateway::reload().
 #pragma once
 
 #include <chrono>
@@ -14,15 +16,18 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.hpp"
-#include "config/diff.hpp"
 #include "config/loader.hpp"
+#include "control/api/views.hpp"
+#include "control/daemon/daemon_facts.hpp"
+#include "control/daemon/forwarding_state.hpp"
 #include "control/daemon/last_good.hpp"
-#include "control/kernel/netlink.hpp"
-#include "control/pmtu/service.hpp"
+#include "control/daemon/subsystem.hpp"
+#include "control/kernel/kernel_sides.hpp"
+#include "control/kernel/neighbor_resolver.hpp"
+#include "control/lines/underlay_lines.hpp"
+#include "control/ports/port_set.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
-#include "dataplane/engine/port.hpp"
-#include "ebpf/xdp_maps.hpp"
 
 namespace mcgw::daemon {
 
@@ -33,13 +38,6 @@ struct ReloadOutcome {
   // One line for the log and the API alike: "applied 2 change(s)", "no
   // changes", "refused (3 errors); the running config is unchanged".
   std::string summary;
-};
-
-// mcgwd runs the last good copy of its config because the file is invalid.
-struct Fallback {
-  std::string copy;                                // the copy's path
-  std::chrono::system_clock::time_point saved_at;  // when it was last written
-  std::vector<std::string> file_errors;            // why the file was not used
 };
 
 struct StartOptions {
@@ -53,9 +51,6 @@ struct LoadedConfig {
   config::ConfigPtr config;
   std::string text;
 };
-
-// A time as status and logs write it: 2026-12-03T08:00:00Z (UTC).
-std::string isoTime(std::chrono::system_clock::time_point t);
 
 // Reads and checks a config file; errors carry file:line:column.
 Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path);
@@ -113,26 +108,15 @@ class Gateway {
 
  private:
   Gateway() = default;
-  engine::Port* findPort(const std::string& name) const;
-  std::vector<engine::PortStatus> portStatus() const;
-  void sortPorts(const config::Config& order);
-  std::vector<std::string> healthReasons(const std::vector<engine::PortStatus>& ports) const;
-  // The running ports (less `without`) as the table builder sees them.
-  std::map<std::string, engine::OpenPort> openPorts(
-      const std::set<std::string>& without = {}) const;
-  // Builds tables for `config` over the open ports and publishes them.
-  Result<bool, std::string> publish(const config::Config& config,
-                                    const std::map<std::string, engine::OpenPort>& ports);
-  nlohmann::json fastPathStatus() const;
-  nlohmann::json xdpCounters() const;
-  void refreshLiveState(const engine::ForwardingTables& tables);
-  void refreshMss(const engine::ForwardingTables& tables);
-  // Path MTU discovery follows the lines of `tables` (state of lines that
-  // stay is kept); applyPathMtu pushes its changes into the fast path.
-  void configurePathMtu(const engine::ForwardingTables& tables);
-  void applyPathMtu(const engine::ForwardingTables& tables);
-  nlohmann::json pathMtuStatus() const;
-  uint16_t txQueues() const { return static_cast<uint16_t>(dataplane_->workers()); }
+  api::GatewayState state() const;
+  DaemonFacts facts() const;
+  // The subsystems in reload order: each may use the prepared state of
+  // those before it (tables are built over the ports opened before them).
+  std::vector<Subsystem*> subsystems() const;
+  // After an aborted reload: kernel sides and tables over the ports as
+  // they are again.
+  void restoreAfterAbort();
+  ReloadOutcome finish(ReloadOutcome outcome);
 
   std::string path_;
   std::string log_level_override_;
@@ -142,48 +126,17 @@ class Gateway {
   config::ConfigPtr config_;
   std::string config_text_;
   std::unique_ptr<engine::Eal> eal_;
-  std::vector<std::unique_ptr<engine::Port>> ports_;
   std::unique_ptr<engine::Dataplane> dataplane_;
-  engine::TablesBuilder builder_;
-  std::set<std::string> admin_down_;    // "peer/line"
-  std::map<uint16_t, bool> port_link_;  // DPDK port id -> link up (tick)
-
-  // The kernel side of a port: the interface that carries its addresses and
-  // where its neighbours are resolved (the af_xdp interface itself, or a TAP
-  // mcgwd creates for af_packet and PCI ports).
-  struct KernelSide {
-    std::string ifname;
-    int ifindex = 0;
-    std::unique_ptr<engine::Port> tap;
-    std::optional<ebpf::XdpMaps> xdp;  // af_xdp: mcgw's XDP program's maps
-  };
-  std::map<std::string, KernelSide> kernel_;  // by port name
-  std::unique_ptr<kernel::NeighborMonitor> neighbors_;
-  std::set<std::pair<int, config::IpAddress>> managed_;       // next hops we keep resolved
-  std::set<std::pair<int, config::IpAddress>> managed_own_;   // ... whose entries we created
-  std::set<std::pair<int, config::IpAddress>> host_managed_;  // hosts asked for by misses
-  std::unique_ptr<pmtu::PathMtuService> pmtu_;
-  std::vector<std::string> pmtu_errors_;  // logged once each
+  std::unique_ptr<ports::PortSet> ports_;
+  std::unique_ptr<kernel::KernelSides> kernel_;
+  std::unique_ptr<kernel::NeighborResolver> neighbors_;
+  std::unique_ptr<lines::UnderlayLines> lines_;
+  std::unique_ptr<ForwardingState> forwarding_;
   unsigned ticks_ = 0;
-  unsigned tap_serial_ = 0;
-  std::vector<std::string> kernel_errors_;  // for health
-  void setUpKernelSides();
-  void keepNextHopsResolved();
-  void updateXdpMaps();
-  void reassertNeighbors();
-  static constexpr unsigned kMaxResolutionsPerTick = 64;
-  static constexpr size_t kMaxHostResolutions = 1024;
-  uint64_t resolutions_refused_ = 0;
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;
-  struct LastReload {
-    bool attempted = false;
-    bool ok = true;
-    std::chrono::system_clock::time_point at;
-    std::vector<std::string> errors;
-    std::vector<std::string> changes;
-  } last_reload_;
+  ReloadRecord last_reload_;
 };
 
 }  // namespace mcgw::daemon

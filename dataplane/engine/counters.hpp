@@ -33,24 +33,32 @@ struct PacketsBytes {
 };
 
 // The plain event counters, one list for the workers' counters, the
-// snapshot and the aggregation: X(name, what it counts).
-#define MCGW_EVENT_COUNTERS(X)                                                                \
-  X(held, "packets that waited for a neighbour's MAC")                                        \
-  X(neighbor_misses, "resolutions asked of the control plane")                                \
-  X(icmp_sent, "ICMP errors generated (all kinds)")                                           \
-  X(icmp_time_exceeded, "ICMP / ICMPv6 time exceeded sent")                                   \
-  X(icmp_frag_needed, "ICMP fragmentation needed sent (IPv4 DF packets too big)")             \
-  X(icmp_packet_too_big, "ICMPv6 Packet Too Big sent")                                        \
-  X(icmp_rate_limited, "ICMP errors not sent: the per-source or worker rate limit")           \
-  X(icmp_not_allowed, "ICMP errors not sent: about an ICMP error, a fragment, multicast ...") \
-  X(icmp_suppressed, "ICMP errors not sent: no source address or no buffer")                  \
-  X(fragmented, "IPv4 packets without DF fragmented before encapsulation or on a LAN port")   \
-  X(fragments, "fragments those made")                                                        \
-  X(mss_clamped, "SYN / SYN-ACK whose MSS option was lowered")                                \
-  X(mss_below, "SYN / SYN-ACK whose MSS was already at or below the clamp")                   \
-  X(mss_no_option, "SYN / SYN-ACK without an MSS option (passed unchanged)")                  \
-  X(mss_inserted, "SYN / SYN-ACK that got an MSS option inserted (mss-insert)")               \
-  X(mss_malformed, "SYN / SYN-ACK with malformed TCP options (forwarded unchanged)")
+// snapshot, the aggregation and the counters JSON:
+// X(name, JSON group, JSON key, what it counts).  `mcgwctl show counters
+// --json` shows each as counters[group][key].
+#define MCGW_EVENT_COUNTERS(X)                                                                     \
+  X(held, "neighbors", "held_packets", "packets that waited for a neighbour's MAC")                \
+  X(neighbor_misses, "neighbors", "resolutions_asked", "resolutions asked of the control plane")   \
+  X(icmp_sent, "icmp", "sent", "ICMP errors generated (all kinds)")                                \
+  X(icmp_time_exceeded, "icmp", "time_exceeded", "ICMP / ICMPv6 time exceeded sent")               \
+  X(icmp_frag_needed, "icmp", "frag_needed",                                                       \
+    "ICMP fragmentation needed sent (IPv4 DF packets too big)")                                    \
+  X(icmp_packet_too_big, "icmp", "packet_too_big", "ICMPv6 Packet Too Big sent")                   \
+  X(icmp_rate_limited, "icmp", "rate_limited",                                                     \
+    "ICMP errors not sent: the per-source or worker rate limit")                                   \
+  X(icmp_not_allowed, "icmp", "not_allowed",                                                       \
+    "ICMP errors not sent: about an ICMP error, a fragment, multicast ...")                        \
+  X(icmp_suppressed, "icmp", "suppressed", "ICMP errors not sent: no source address or no buffer") \
+  X(fragmented, "fragmentation", "packets",                                                        \
+    "IPv4 packets without DF fragmented before encapsulation or on a LAN port")                    \
+  X(fragments, "fragmentation", "fragments", "fragments those made")                               \
+  X(mss_clamped, "mss", "clamped", "SYN / SYN-ACK whose MSS option was lowered")                   \
+  X(mss_below, "mss", "already_below",                                                             \
+    "SYN / SYN-ACK whose MSS was already at or below the clamp")                                   \
+  X(mss_no_option, "mss", "no_option", "SYN / SYN-ACK without an MSS option (passed unchanged)")   \
+  X(mss_inserted, "mss", "inserted", "SYN / SYN-ACK that got an MSS option inserted (mss-insert)") \
+  X(mss_malformed, "mss", "malformed",                                                             \
+    "SYN / SYN-ACK with malformed TCP options (forwarded unchanged)")
 
 enum class WorkerState : uint8_t { kPolling, kPausing, kSleeping, kStopped };
 
@@ -60,7 +68,7 @@ struct alignas(64) WorkerCounters {
   std::array<PacketsBytes, kMaxTunnels> tunnel_tx, tunnel_rx;
   PacketsBytes lan_rx, lan_tx, wan_rx, wan_tx;
   PacketsBytes to_kernel, from_kernel;  // the exception path (TAP ports)
-#define MCGW_COUNTER_MEMBER(name, what) Counter name;
+#define MCGW_COUNTER_MEMBER(name, ...) Counter name;
   MCGW_EVENT_COUNTERS(MCGW_COUNTER_MEMBER)
 #undef MCGW_COUNTER_MEMBER
   Counter polls, busy_polls;

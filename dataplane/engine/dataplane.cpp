@@ -228,7 +228,7 @@ CountersSnapshot Dataplane::counters() const {
     add(s.wan_tx, c.wan_tx);
     add(s.to_kernel, c.to_kernel);
     add(s.from_kernel, c.from_kernel);
-#define MCGW_SUM_COUNTER(name, what) s.name += c.name.get();
+#define MCGW_SUM_COUNTER(name, ...) s.name += c.name.get();
     MCGW_EVENT_COUNTERS(MCGW_SUM_COUNTER)
 #undef MCGW_SUM_COUNTER
     WorkerStatus ws;

@@ -42,7 +42,7 @@ struct CountersSnapshot {
   std::array<PB, kMaxLines> line_tx{}, line_rx{};
   std::array<PB, kMaxTunnels> tunnel_tx{}, tunnel_rx{};
   PB lan_rx, lan_tx, wan_rx, wan_tx, to_kernel, from_kernel;
-#define MCGW_SNAPSHOT_MEMBER(name, what) uint64_t name = 0;
+#define MCGW_SNAPSHOT_MEMBER(name, ...) uint64_t name = 0;
   MCGW_EVENT_COUNTERS(MCGW_SNAPSHOT_MEMBER)
 #undef MCGW_SNAPSHOT_MEMBER
   std::vector<WorkerStatus> workers;

@@ -1,0 +1,487 @@
+#include "control/api/views.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "control/api/protocol.hpp"
+#include "dataplane/engine/counters.hpp"
+#include "dataplane/proto/tunnel.hpp"
+
+namespace mcgw::api {
+
+using daemon::isoTime;
+using nlohmann::json;
+
+namespace {
+
+// A port's device counters, as status and show counters list them.
+json portCounters(const engine::PortStatus& s) {
+  return {{"rx_packets", s.rx_packets}, {"tx_packets", s.tx_packets}, {"rx_bytes", s.rx_bytes},
+          {"tx_bytes", s.tx_bytes},     {"rx_missed", s.rx_missed},   {"rx_errors", s.rx_errors},
+          {"tx_errors", s.tx_errors},   {"rx_nombuf", s.rx_nombuf}};
+}
+
+std::string macText(const uint8_t* m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
+}
+
+const char* stateName(engine::WorkerState s) {
+  switch (s) {
+    case engine::WorkerState::kPolling:
+      return "polling";
+    case engine::WorkerState::kPausing:
+      return "pausing";
+    case engine::WorkerState::kSleeping:
+      return "sleeping";
+    case engine::WorkerState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+json pb(const engine::CountersSnapshot::PB& tx, const engine::CountersSnapshot::PB& rx) {
+  return {{"tx_packets", tx.packets},
+          {"tx_bytes", tx.bytes},
+          {"rx_packets", rx.packets},
+          {"rx_bytes", rx.bytes}};
+}
+
+// A steady-clock time as ISO-8601 UTC.
+std::string isoTime(pmtu::TimePoint t) {
+  return daemon::isoTime(
+      std::chrono::system_clock::now() -
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(pmtu::Clock::now() - t));
+}
+
+int64_t ageSeconds(pmtu::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(pmtu::Clock::now() - t).count();
+}
+
+json pathMtuCounters(const pmtu::Counters& c) {
+  return {{"icmp_accepted", c.icmp_accepted},
+          {"icmp_ignored", c.icmp_ignored},
+          {"probes_sent", c.probes_sent},
+          {"probes_answered", c.probes_answered},
+          {"probes_lost", c.probes_lost},
+          {"probes_refused", c.probes_refused},
+          {"searches", c.searches}};
+}
+
+const pmtu::LineView* pathMtuOf(const GatewayState& s, const engine::LineEntry& l) {
+  return s.lines.pathMtu().tracker().view(l.peer + "/" + l.name);
+}
+
+uint16_t pathMtuNow(const GatewayState& s, const engine::LineEntry& l) {
+  const uint16_t mtu = s.dataplane.linePathMtu(l.slot);
+  return mtu ? mtu : l.mtu;
+}
+
+json fastPathStatus(const GatewayState& s) {
+  const engine::CountersSnapshot c = s.dataplane.counters();
+  const engine::ForwardingTables* t = s.dataplane.tables();
+  uint64_t drops = 0;
+  for (uint64_t d : c.drops) {
+    drops += d;
+  }
+  json workers = json::array();
+  for (const auto& w : c.workers) {
+    workers.push_back({{"index", w.index},
+                       {"lcore", w.lcore},
+                       {"state", stateName(w.state)},
+                       {"sleep_us", w.sleep_us},
+                       {"rx_packets", w.packets}});
+  }
+  size_t usable = 0;
+  for (const auto& l : t->lines) {
+    usable += s.dataplane.lineUp(l.slot) && l.resolved;
+  }
+  return {{"workers", workers},
+          {"idle_sleep_max_us", t->idle_sleep_max_us},
+          {"tables_generation", t->generation},
+          {"tunnels", t->tunnels.size()},
+          {"lines", t->lines.size()},
+          {"lines_usable", usable},
+          {"routes", t->route_views.size()},
+          {"drops_total", drops}};
+}
+
+json pathMtuStatus(const GatewayState& s) {
+  const engine::ForwardingTables* t = s.dataplane.tables();
+  json lines = json::array();
+  for (const auto& l : t->lines) {
+    const pmtu::LineView* v = pathMtuOf(s, l);
+    json line = {{"peer", l.peer},
+                 {"line", l.name},
+                 {"configured_mtu", l.mtu},
+                 {"path_mtu", pathMtuNow(s, l)},
+                 {"path_mtu_source", v ? pmtu::toString(v->source) : "configured"},
+                 {"probe", v ? pmtu::toString(v->probe) : "off"}};
+    if (v) {
+      line["path_mtu_since"] = isoTime(v->since);
+      line["path_mtu_age_s"] = ageSeconds(v->since);
+    }
+    lines.push_back(std::move(line));
+  }
+  const pmtu::PathMtuService& service = s.lines.pathMtu();
+  const auto& i = service.listener().counters();
+  const auto& p = service.prober().counters();
+  return {{"probe", s.config.path_mtu.probe},
+          {"probe_port", s.config.path_mtu.probe_port},
+          {"lines", lines},
+          {"icmp",
+           {{"received", i.received},
+            {"matched", i.matched},
+            {"not_ours", i.not_ours},
+            {"malformed", i.malformed},
+            {"refused", i.refused}}},
+          {"probes",
+           {{"sent", p.sent},
+            {"send_errors", p.send_errors},
+            {"replies", p.replies},
+            {"replies_unmatched", p.replies_unmatched},
+            {"requests_answered", p.requests_answered},
+            {"requests_refused", p.requests_refused},
+            {"malformed", p.malformed}}},
+          {"errors", service.errors()}};
+}
+
+// mcgw's XDP program's verdicts per af_xdp port (only those that occurred).
+json xdpCounters(const GatewayState& s) {
+  json out = json::object();
+  for (const auto& [name, side] : s.kernel.sides()) {
+    if (!side.xdp) {
+      continue;
+    }
+    auto c = side.xdp->counters();
+    if (!c) {
+      continue;
+    }
+    json verdicts = json::object();
+    for (size_t i = 0; i < ebpf::kXdpVerdictCount; ++i) {
+      if ((*c)[i].packets > 0) {
+        verdicts[std::string(ebpf::kXdpVerdicts[i].name)] = (*c)[i].packets;
+      }
+    }
+    out[name] = verdicts;
+  }
+  return out;
+}
+
+// The exception path's packet and byte counters: counters.kernel.
+struct PathCounter {
+  const char* name;  // to_kernel: to_kernel_packets, to_kernel_bytes
+  engine::CountersSnapshot::PB engine::CountersSnapshot::*member;
+};
+constexpr PathCounter kKernelCounters[] = {{"to_kernel", &engine::CountersSnapshot::to_kernel},
+                                           {"from_kernel", &engine::CountersSnapshot::from_kernel}};
+
+}  // namespace
+
+std::vector<std::string> healthReasons(const GatewayState& s, const daemon::DaemonFacts& d,
+                                       const std::vector<engine::PortStatus>& ports) {
+  std::vector<std::string> reasons;
+  for (const auto& pc : s.config.ports) {
+    auto it =
+        std::find_if(ports.begin(), ports.end(), [&](const auto& p) { return p.name == pc.name; });
+    if (it == ports.end()) {
+      reasons.push_back("port " + pc.name + " is configured but not open (see the log)");
+    } else if (!it->link_up) {
+      reasons.push_back("port " + pc.name + " link is down");
+    }
+  }
+  if (const engine::ForwardingTables* t = s.dataplane.tables()) {
+    for (size_t pi = 0; pi < t->peer_names.size(); ++pi) {
+      std::vector<std::string> why;
+      bool usable = false;
+      for (const auto& l : t->lines) {
+        if (l.peer != t->peer_names[pi]) {
+          continue;
+        }
+        if (s.dataplane.lineUp(l.slot) && l.resolved) {
+          usable = true;
+        } else {
+          why.push_back(l.name + ": " +
+                        (!l.resolved                         ? "next-hop MAC unknown"
+                         : s.lines.adminDown(l.peer, l.name) ? "administratively down"
+                                                             : "link down"));
+        }
+      }
+      if (!usable) {
+        std::string text = "peer " + t->peer_names[pi] + " has no usable line";
+        for (size_t i = 0; i < why.size(); ++i) {
+          text += (i ? ", " : " (") + why[i] + (i + 1 == why.size() ? ")" : "");
+        }
+        reasons.push_back(text);
+      }
+    }
+  }
+  for (const auto& e : s.kernel.errors()) {
+    reasons.push_back(e);
+  }
+  if (d.fallback) {
+    const auto& errors = d.fallback->file_errors;
+    std::string why = errors.empty() ? "" : ": " + errors.front();
+    if (errors.size() > 1) {
+      why += " (and " + std::to_string(errors.size() - 1) + " more; mcgwctl status --json)";
+    }
+    reasons.push_back("running the last good config from " + isoTime(d.fallback->saved_at) + "; " +
+                      d.config_file + " is invalid" + why);
+  }
+  if (d.last_reload.attempted && !d.last_reload.ok) {
+    reasons.push_back("last reload failed at " + isoTime(d.last_reload.at) +
+                      "; the file on disk is not in force");
+  }
+  if (!d.last_good_error.empty()) {
+    reasons.push_back("cannot keep the last good copy of the config: " + d.last_good_error);
+  }
+  return reasons;
+}
+
+json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
+  auto statuses = s.ports.status();
+  auto reasons = healthReasons(s, d, statuses);
+  json ports = json::array();
+  for (size_t i = 0; i < s.ports.all().size(); ++i) {
+    const auto& p = s.ports.all()[i];
+    const engine::PortStatus& st = statuses[i];
+    ports.push_back(
+        {{"name", st.name},
+         {"role", config::toString(p->config().role)},
+         {"device", st.device},
+         {"driver", st.driver},
+         {"port_id", st.port_id},
+         {"link",
+          {{"up", st.link_up}, {"speed_mbps", st.speed_mbps}, {"full_duplex", st.full_duplex}}},
+         {"mtu", st.mtu},
+         {"configured_mtu", p->config().mtu},
+         {"mac", st.mac},
+         {"rx_queues", st.rx_queues},
+         {"counters", portCounters(st)}});
+  }
+  json last = nullptr;
+  if (d.last_reload.attempted) {
+    last = {{"at", isoTime(d.last_reload.at)},
+            {"ok", d.last_reload.ok},
+            {"errors", d.last_reload.errors},
+            {"changes", d.last_reload.changes}};
+  }
+  auto uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - d.started)
+          .count();
+  json last_good = {
+      {"file", d.last_good_file},
+      {"saved_at", d.last_good_saved_at ? json(isoTime(*d.last_good_saved_at)) : json(nullptr)},
+      {"error", d.last_good_error.empty() ? json(nullptr) : json(d.last_good_error)}};
+  json fallback = nullptr;
+  if (d.fallback) {
+    fallback = {{"copy", d.fallback->copy},
+                {"saved_at", isoTime(d.fallback->saved_at)},
+                {"file_errors", d.fallback->file_errors}};
+  }
+  return {{"schema", kStatusSchema},
+          {"health", {{"state", reasons.empty() ? "healthy" : "degraded"}, {"reasons", reasons}}},
+          {"node", {{"name", s.config.node.name}, {"site", s.config.node.site}}},
+          {"daemon",
+           {{"version", d.version},
+            {"pid", ::getpid()},
+            {"started_at", isoTime(d.started_at)},
+            {"uptime_s", uptime}}},
+          {"config",
+           {{"file", d.config_file},
+            {"checksum", s.config.checksum},
+            {"loaded_at", isoTime(d.loaded_at)},
+            {"last_reload", last},
+            {"last_good", last_good},
+            {"running_last_good", fallback}}},
+          {"ports", ports},
+          {"fast_path", fastPathStatus(s)},
+          {"path_mtu", pathMtuStatus(s)}};
+}
+
+json tunnelsView(const GatewayState& s) {
+  const engine::ForwardingTables* t = s.dataplane.tables();
+  const engine::CountersSnapshot c = s.dataplane.counters();
+  json out = json::array();
+  for (const auto& tu : t->tunnels) {
+    const config::PeerConfig* peer = s.config.findPeer(t->peer_names[tu.peer]);
+    json lines = json::array();
+    json active = json::array();
+    for (unsigned i = 0; i < tu.n_lines; ++i) {
+      const engine::LineEntry& l = t->lines[tu.lines[i]];
+      const bool up = s.dataplane.lineUp(l.slot);
+      const pmtu::LineView* v = pathMtuOf(s, l);
+      const unsigned path_mtu = pathMtuNow(s, l);
+      const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
+      const config::LineConfig* lc = nullptr;
+      for (const auto& x : peer->lines) {
+        if (x.name == l.name) {
+          lc = &x;
+        }
+      }
+      json line = {{"name", l.name},
+                   {"port", s.config.findPort(lc->port) ? lc->port : ""},
+                   {"local_vtep", lc->local_vtep.toString()},
+                   {"remote_vtep", lc->remote_vtep.toString()},
+                   {"next_hop", l.next_hop.toString()},
+                   {"next_hop_mac", l.resolved ? macText(l.header.dst_mac) : ""},
+                   {"mtu", l.mtu},
+                   {"path_mtu", path_mtu},
+                   {"path_mtu_source", v ? pmtu::toString(v->source) : "configured"},
+                   {"path_mtu_since", v ? json(isoTime(v->since)) : json(nullptr)},
+                   {"path_mtu_age_s", v ? json(ageSeconds(v->since)) : json(nullptr)},
+                   {"path_mtu_reason", v ? v->reason : "configured"},
+                   {"probe", v ? pmtu::toString(v->probe) : "off"},
+                   {"path_mtu_counters", pathMtuCounters(v ? v->counters : pmtu::Counters{})},
+                   // The largest inner IP packet: the path MTU less the encapsulation
+                   // (tunnelOverhead counts the outer Ethernet header, the same size
+                   // as the inner one, which the path MTU carries).
+                   {"inner_mtu", path_mtu > overhead ? path_mtu - overhead : 0},
+                   {"mss4", s.dataplane.tunnelMss4(tu.slot)},
+                   {"mss6", s.dataplane.tunnelMss6(tu.slot)},
+                   {"up", up && l.resolved},
+                   {"admin_up", !s.lines.adminDown(l.peer, l.name)},
+                   {"link_up", s.lines.linkUp(l.port)},
+                   {"resolved", l.resolved},
+                   {"counters", pb(c.line_tx[l.slot], c.line_rx[l.slot])}};
+      if (up && l.resolved && (tu.ecmp || active.empty())) {
+        active.push_back(l.name);
+      }
+      lines.push_back(line);
+    }
+    out.push_back({{"peer", t->peer_names[tu.peer]},
+                   {"tenant", t->tenants[tu.tenant].name},
+                   {"vni", tu.vni},
+                   {"encapsulation", config::toString(peer->encapsulation)},
+                   {"line_mode", config::toString(peer->line_mode)},
+                   {"inner_mac", macText(tu.inner_dst.data())},
+                   {"active_lines", active},
+                   {"mss4", s.dataplane.tunnelMss4(tu.slot)},
+                   {"mss6", s.dataplane.tunnelMss6(tu.slot)},
+                   {"lines", lines},
+                   {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
+  }
+  return {{"schema", "mcgw.tunnels/1"}, {"tunnels", out}};
+}
+
+json routesView(const GatewayState& s) {
+  const engine::ForwardingTables* t = s.dataplane.tables();
+  json out = json::array();
+  for (const auto& r : t->route_views) {
+    out.push_back({{"tenant", r.tenant}, {"prefix", r.prefix}, {"via", r.via}});
+  }
+  return {{"schema", "mcgw.routes/1"}, {"generation", t->generation}, {"routes", out}};
+}
+
+json countersView(const GatewayState& s) {
+  const engine::CountersSnapshot c = s.dataplane.counters();
+  const engine::ForwardingTables* t = s.dataplane.tables();
+  json out = {{"schema", "mcgw.counters/1"}};
+  json drops = json::object();
+  uint64_t total = 0;
+  for (size_t i = 0; i < engine::kDropReasonCount; ++i) {
+    drops[std::string(engine::kDropReasons[i].name)] = c.drops[i];
+    total += c.drops[i];
+  }
+  out["drops"] = drops;
+  out["drops_total"] = total;
+  out["lan"] = pb(c.lan_tx, c.lan_rx);
+  out["wan"] = pb(c.wan_tx, c.wan_rx);
+  // The event counters, each at counters[group][key] (counters.hpp).
+#define MCGW_JSON_COUNTER(name, group, key, ...) out[group][key] = c.name;
+  MCGW_EVENT_COUNTERS(MCGW_JSON_COUNTER)
+#undef MCGW_JSON_COUNTER
+  for (const auto& k : kKernelCounters) {
+    const engine::CountersSnapshot::PB& v = c.*k.member;
+    out["kernel"][std::string(k.name) + "_packets"] = v.packets;
+    out["kernel"][std::string(k.name) + "_bytes"] = v.bytes;
+  }
+  // The control plane's side of neighbour resolution.
+  out["neighbors"]["host_entries"] = s.neighbors.hostEntries();
+  out["neighbors"]["resolutions_refused"] = s.neighbors.resolutionsRefused();
+  out["xdp"] = xdpCounters(s);
+
+  json workers = json::array();
+  for (const auto& w : c.workers) {
+    json queues = json::array();
+    for (const auto& q : w.queues) {
+      queues.push_back(t->ports[q.port].name + ":" + std::to_string(q.queue));
+    }
+    workers.push_back({{"index", w.index},
+                       {"lcore", w.lcore},
+                       {"state", stateName(w.state)},
+                       {"sleep_us", w.sleep_us},
+                       {"idle_sleep_max_us", t->idle_sleep_max_us},
+                       {"polls", w.polls},
+                       {"busy_polls", w.busy_polls},
+                       {"busy_cycles", w.busy_cycles},
+                       {"sleeps", w.sleeps},
+                       {"rx_packets", w.packets},
+                       {"queues", queues}});
+  }
+  json lines = json::array();
+  for (const auto& l : t->lines) {
+    lines.push_back({{"peer", l.peer},
+                     {"line", l.name},
+                     {"up", s.dataplane.lineUp(l.slot) && l.resolved},
+                     {"counters", pb(c.line_tx[l.slot], c.line_rx[l.slot])}});
+  }
+  json tunnels = json::array();
+  for (const auto& tu : t->tunnels) {
+    tunnels.push_back({{"peer", t->peer_names[tu.peer]},
+                       {"tenant", t->tenants[tu.tenant].name},
+                       {"vni", tu.vni},
+                       {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
+  }
+  json ports = json::array();
+  for (const auto& p : s.ports.all()) {
+    auto st = p->status();
+    json entry = portCounters(st);
+    entry["name"] = st.name;
+    ports.push_back(std::move(entry));
+  }
+  out["ports"] = ports;
+  out["lines"] = lines;
+  out["tunnels"] = tunnels;
+  out["workers"] = workers;
+  return out;
+}
+
+json neighborsView(const GatewayState& s, const std::map<std::string, engine::OpenPort>& open) {
+  json out = json::array();
+  for (const auto& [name, op] : open) {
+    for (const auto& n : op.neighbors) {
+      engine::Mac mac{};
+      const bool in_fast_path = s.dataplane.tables()->neighbor(
+          op.port_id, n.address.family == config::Family::V6, n.address.bytes.data(), &mac);
+      out.push_back({{"port", name},
+                     {"address", n.address.toString()},
+                     {"mac", n.mac.toString()},
+                     {"source", "kernel"},
+                     {"in_fast_path", in_fast_path}});
+    }
+    if (const config::PortConfig* pc = s.config.findPort(name)) {
+      for (const auto& n : pc->neighbors) {
+        out.push_back({{"port", name},
+                       {"address", n.address.toString()},
+                       {"mac", n.mac.toString()},
+                       {"source", "config"}});
+      }
+    }
+  }
+  json kernel = json::array();
+  for (const auto& [key, n] : s.neighbors.entries()) {
+    kernel.push_back({{"ifindex", n.ifindex},
+                      {"address", n.address.toString()},
+                      {"state", n.state},
+                      {"managed", n.managed},
+                      {"usable", n.usable()}});
+  }
+  return {{"schema", "mcgw.neighbors/1"}, {"neighbors", out}, {"kernel_table", kernel}};
+}
+
+}  // namespace mcgw::api

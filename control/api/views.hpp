@@ -1,0 +1,44 @@
+// The operator's JSON views (status, tunnels, routes, counters, neighbours,
+// path MTU), built from the subsystems' read-only state.  Keys are the API:
+// fields are only added within a schema version.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "control/daemon/daemon_facts.hpp"
+#include "control/kernel/kernel_sides.hpp"
+#include "control/kernel/neighbor_resolver.hpp"
+#include "control/lines/underlay_lines.hpp"
+#include "control/ports/port_set.hpp"
+#include "dataplane/engine/dataplane.hpp"
+#include "dataplane/engine/tables.hpp"
+
+namespace mcgw::api {
+
+// The subsystems a view reads.
+struct GatewayState {
+  const config::Config& config;
+  const engine::Dataplane& dataplane;
+  const ports::PortSet& ports;
+  const kernel::KernelSides& kernel;
+  const kernel::NeighborResolver& neighbors;
+  const lines::UnderlayLines& lines;
+};
+
+// Why the gateway is degraded (empty: healthy); `ports` is ports.status().
+std::vector<std::string> healthReasons(const GatewayState& s, const daemon::DaemonFacts& d,
+                                       const std::vector<engine::PortStatus>& ports);
+nlohmann::json statusView(const GatewayState& s, const daemon::DaemonFacts& d);
+nlohmann::json tunnelsView(const GatewayState& s);
+nlohmann::json routesView(const GatewayState& s);
+nlohmann::json countersView(const GatewayState& s);
+// `open`: the running ports as the table builder sees them.
+nlohmann::json neighborsView(const GatewayState& s,
+                             const std::map<std::string, engine::OpenPort>& open);
+
+}  // namespace mcgw::api

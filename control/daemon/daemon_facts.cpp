@@ -1,0 +1,16 @@
+#include "control/daemon/daemon_facts.hpp"
+
+#include <ctime>
+
+namespace mcgw::daemon {
+
+std::string isoTime(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace mcgw::daemon

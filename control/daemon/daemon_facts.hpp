@@ -1,0 +1,44 @@
+// What the daemon knows about itself (as opposed to its subsystems) and
+// shows in status: when it started, the config in force, the last reload,
+// the last good copy and a fallback to it.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mcgw::daemon {
+
+// mcgwd runs the last good copy of its config because the file is invalid.
+struct Fallback {
+  std::string copy;                                // the copy's path
+  std::chrono::system_clock::time_point saved_at;  // when it was last written
+  std::vector<std::string> file_errors;            // why the file was not used
+};
+
+struct ReloadRecord {
+  bool attempted = false;
+  bool ok = true;
+  std::chrono::system_clock::time_point at;
+  std::vector<std::string> errors;
+  std::vector<std::string> changes;
+};
+
+struct DaemonFacts {
+  std::string version;
+  std::string config_file;
+  std::chrono::system_clock::time_point started_at;
+  std::chrono::steady_clock::time_point started;
+  std::chrono::system_clock::time_point loaded_at;
+  ReloadRecord last_reload;
+  std::string last_good_file;
+  std::optional<std::chrono::system_clock::time_point> last_good_saved_at;
+  std::string last_good_error;  // empty: the last save worked
+  std::optional<Fallback> fallback;
+};
+
+// A time as status and logs write it: 2026-12-03T08:00:00Z (UTC).
+std::string isoTime(std::chrono::system_clock::time_point t);
+
+}  // namespace mcgw::daemon

@@ -1,0 +1,71 @@
+// The kernel side of each port: the interface that carries the port's
+// addresses and where its neighbours are resolved (the af_xdp interface
+// itself, or a TAP mcgwd creates for af_packet and PCI ports), with the
+// sysctls and tc filter that keep the kernel off an af_packet interface and
+// the maps of mcgw's XDP program.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "control/daemon/subsystem.hpp"
+#include "control/ports/port_set.hpp"
+#include "dataplane/engine/port.hpp"
+#include "ebpf/xdp_maps.hpp"
+
+namespace mcgw::kernel {
+
+struct KernelSide {
+  std::string ifname;
+  int ifindex = 0;
+  std::unique_ptr<engine::Port> tap;
+  std::optional<ebpf::XdpMaps> xdp;  // af_xdp: mcgw's XDP program's maps
+};
+
+class KernelSides : public daemon::Subsystem {
+ public:
+  KernelSides(const ports::PortSet& ports, config::ConfigPtr config)
+      : ports_(ports), config_(std::move(config)) {}
+
+  // Gives every running port without one its kernel side and the port's
+  // current addresses; then the XDP maps.  Failures are logged and kept for
+  // health: forwarding works without the kernel side, the control plane not.
+  void setUp();
+  // What mcgw's XDP program needs: role, our VTEPs, our addresses.
+  void updateXdpMaps();
+  // The port closes: its TAP goes first.
+  void forget(const std::string& port) { sides_.erase(port); }
+  void clear() { sides_.clear(); }
+
+  const std::map<std::string, KernelSide>& sides() const { return sides_; }
+  const KernelSide* find(const std::string& port) const;
+  int ifindexOf(const std::string& port) const;
+  // Why a kernel side is missing or incomplete (health reasons).
+  const std::vector<std::string>& errors() const { return errors_; }
+
+  // A reload: the new config's ports get their kernel sides when applied
+  // (after the tables with the new ports are live).
+  std::string_view name() const override { return "kernel sides"; }
+  Result<bool, std::string> prepare(const daemon::ReloadPlan& plan) override;
+  void apply() override;
+  void abort() override { next_.reset(); }
+
+ private:
+  const ports::PortSet& ports_;
+  config::ConfigPtr config_;
+  config::ConfigPtr next_;
+  std::map<std::string, KernelSide> sides_;  // by port name
+  std::vector<std::string> errors_;
+  unsigned tap_serial_ = 0;
+};
+
+// Keeps the kernel off an af_packet interface's received frames: a clsact
+// qdisc and a one-instruction cls_bpf filter at its tc ingress returning
+// TC_ACT_SHOT.  True when both were installed.
+bool dropKernelIngress(const std::string& ifname);
+
+}  // namespace mcgw::kernel

@@ -1,0 +1,167 @@
+#include "control/kernel/neighbor_resolver.hpp"
+
+#include <linux/neighbour.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace mcgw::kernel {
+
+Result<std::unique_ptr<NeighborResolver>, std::string> NeighborResolver::open(
+    const KernelSides& sides, config::ConfigPtr config) {
+  auto monitor = NeighborMonitor::open();
+  if (!monitor) {
+    return unexpected("kernel neighbour table: " + monitor.error());
+  }
+  std::unique_ptr<NeighborResolver> r(new NeighborResolver(sides, std::move(config)));
+  r->monitor_ = std::move(*monitor);
+  return r;
+}
+
+NeighborResolver::~NeighborResolver() {
+  for (const auto& set : {managed_own_, host_managed_}) {
+    for (const auto& [ifindex, address] : set) {
+      if (auto r = rtnl::deleteNeighbor(ifindex, address); !r) {
+        spdlog::warn("{}", r.error());
+      }
+    }
+  }
+}
+
+bool NeighborResolver::receive() {
+  if (!monitor_->receive()) {
+    return false;
+  }
+  reassert();
+  return true;
+}
+
+void NeighborResolver::keepNextHopsResolved() {
+  std::set<Entry> want;
+  for (const auto& peer : config_->peers) {
+    for (const auto& l : peer.lines) {
+      if (int ifx = sides_.ifindexOf(l.port)) {
+        want.insert({ifx, l.next_hop.value_or(l.remote_vtep)});
+      }
+    }
+  }
+  for (const auto& t : config_->tenants) {
+    for (const auto& r : t.routes) {
+      if (!r.next_hop) {
+        continue;
+      }
+      for (const auto& pc : config_->ports) {
+        if (pc.role != config::PortRole::kLan || pc.tenant != t.name) {
+          continue;
+        }
+        for (const auto& a : pc.addresses) {
+          if (a.network().contains(*r.next_hop)) {
+            if (int ifx = sides_.ifindexOf(pc.name)) {
+              want.insert({ifx, *r.next_hop});
+            }
+          }
+        }
+      }
+    }
+  }
+  managed_ = std::move(want);
+  for (auto it = managed_own_.begin(); it != managed_own_.end();) {
+    if (!managed_.count(*it)) {  // no longer a next hop: ours to remove
+      if (auto r = rtnl::deleteNeighbor(it->first, it->second); !r) {
+        spdlog::warn("{}", r.error());
+      }
+      it = managed_own_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  reassert();
+}
+
+// Next hops without a kernel entry (new, or flushed by a link flap or an
+// operator) are asked for again; host entries that failed are removed, so
+// that the next packet for the host asks afresh and the kernel stops
+// probing a host that is gone.
+void NeighborResolver::reassert() {
+  const auto& table = monitor_->entries();
+  for (const auto& e : managed_) {
+    if (table.count({e.first, e.second})) {
+      continue;
+    }
+    auto r = rtnl::addManagedNeighbor(e.first, e.second);
+    if (!r) {
+      spdlog::warn("{}", r.error());
+    } else if (*r) {
+      managed_own_.insert(e);
+    }
+  }
+  for (auto it = host_managed_.begin(); it != host_managed_.end();) {
+    auto n = table.find({it->first, it->second});
+    if (n == table.end() || (n->second.state & NUD_FAILED)) {
+      if (n != table.end()) {
+        if (auto r = rtnl::deleteNeighbor(it->first, it->second); !r) {
+          spdlog::warn("{}", r.error());
+        }
+      }
+      it = host_managed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void NeighborResolver::resolveMisses(const std::vector<engine::NeighborMiss>& misses,
+                                     const engine::ForwardingTables& t) {
+  unsigned asked = 0;
+  for (const auto& miss : misses) {
+    if (miss.port >= engine::kMaxPorts || !t.ports[miss.port].present) {
+      continue;
+    }
+    const KernelSide* side = sides_.find(t.ports[miss.port].name);
+    if (!side) {
+      continue;  // no kernel side: the held packets time out (no-neighbor)
+    }
+    config::IpAddress a;
+    a.family = miss.v6 ? config::Family::V6 : config::Family::V4;
+    std::copy_n(miss.address, miss.v6 ? 16 : 4, a.bytes.begin());
+    Entry key{side->ifindex, a};
+    if (managed_.count(key) || host_managed_.count(key)) {
+      continue;  // already asked; the kernel answers when it can
+    }
+    if (asked >= kMaxResolutionsPerTick || host_managed_.size() >= kMaxHostResolutions) {
+      ++resolutions_refused_;
+      continue;
+    }
+    ++asked;
+    if (auto r = rtnl::addManagedNeighbor(key.first, a); !r) {
+      spdlog::warn("{}", r.error());
+    } else if (*r) {
+      host_managed_.insert(key);
+      spdlog::debug("resolving {} on {}", a.toString(), side->ifname);
+    }
+  }
+}
+
+std::vector<config::StaticNeighbor> NeighborResolver::usableOn(int ifindex) const {
+  std::vector<config::StaticNeighbor> out;
+  for (const auto& [key, n] : monitor_->entries()) {
+    if (n.ifindex == ifindex && n.usable()) {
+      config::MacAddress mac;
+      std::copy(n.mac.begin(), n.mac.end(), mac.bytes.begin());
+      out.push_back({n.address, mac});
+    }
+  }
+  return out;
+}
+
+Result<bool, std::string> NeighborResolver::prepare(const daemon::ReloadPlan& plan) {
+  next_ = plan.next;
+  return true;
+}
+
+void NeighborResolver::apply() {
+  config_ = std::move(next_);
+  keepNextHopsResolved();
+}
+
+}  // namespace mcgw::kernel

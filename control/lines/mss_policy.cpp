@@ -1,0 +1,26 @@
+#include "control/lines/mss_policy.hpp"
+
+#include <algorithm>
+
+namespace mcgw::lines {
+
+TunnelMss deriveMss(const config::MssClamp& clamp, std::span<const LinePath> lines) {
+  if (clamp.mode == config::MssClamp::Mode::kOff) {
+    return {};
+  }
+  unsigned inner = 65535;
+  for (const auto& l : lines) {
+    // tunnelOverhead's 14 outer Ethernet bytes stand for the inner Ethernet
+    // header the outer IP packet carries.
+    const unsigned overhead = proto::tunnelOverhead(l.ipv6_outer, l.encapsulation);
+    inner = std::min(inner, l.path_mtu > overhead ? l.path_mtu - overhead : 0u);
+  }
+  unsigned m4 = inner > 40 ? inner - 40 : 0, m6 = inner > 60 ? inner - 60 : 0;
+  if (clamp.mode == config::MssClamp::Mode::kFixed) {
+    m4 = std::min<unsigned>(m4, clamp.value);
+    m6 = std::min<unsigned>(m6, clamp.value - 20u);
+  }
+  return {static_cast<uint16_t>(std::max(m4, 536u)), static_cast<uint16_t>(std::max(m6, 1220u))};
+}
+
+}  // namespace mcgw::lines
