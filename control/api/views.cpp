@@ -106,7 +106,7 @@ json fastPathStatus(const GatewayState& s) {
           {"tunnels", t->tunnels.size()},
           {"lines", t->lines.size()},
           {"lines_usable", usable},
-          {"routes", t->route_views.size()},
+          {"routes", s.forwarding.routes().size()},
           {"drops_total", drops}};
 }
 
@@ -369,12 +369,11 @@ json tunnelsView(const GatewayState& s) {
 }
 
 json routesView(const GatewayState& s) {
-  const engine::ForwardingTables* t = s.dataplane.tables();
   json out = json::array();
-  for (const auto& r : t->route_views) {
+  for (const auto& r : s.forwarding.routes()) {
     out.push_back({{"tenant", r.tenant}, {"prefix", r.prefix}, {"via", r.via}});
   }
-  return {{"schema", "mcgw.routes/1"}, {"generation", t->generation}, {"routes", out}};
+  return {{"schema", "mcgw.routes/1"}, {"generation", s.forwarding.generation()}, {"routes", out}};
 }
 
 json countersView(const GatewayState& s) {
@@ -451,9 +450,9 @@ json countersView(const GatewayState& s) {
   return out;
 }
 
-json neighborsView(const GatewayState& s, const std::map<std::string, engine::OpenPort>& open) {
+json neighborsView(const GatewayState& s) {
   json out = json::array();
-  for (const auto& [name, op] : open) {
+  for (const auto& [name, op] : s.forwarding.openPorts()) {
     for (const auto& n : op.neighbors) {
       engine::Mac mac{};
       const bool in_fast_path = s.dataplane.tables()->neighbor(

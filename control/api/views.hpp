@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "control/daemon/daemon_facts.hpp"
+#include "control/daemon/forwarding_state.hpp"
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
@@ -28,6 +29,7 @@ struct GatewayState {
   const kernel::KernelSides& kernel;
   const kernel::NeighborResolver& neighbors;
   const lines::UnderlayLines& lines;
+  const daemon::ForwardingState& forwarding;
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().
@@ -37,8 +39,6 @@ nlohmann::json statusView(const GatewayState& s, const daemon::DaemonFacts& d);
 nlohmann::json tunnelsView(const GatewayState& s);
 nlohmann::json routesView(const GatewayState& s);
 nlohmann::json countersView(const GatewayState& s);
-// `open`: the running ports as the table builder sees them.
-nlohmann::json neighborsView(const GatewayState& s,
-                             const std::map<std::string, engine::OpenPort>& open);
+nlohmann::json neighborsView(const GatewayState& s);
 
 }  // namespace mcgw::api

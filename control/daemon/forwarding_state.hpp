@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "control/daemon/subsystem.hpp"
@@ -40,6 +41,9 @@ class ForwardingState : public Subsystem {
     return publish(config, openPorts());
   }
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
+  // The routes in force as the operator sees them, and the tables' generation.
+  const std::vector<engine::RouteView>& routes() const { return tables()->route_views; }
+  uint64_t generation() const { return tables()->generation; }
 
   // A reload: the new tables over the running and the prepared ports are
   // built aside (the last step of a reload that can fail), and published.

@@ -108,7 +108,7 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_, *dataplane_, *ports_, *kernel_, *neighbors_, *lines_};
+  return {*config_, *dataplane_, *ports_, *kernel_, *neighbors_, *lines_, *forwarding_};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -277,7 +277,7 @@ json Gateway::counters() const {
   return api::countersView(state());
 }
 json Gateway::neighbors() const {
-  return api::neighborsView(state(), forwarding_->openPorts());
+  return api::neighborsView(state());
 }
 
 }  // namespace mcgw::daemon
