@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <ctime>
 
 namespace mcgw::daemon {
 
