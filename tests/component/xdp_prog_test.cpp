@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ebpf/xdp_maps.hpp"
+#include "tests/support/netns.hpp"
 #include "tests/support/process.hpp"
 
 namespace mcgw::ebpf {
@@ -629,33 +630,7 @@ TEST(XdpMapsTest, RefusesAProgramThatIsNotMcgws) {
 
 // --- attached for real -------------------------------------------------------
 
-// Moves the calling thread into a new, unnamed network namespace and back.
-// Nothing outside the test can see it, and the kernel removes it (with the
-// veths and their XDP attachment) when the test leaves it, even on a crash.
-class PrivateNetns {
- public:
-  PrivateNetns() {
-    orig_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (orig_ >= 0 && ::unshare(CLONE_NEWNET) == 0) {
-      ok_ = true;
-    }
-  }
-  ~PrivateNetns() {
-    if (ok_) {
-      EXPECT_EQ(::setns(orig_, CLONE_NEWNET), 0) << std::strerror(errno);
-    }
-    if (orig_ >= 0) {
-      ::close(orig_);
-    }
-  }
-  PrivateNetns(const PrivateNetns&) = delete;
-  PrivateNetns& operator=(const PrivateNetns&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  int orig_ = -1;
-  bool ok_ = false;
-};
+using test::PrivateNetns;
 
 // Sends raw Ethernet frames out of one interface.
 class RawSender {
@@ -687,20 +662,7 @@ class RawSender {
   int ifindex_ = 0;
 };
 
-Mac macOf(const char* ifname) {
-  Mac m{};
-  std::ifstream in(std::string("/sys/class/net/") + ifname + "/address");
-  std::string text;
-  in >> text;
-  unsigned v[6];
-  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) ==
-      6) {
-    for (int i = 0; i < 6; ++i) {
-      m[i] = static_cast<uint8_t>(v[i]);
-    }
-  }
-  return m;
-}
+using test::macOf;
 
 // Waits until `verdict` has counted `want` packets more than `base`.
 bool waitForCount(const XdpMaps& maps, const XdpCounters& base, XdpVerdict verdict, uint64_t want,
@@ -750,6 +712,7 @@ void attachedToAVeth(uint32_t mode) {
   EXPECT_FALSE(XdpMaps::attachToInterface("mcgw-nonexist").ok());
 
   const Mac port_mac = macOf("xdp0");
+  ASSERT_NE(port_mac, Mac{}) << "no MAC address for xdp0";
   auto udpTo = [&](const char* dst) {
     return ethernet(port_mac, 0x0800, ipv4("192.0.2.2", dst, kUdp, udp(49152, 4789, vxlan(9))));
   };
