@@ -599,13 +599,39 @@ TEST_F(XdpProgramTest, CountersSumBytesAndPackets) {
             5u * p.size());
 }
 
-TEST_F(XdpProgramTest, VerdictNamesComeFromTheOneList) {
-  EXPECT_EQ(toString(V::kREDIRECT_OVERLAY), "redirect-overlay");
-  EXPECT_EQ(toString(V::kPASS_NOT_OURS_WAN), "pass-not-ours-wan");
-  for (size_t i = 0; i < kXdpVerdictCount; ++i) {
-    EXPECT_EQ(kXdpVerdicts[i].name, mcgw_xdp_verdict_names[i]);
-    EXPECT_FALSE(kXdpVerdicts[i].description.empty());
+// The verdict names are what `mcgwctl show counters` and the JSON show, in
+// the order of the counters map: a literal copy, so that changing one is
+// deliberate.
+TEST(XdpVerdicts, NamesAndOrderAreTheLiteralList) {
+  struct Expected {
+    XdpVerdict verdict;
+    const char* name;
+  };
+  const Expected expected[] = {
+      {V::kPASS_ALL, "pass-all"},
+      {V::kPASS_MALFORMED, "pass-malformed"},
+      {V::kPASS_VLAN, "pass-vlan"},
+      {V::kPASS_ARP, "pass-arp"},
+      {V::kPASS_NOT_IP, "pass-not-ip"},
+      {V::kREDIRECT_VRRP, "redirect-vrrp"},
+      {V::kPASS_VTEP_FRAGMENT, "pass-vtep-fragment"},
+      {V::kREDIRECT_OVERLAY, "redirect-overlay"},
+      {V::kPASS_LOCAL, "pass-local"},
+      {V::kPASS_ND, "pass-nd"},
+      {V::kPASS_LINK_LOCAL_OR_MULTICAST, "pass-link-local-or-multicast"},
+      {V::kREDIRECT_TRANSIT, "redirect-transit"},
+      {V::kPASS_NOT_OURS_WAN, "pass-not-ours-wan"},
+      {V::kPASS_UNCONFIGURED, "pass-unconfigured"},
+      {V::kREDIRECT_NO_SOCKET, "redirect-no-socket"},
+  };
+  ASSERT_EQ(kXdpVerdictCount, 15u);
+  for (size_t i = 0; i < std::size(expected); ++i) {
+    EXPECT_EQ(static_cast<size_t>(expected[i].verdict), i) << expected[i].name;
+    EXPECT_EQ(toString(expected[i].verdict), expected[i].name);
+    EXPECT_STREQ(mcgw_xdp_verdict_names[i], expected[i].name);  // the plain C side
+    EXPECT_FALSE(kXdpVerdicts[i].description.empty()) << expected[i].name;
   }
+  EXPECT_EQ(toString(XdpVerdict::kCount), "unknown");
 }
 
 TEST_F(XdpProgramTest, TestRunRefusesFramesShorterThanEthernet) {
