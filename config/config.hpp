@@ -34,8 +34,9 @@ struct EalConfig {
 
 enum class PortRole { kLan, kWan };
 
-// A neighbour entry written in the config: until ARP/ND resolution exists,
-// the MAC of a LAN next hop, a LAN host or an underlay next hop.
+// A neighbour entry written in the config: the MAC of a LAN next hop, a LAN
+// host or an underlay next hop.  The kernel resolves neighbours by ARP/ND;
+// a static entry wins over what it learned for the same address.
 struct StaticNeighbor {
   IpAddress address;
   MacAddress mac;

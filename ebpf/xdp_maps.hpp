@@ -66,8 +66,10 @@ inline const XdpCounter& at(const XdpCounters& c, XdpVerdict v) {
   return c[static_cast<size_t>(v)];
 }
 
-// The XDP object for the af_xdp PMD's xdp_prog= argument: the installed one
-// if it exists, else the build tree's if that exists, else the installed path.
+// The XDP object for the af_xdp PMD's xdp_prog= argument: $MCGW_XDP_OBJECT if
+// set; the build tree's when the running binary is in the build tree and the
+// object is there; else the installed one if it exists, else the build
+// tree's if that exists, else the installed path.
 std::string defaultXdpObjectPath();
 
 class XdpMaps {
@@ -92,8 +94,9 @@ class XdpMaps {
   Result<bool, std::string> setRole(XdpRole role);     // keeps the flags
   Result<bool, std::string> setFlags(uint32_t flags);  // MCGW_XDP_FLAG_*; keeps the role
 
-  // Replace the set: new addresses are added before stale ones are deleted,
-  // so an address in both the old and the new set is never missing.  More
+  // Replace the set: new addresses are added before stale ones are deleted
+  // (stale ones first when the map could not hold both); an address in both
+  // the old and the new set is never touched, so it is never missing.  More
   // addresses than the map holds is an error that changes nothing.
   Result<bool, std::string> setVteps(const std::vector<config::IpAddress>& addresses);
   Result<bool, std::string> setLocalAddresses(const std::vector<config::IpAddress>& addresses);

@@ -13,6 +13,7 @@
 
 #include "dataplane/engine/decap.hpp"
 #include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/fragment.hpp"
 #include "dataplane/proto/icmp.hpp"
 #include "dataplane/proto/ipv4.hpp"
 #include "dataplane/proto/ipv6.hpp"

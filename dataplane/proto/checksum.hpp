@@ -9,7 +9,8 @@
 namespace mcgw::proto {
 
 // One's-complement sum of b as 16-bit big-endian words (an odd last byte is
-// padded with zero), added to `initial`; not folded.
+// padded with zero), added to `initial`; folded once only (up to 17 bits), so
+// that it can be added to further: checksumFold() finishes it.
 uint32_t checksumAdd(Bytes b, uint32_t initial = 0);
 
 // Folds a 32-bit sum to 16 bits.

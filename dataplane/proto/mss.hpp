@@ -82,20 +82,21 @@ inline bool mayBeTcpSyn(const uint8_t* ip, size_t len, bool v6) {
 //
 // insert: a SYN without MSS option gets one (value min(max_mss, 536 / 1220):
 // never more than the sender's silence meant, RFC 9293 3.7.1), placed first
-// among the options, if the TCP header has room (data offset <= 56 bytes
-// after), capacity allows, the IP length stays <= 65535 and the packet is not
-// a fragment (an IPv4 first fragment or an IPv6 fragment with offset 0 may be
-// clamped, never grown).  The options and data behind it move 4 bytes on;
-// IP total / payload length, the IPv4 header checksum, the TCP data offset
-// and the TCP checksum (pseudo-header length included) are updated, and *len
-// grows by 4.  Otherwise kNoOption.
+// among the options, if the TCP header has room (a data offset of at most 56
+// bytes before, so at most 60 after), capacity allows, the IP length stays
+// <= 65535 and the packet is not a fragment (an IPv4 first fragment or an
+// IPv6 fragment with offset 0 may be clamped, never grown).  The options and
+// data behind it move 4 bytes on; IP total / payload length, the IPv4 header
+// checksum, the TCP data offset and the TCP checksum (pseudo-header length
+// included) are updated, and *len grows by 4.  Otherwise kNoOption.
 //
 // Safe on any bytes, with or without mayBeTcpSyn() first.  kMalformed, with
-// the packet unchanged: an IPv4/IPv6 header that does not parse (for IPv4,
-// only when it claims TCP), a TCP header cut short, or a SYN whose data
-// offset is < 5 or beyond the segment, or whose options do not walk (an
-// option of length 0 or 1, or overrunning the data offset, an MSS option of
-// length != 4).  Options after an EOL are not looked at.
+// the packet unchanged: fewer than 20 bytes of IPv4, an IPv4 header that
+// claims TCP at fragment offset 0 and does not parse, an IPv6 header or
+// extension header chain that does not parse, a TCP header cut short, or a
+// SYN whose data offset is < 5 or beyond the segment, or whose options do
+// not walk (an option of length 0 or 1, or overrunning the data offset, an
+// MSS option of length != 4).  Options after an EOL are not looked at.
 MssVerdict clampMss(uint8_t* ip, size_t* len, size_t capacity, bool v6, uint16_t max_mss,
                     bool insert);
 

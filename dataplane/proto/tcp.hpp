@@ -95,8 +95,9 @@ ParseError forEachTcpOption(Bytes options, Visit&& visit) {
   return ParseError::kOk;
 }
 
-// Offset of the MSS option's value within the options, if there is a
-// well-formed one (length 4).
+// The first MSS option: its value and the value's offset within the
+// options.  nullopt when there is none, or when the options up to it do not
+// walk or it is not 4 bytes long (then *error, if given, is kBadOption).
 struct MssOption {
   size_t value_offset = 0;
   uint16_t value = 0;

@@ -4,8 +4,8 @@
 // Policy (docs/architecture.md): outer DSCP copied from the inner IP header,
 // ECN per RFC 6040 normal mode, TTL / hop limit from the line, IPv4 DF set
 // (VTEPs never fragment outer packets, RFC 7348 §4.3), UDP source port from the
-// inner flow hash in 49152..65535, UDP checksum 0 over IPv4 and computed over
-// IPv6.
+// inner flow hash in 49152..65535 (and the IPv6 flow label from its low 20
+// bits), UDP checksum 0 over IPv4 and computed over IPv6.
 #pragma once
 
 #include <cstdint>

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ebpf/xdp_maps.hpp"
+#include "tests/support/netns.hpp"
 #include "tests/support/process.hpp"
 
 namespace mcgw::ebpf {
@@ -598,13 +599,39 @@ TEST_F(XdpProgramTest, CountersSumBytesAndPackets) {
             5u * p.size());
 }
 
-TEST_F(XdpProgramTest, VerdictNamesComeFromTheOneList) {
-  EXPECT_EQ(toString(V::kREDIRECT_OVERLAY), "redirect-overlay");
-  EXPECT_EQ(toString(V::kPASS_NOT_OURS_WAN), "pass-not-ours-wan");
-  for (size_t i = 0; i < kXdpVerdictCount; ++i) {
-    EXPECT_EQ(kXdpVerdicts[i].name, mcgw_xdp_verdict_names[i]);
-    EXPECT_FALSE(kXdpVerdicts[i].description.empty());
+// The verdict names are what `mcgwctl show counters` and the JSON show, in
+// the order of the counters map: a literal copy, so that changing one is
+// deliberate.
+TEST(XdpVerdicts, NamesAndOrderAreTheLiteralList) {
+  struct Expected {
+    XdpVerdict verdict;
+    const char* name;
+  };
+  const Expected expected[] = {
+      {V::kPASS_ALL, "pass-all"},
+      {V::kPASS_MALFORMED, "pass-malformed"},
+      {V::kPASS_VLAN, "pass-vlan"},
+      {V::kPASS_ARP, "pass-arp"},
+      {V::kPASS_NOT_IP, "pass-not-ip"},
+      {V::kREDIRECT_VRRP, "redirect-vrrp"},
+      {V::kPASS_VTEP_FRAGMENT, "pass-vtep-fragment"},
+      {V::kREDIRECT_OVERLAY, "redirect-overlay"},
+      {V::kPASS_LOCAL, "pass-local"},
+      {V::kPASS_ND, "pass-nd"},
+      {V::kPASS_LINK_LOCAL_OR_MULTICAST, "pass-link-local-or-multicast"},
+      {V::kREDIRECT_TRANSIT, "redirect-transit"},
+      {V::kPASS_NOT_OURS_WAN, "pass-not-ours-wan"},
+      {V::kPASS_UNCONFIGURED, "pass-unconfigured"},
+      {V::kREDIRECT_NO_SOCKET, "redirect-no-socket"},
+  };
+  ASSERT_EQ(kXdpVerdictCount, 15u);
+  for (size_t i = 0; i < std::size(expected); ++i) {
+    EXPECT_EQ(static_cast<size_t>(expected[i].verdict), i) << expected[i].name;
+    EXPECT_EQ(toString(expected[i].verdict), expected[i].name);
+    EXPECT_STREQ(mcgw_xdp_verdict_names[i], expected[i].name);  // the plain C side
+    EXPECT_FALSE(kXdpVerdicts[i].description.empty()) << expected[i].name;
   }
+  EXPECT_EQ(toString(XdpVerdict::kCount), "unknown");
 }
 
 TEST_F(XdpProgramTest, TestRunRefusesFramesShorterThanEthernet) {
@@ -629,33 +656,7 @@ TEST(XdpMapsTest, RefusesAProgramThatIsNotMcgws) {
 
 // --- attached for real -------------------------------------------------------
 
-// Moves the calling thread into a new, unnamed network namespace and back.
-// Nothing outside the test can see it, and the kernel removes it (with the
-// veths and their XDP attachment) when the test leaves it, even on a crash.
-class PrivateNetns {
- public:
-  PrivateNetns() {
-    orig_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (orig_ >= 0 && ::unshare(CLONE_NEWNET) == 0) {
-      ok_ = true;
-    }
-  }
-  ~PrivateNetns() {
-    if (ok_) {
-      EXPECT_EQ(::setns(orig_, CLONE_NEWNET), 0) << std::strerror(errno);
-    }
-    if (orig_ >= 0) {
-      ::close(orig_);
-    }
-  }
-  PrivateNetns(const PrivateNetns&) = delete;
-  PrivateNetns& operator=(const PrivateNetns&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  int orig_ = -1;
-  bool ok_ = false;
-};
+using test::PrivateNetns;
 
 // Sends raw Ethernet frames out of one interface.
 class RawSender {
@@ -687,20 +688,7 @@ class RawSender {
   int ifindex_ = 0;
 };
 
-Mac macOf(const char* ifname) {
-  Mac m{};
-  std::ifstream in(std::string("/sys/class/net/") + ifname + "/address");
-  std::string text;
-  in >> text;
-  unsigned v[6];
-  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) ==
-      6) {
-    for (int i = 0; i < 6; ++i) {
-      m[i] = static_cast<uint8_t>(v[i]);
-    }
-  }
-  return m;
-}
+using test::macOf;
 
 // Waits until `verdict` has counted `want` packets more than `base`.
 bool waitForCount(const XdpMaps& maps, const XdpCounters& base, XdpVerdict verdict, uint64_t want,
@@ -750,6 +738,7 @@ void attachedToAVeth(uint32_t mode) {
   EXPECT_FALSE(XdpMaps::attachToInterface("mcgw-nonexist").ok());
 
   const Mac port_mac = macOf("xdp0");
+  ASSERT_NE(port_mac, Mac{}) << "no MAC address for xdp0";
   auto udpTo = [&](const char* dst) {
     return ethernet(port_mac, 0x0800, ipv4("192.0.2.2", dst, kUdp, udp(49152, 4789, vxlan(9))));
   };

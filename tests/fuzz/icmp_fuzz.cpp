@@ -1,5 +1,5 @@
 // libFuzzer target: the ICMP error codec and IPv4 fragmentation
-// (dataplane/proto/icmp_error.hpp) on any packet, MTU and buffer size.
+// (dataplane/proto/icmp_error.hpp, fragment.hpp) on any packet, MTU and buffer size.
 // Input: | flags (1) | ttl_restore (1) | mtu (2) | out size (2) | IP packet |
 //   flags: bit 0 IPv6, bit 1 kTooBig, bit 2 make the IP length field match
 //   the packet (so that more inputs get past the parsers).
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dataplane/proto/checksum.hpp"
+#include "dataplane/proto/fragment.hpp"
 #include "dataplane/proto/icmp.hpp"
 #include "dataplane/proto/icmp_error.hpp"
 #include "dataplane/proto/ipv4.hpp"

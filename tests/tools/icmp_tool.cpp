@@ -1,5 +1,5 @@
 // Test-only: runs the ICMP error codec and IPv4 fragmentation
-// (dataplane/proto/icmp_error.hpp) on packets given as hex, one request a
+// (dataplane/proto/icmp_error.hpp, fragment.hpp) on packets given as hex, one request a
 // line on stdin, one answer a line on stdout:
 //   error <v6 0|1> <time-exceeded|too-big> <mtu> <source-hex> <ttl_restore> <packet-hex>
 //       → the ICMP error IP packet in hex, or "-" when buildIcmpError returns 0
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/proto/fragment.hpp"
 #include "dataplane/proto/icmp_error.hpp"
 #include "tests/support/hex.hpp"
 

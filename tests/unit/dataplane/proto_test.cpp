@@ -325,7 +325,10 @@ TEST(Vxlan, Table) {
   EXPECT_EQ(parseVxlan(span(hex("08 00 00"))).error, ParseError::kTruncated);
   VxlanHeader h{};
   h.setVni(0xfedcba);
-  EXPECT_EQ(h.vni(), 0xfedcbau);
+  // RFC 7348 5: the VNI is the first 24 bits of the second word.
+  EXPECT_EQ(h.vni_reserved.b[0], 0xfe);
+  EXPECT_EQ(h.vni_reserved.b[1], 0xdc);
+  EXPECT_EQ(h.vni_reserved.b[2], 0xba);
   EXPECT_EQ(h.vni_reserved.b[3], 0);
 }
 
@@ -392,25 +395,31 @@ TEST(Checksum, Ipv4HeaderVerifies) {
 }
 
 TEST(Checksum, UdpOverIpv6WithPseudoHeader) {
+  // fd00:1::a → fd00:2::a, UDP 1234 → 4321 carrying de ad be ef: scapy
+  // 2.5 (IPv6()/UDP()/Raw()) puts 526d in the checksum field.
   auto b = v6("11", "04 d2 10 e1 00 0c 00 00 | de ad be ef");
   auto p = parseIpv6(span(b));
   ASSERT_TRUE(p.ip.ok());
   uint32_t pseudo = pseudoHeaderV6(p.ip.header->src, p.ip.header->dst, kIpProtoUdp,
                                    static_cast<uint32_t>(p.upper.size()));
-  uint16_t sum = internetChecksum(p.upper, pseudo);
+  EXPECT_EQ(internetChecksum(p.upper, pseudo), 0x526d);
   // Stored, the segment then verifies to zero.
   auto* udp = reinterpret_cast<UdpHeader*>(b.data() + 40);
-  udp->checksum.set(sum);
+  udp->checksum.set(0x526d);
   EXPECT_EQ(internetChecksum(p.upper, pseudo), 0);
 }
 
 TEST(Checksum, IncrementalUpdateMatchesRecompute) {
   auto h = hex("45 00 00 73 00 00 40 00 40 11 b8 61 c0 a8 00 01 c0 a8 00 c7");
+  // Each edit applies to the header as the ones before left it; `sum` is the
+  // header checksum recomputed in full after it (RFC 1071, by an independent
+  // Python sum).
   struct {
     size_t word;  // byte offset of the 16-bit word that changes
     uint16_t value;
-  } edits[] = {{0, 0x45bb},  {8, 0x3f11}, {2, 0x05dc}, {12, 0xffff},
-               {12, 0x0000}, {6, 0x0000}, {16, 0x3f57}};
+    uint16_t sum;
+  } edits[] = {{0, 0x45bb, 0xb7a6},  {8, 0x3f11, 0xb8a6}, {2, 0x05dc, 0xb33d}, {12, 0xffff, 0x73e6},
+               {12, 0x0000, 0x73e6}, {6, 0x0000, 0xb3e6}, {16, 0x3f57, 0x3538}};
   for (const auto& e : edits) {
     SCOPED_TRACE(e.word);
     auto* p = reinterpret_cast<uint8_t*>(h.data());
@@ -419,14 +428,9 @@ TEST(Checksum, IncrementalUpdateMatchesRecompute) {
     p[e.word] = static_cast<uint8_t>(e.value >> 8);
     p[e.word + 1] = static_cast<uint8_t>(e.value);
     uint16_t updated = checksumUpdate16(old_sum, old_value, e.value);
-    p[10] = p[11] = 0;
-    uint16_t full = internetChecksum(span(h));
-    // 0x0000 and 0xffff are the same one's-complement value.
-    EXPECT_TRUE(updated == full || (updated ^ full) == 0xffff)
-        << std::hex << updated << " vs " << full;
+    EXPECT_EQ(updated, e.sum) << std::hex << updated;
     p[10] = static_cast<uint8_t>(updated >> 8);
     p[11] = static_cast<uint8_t>(updated);
-    EXPECT_EQ(checksumFold(checksumAdd(span(h))), 0xffff);
   }
 }
 
@@ -501,19 +505,15 @@ TunnelHeaderTemplate v4Template() {
 TEST(Tunnel, VxlanOverIpv4IsByteExact) {
   auto inner = innerFrame(0xbb);  // DSCP 46, ECN CE
   std::vector<std::byte> out(tunnelOverhead(false, Encapsulation::kVxlan));
-  uint32_t hash = 0x1234;
-  ASSERT_EQ(encodeTunnelHeaders(MutableBytes(out), v4Template(), 1001, span(inner), hash), 50u);
-  uint16_t sport = tunnelSourcePort(hash);
-  char sp[8];
-  std::snprintf(sp, sizeof sp, "%02x %02x", sport >> 8, sport & 0xff);
+  ASSERT_EQ(encodeTunnelHeaders(MutableBytes(out), v4Template(), 1001, span(inner), 0x1234), 50u);
   // 14 + 20 + 8 + 8 bytes of headers; inner frame 46 bytes: IP total 82, UDP 62.
-  auto expected = hex(std::string("02 00 00 00 b0 01 02 00 00 00 a0 01 08 00 |"
-                                  "45 bb 00 52 00 00 40 00 40 11 00 00 c6 33 64 01 c6 33 64 02 |") +
-                      sp + " 12 b5 00 3e 00 00 | 08 00 00 00 00 03 e9 00");
-  // The IPv4 checksum is checked separately below; compare the rest.
-  out[24] = out[25] = std::byte{0};
+  // Header checksum e575 as scapy 2.5 computes it; source port 49152 + (hash
+  // folded to 14 bits) = 0xc000 + 0x1234 = 0xd234.
+  auto expected =
+      hex("02 00 00 00 b0 01 02 00 00 00 a0 01 08 00 |"
+          "45 bb 00 52 00 00 40 00 40 11 e5 75 c6 33 64 01 c6 33 64 02 |"
+          "d2 34 12 b5 00 3e 00 00 | 08 00 00 00 00 03 e9 00");
   EXPECT_EQ(out, expected);
-  EXPECT_GE(sport, 49152);
 }
 
 TEST(Tunnel, Ipv4HeaderChecksumAndFields) {
@@ -561,7 +561,8 @@ TEST(Tunnel, GeneveOverIpv6CarriesAValidUdpChecksum) {
                                    static_cast<uint32_t>(ip.upper.size()));
   auto udp = parseUdp(ip.upper);
   ASSERT_TRUE(udp.ok());
-  EXPECT_NE(udp.header->checksum.get(), 0);
+  // scapy 2.5 gives this packet (flow label 5, source port 0xc005) 55a8.
+  EXPECT_EQ(udp.header->checksum.get(), 0x55a8);
   EXPECT_EQ(internetChecksum(ip.upper, pseudo), 0) << "UDP checksum over IPv6";
   EXPECT_EQ(udp.header->dst_port.get(), kGenevePort);
   auto g = parseGeneve(udp.payload);
@@ -575,6 +576,15 @@ TEST(Tunnel, RefusesASmallBuffer) {
   auto inner = innerFrame(0);
   std::vector<std::byte> small(49);
   EXPECT_EQ(encodeTunnelHeaders(MutableBytes(small), v4Template(), 1, span(inner), 0), 0u);
+}
+
+TEST(Tunnel, SourcePortIsInTheDynamicRange) {
+  // RFC 7348 5: 49152-65535; the hash's halves folded into 14 bits.
+  EXPECT_EQ(tunnelSourcePort(0), 49152);
+  EXPECT_EQ(tunnelSourcePort(0x3fff), 65535);
+  EXPECT_EQ(tunnelSourcePort(0x4000), 49152);
+  EXPECT_EQ(tunnelSourcePort(0x00010000), 49153);
+  EXPECT_EQ(tunnelSourcePort(0xffffffff), 49152);
 }
 
 TEST(Tunnel, SourcePortSpreadsAndStaysInRange) {

@@ -1,0 +1,106 @@
+#include "ebpf/tc_ingress_drop.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mcgw::ebpf {
+namespace {
+
+std::string failure(const std::string& ifname, const char* call, int ret) {
+  return ifname + ": " + call + ": " + std::strerror(ret < 0 ? -ret : ret);
+}
+
+// libbpf refuses options whose padding is not zero, which aggregate
+// initialisation does not promise: hence memset, and no copies.
+void ingressHook(int ifindex, bpf_tc_hook& hook) {
+  std::memset(&hook, 0, sizeof hook);
+  hook.sz = sizeof hook;
+  hook.ifindex = ifindex;
+  hook.attach_point = BPF_TC_INGRESS;
+}
+
+void filterOpts(bpf_tc_opts& opts) {
+  std::memset(&opts, 0, sizeof opts);
+  opts.sz = sizeof opts;
+  opts.handle = kIngressDropHandle;
+  opts.priority = kIngressDropPriority;
+}
+
+// Creating clsact where it exists fails with EEXIST, and detaching where
+// there is nothing fails with ENOENT or EINVAL; both are fine here, but
+// libbpf prints the kernel's message for them ("Exclusivity flag on, cannot
+// modify") to stderr as a warning.  Silences libbpf for such a call; the
+// caller reports real failures itself.  (The setting is process-wide; in
+// mcgwd only the control thread calls libbpf.)
+template <typename Call>
+int quietly(Call call) {
+  const libbpf_print_fn_t previous = libbpf_set_print(nullptr);
+  const int ret = call();
+  libbpf_set_print(previous);
+  return ret;
+}
+
+}  // namespace
+
+Result<bool, std::string> attachIngressDrop(const std::string& ifname) {
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) {
+    return unexpected(failure(ifname, "if_nametoindex", errno));
+  }
+  bpf_tc_hook hook;
+  ingressHook(ifindex, hook);
+  // clsact left by an earlier mcgwd (or anyone else) is fine: the filter goes
+  // under it.
+  if (int ret = quietly([&] { return bpf_tc_hook_create(&hook); }); ret < 0 && ret != -EEXIST) {
+    return unexpected(failure(ifname, "bpf_tc_hook_create (clsact)", ret));
+  }
+  const bpf_insn drop[] = {
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, TC_ACT_SHOT},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  const int prog = bpf_prog_load(BPF_PROG_TYPE_SCHED_CLS, "mcgw_tc_drop", "GPL", drop,
+                                 sizeof drop / sizeof drop[0], nullptr);
+  if (prog < 0) {
+    return unexpected(failure(ifname, "bpf_prog_load", prog));
+  }
+  bpf_tc_opts opts;
+  filterOpts(opts);
+  opts.prog_fd = prog;
+  opts.flags = BPF_TC_F_REPLACE;
+  const int ret = bpf_tc_attach(&hook, &opts);
+  // The filter holds its own reference to the program.
+  ::close(prog);
+  if (ret < 0) {
+    return unexpected(failure(ifname, "bpf_tc_attach", ret));
+  }
+  return true;
+}
+
+Result<bool, std::string> detachIngressDrop(const std::string& ifname) {
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) {
+    return unexpected(failure(ifname, "if_nametoindex", errno));
+  }
+  bpf_tc_hook hook;
+  ingressHook(ifindex, hook);
+  bpf_tc_opts opts;
+  filterOpts(opts);
+  const int ret = quietly([&] { return bpf_tc_detach(&hook, &opts); });
+  if (ret == -ENOENT || ret == -EINVAL) {
+    // No such filter, or no clsact at all (the kernel says EINVAL then).
+    return false;
+  }
+  if (ret < 0) {
+    return unexpected(failure(ifname, "bpf_tc_detach", ret));
+  }
+  return true;
+}
+
+}  // namespace mcgw::ebpf
