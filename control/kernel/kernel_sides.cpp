@@ -1,10 +1,7 @@
 #include "control/kernel/kernel_sides.hpp"
 
-#include <fcntl.h>
 #include <net/if.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +10,7 @@
 #include <fstream>
 
 #include "control/kernel/netlink.hpp"
+#include "ebpf/tc_ingress_drop.hpp"
 
 namespace mcgw::kernel {
 
@@ -33,29 +31,6 @@ void writeSysctl(const std::string& path, const char* value) {
   }
 }
 
-// Runs a command (no shell), quietly; true when it exits 0.
-bool run(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) {
-    args.push_back(const_cast<char*>(a.c_str()));
-  }
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    return false;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 std::string macText(const uint8_t* m) {
   char buf[18];
   std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
@@ -64,14 +39,6 @@ std::string macText(const uint8_t* m) {
 }
 
 }  // namespace
-
-// tc has no small library here; this runs once per port at start (and for
-// ports a reload adds).
-bool dropKernelIngress(const std::string& ifname) {
-  return run({"tc", "qdisc", "replace", "dev", ifname, "clsact"}) &&
-         run({"tc", "filter", "replace", "dev", ifname, "ingress", "pref", "1", "bpf", "da",
-              "bytecode", "1,6 0 0 2,"});  // classic BPF: return TC_ACT_SHOT
-}
 
 const KernelSide* KernelSides::find(const std::string& port) const {
   auto it = sides_.find(port);
@@ -144,10 +111,9 @@ void KernelSides::setUp() {
         // interface and from the TAP.  Packet sockets (af_packet) see frames
         // before tc ingress, so dropping everything there leaves mcgwd its
         // copy and the kernel only the TAP's.
-        if (!dropKernelIngress(phys)) {
-          errors_.push_back("port " + pc.name + ": cannot keep the kernel off " + phys +
-                            " (tc clsact + bpf drop failed): packets to the gateway "
-                            "may reach its kernel twice");
+        if (auto r = ebpf::attachIngressDrop(phys); !r) {
+          errors_.push_back("port " + pc.name + ": cannot keep the kernel off " + phys + " (" +
+                            r.error() + "): packets to the gateway may reach its kernel twice");
           spdlog::warn("{}", errors_.back());
         }
       }
