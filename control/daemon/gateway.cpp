@@ -425,7 +425,20 @@ void Gateway::reassertNeighbors() {
 void Gateway::onNeighborEvents() {
   if (neighbors_ && neighbors_->receive()) {
     reassertNeighbors();
-    if (auto r = publish(*config_, openPorts()); !r) {
+    // A neighbour changes its entry in the fast path's table in place; only
+    // a line's next hop (its MAC is in the line's outer headers) needs new
+    // tables, which share the FIBs.
+    auto ports = openPorts();
+    auto lines = builder_.updateNeighbors(
+        engine::TablesInput::fromConfig(*config_, ports, dataplane_->workers()),
+        [this] { dataplane_->synchronize(); });
+    if (!lines) {
+      spdlog::error("neighbour change: {}", lines.error());
+    }
+    if (lines && !*lines) {
+      return;
+    }
+    if (auto r = publish(*config_, ports); !r) {
       spdlog::error("neighbour change: {}", r.error());
     }
   }
@@ -461,7 +474,8 @@ std::map<std::string, engine::OpenPort> Gateway::openPorts(
 
 Result<bool, std::string> Gateway::publish(const config::Config& c,
                                            const std::map<std::string, engine::OpenPort>& ports) {
-  auto tables = builder_.build(c, ports, dataplane_->workers(), dataplane_->tables());
+  auto tables = builder_.build(engine::TablesInput::fromConfig(c, ports, dataplane_->workers()),
+                               [this] { dataplane_->synchronize(); });
   if (!tables) {
     return unexpected(tables.error());
   }
@@ -853,7 +867,9 @@ ReloadOutcome Gateway::reload() {
     for (const auto& [name, port] : opened) {
       ports[name] = {port->id(), port->mac(), port->rxQueues()};
     }
-    auto tables = builder_.build(*next, ports, dataplane_->workers(), dataplane_->tables());
+    auto tables =
+        builder_.build(engine::TablesInput::fromConfig(*next, ports, dataplane_->workers()),
+                       [this] { dataplane_->synchronize(); });
     if (!tables) {
       return rollback(tables.error());
     }
@@ -1110,7 +1126,7 @@ json Gateway::fastPathStatus() const {
           {"tunnels", t->tunnels.size()},
           {"lines", t->lines.size()},
           {"lines_usable", usable},
-          {"routes", t->route_views.size()},
+          {"routes", builder_.routeCount()},
           {"drops_total", drops}};
 }
 
@@ -1269,11 +1285,17 @@ json Gateway::tunnels() const {
   return {{"schema", "mcgw.tunnels/1"}, {"tunnels", out}};
 }
 
+// Every candidate route of every source (the RIB), the selected one first.
 json Gateway::routes() const {
   const engine::ForwardingTables* t = dataplane_->tables();
   json out = json::array();
-  for (const auto& r : t->route_views) {
-    out.push_back({{"tenant", r.tenant}, {"prefix", r.prefix}, {"via", r.via}});
+  for (const auto& r : builder_.routes()) {
+    out.push_back({{"tenant", r.tenant},
+                   {"prefix", r.prefix},
+                   {"via", r.via},
+                   {"source", r.source},
+                   {"distance", r.distance},
+                   {"selected", r.selected}});
   }
   return {{"schema", "mcgw.routes/1"}, {"generation", t->generation}, {"routes", out}};
 }
