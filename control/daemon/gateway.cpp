@@ -128,6 +128,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 
 Gateway::~Gateway() {
   dataplane_.reset();  // workers stop before their ports close
+  builder_.clear();    // the FIBs and the neighbour table, before the EAL goes
   kernel_.clear();     // TAPs
   ports_.clear();      // before the EAL goes
   eal_.reset();

@@ -852,6 +852,14 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   return t;
 }
 
+void TablesBuilder::clear() {
+  tenants_.clear();
+  tenant_order_.clear();
+  topology_.reset();
+  neighbors_.reset();
+  line_macs_.clear();
+}
+
 Result<bool, std::string> TablesBuilder::apply(std::span<const RouteUpdate> updates,
                                                const TenantFib::Synchronize& synchronize) {
   WriterGuard guard(writing_);

@@ -311,6 +311,10 @@ class TablesBuilder {
   Result<bool, std::string> updateNeighbors(const TablesInput& input,
                                             const TenantFib::Synchronize& synchronize);
 
+  // Drops every table it keeps (FIBs and the neighbour table are DPDK
+  // memory: before the EAL goes).  The next build starts afresh.
+  void clear();
+
   // Slots assigned afresh by the last build (their counters restart).
   const std::vector<uint16_t>& freshLineSlots() const { return fresh_lines_; }
   const std::vector<uint16_t>& freshTunnelSlots() const { return fresh_tunnels_; }
