@@ -1636,5 +1636,115 @@ TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
   EXPECT_EQ(fib->lookup4(dst_frr), nh_frr) << "FRR's route stays across the reload";
 }
 
+// A build runs on a thread of its own (not the one that started the
+// dataplane), and while it runs, another writer is refused: here from inside
+// the build's own grace period, when it waits for the workers.
+TEST_F(DataplaneRing, BuildRunsOnAnotherThreadOneWriterAtATime) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  const config::ConfigPtr next = load(configYaml(route("10.2.0.0/16", "c"), kPeersBC));
+  ASSERT_TRUE(next);
+  Result<std::unique_ptr<ForwardingTables>, std::string> built =
+      unexpected(std::string("did not run"));
+  std::string refused;
+  unsigned grace_periods = 0;
+  std::thread writer([&] {
+    built = builder_.build(TablesInput::fromConfig(*next, env->openPorts(), kWorkers), [&] {
+      if (auto r = builder_.apply(std::vector<RouteUpdate>{}, sync()); !r) {
+        refused = r.error();
+      }
+      ++grace_periods;
+      dp_->synchronize();
+    });
+  });
+  writer.join();
+  ASSERT_TRUE(built.ok()) << built.error();
+  EXPECT_GT(grace_periods, 0u) << "peer b's next hop was retired after a grace period";
+  EXPECT_EQ(refused, "another change of the forwarding tables is under way");
+  dp_->publish(std::move(*built));
+
+  Traffic::Options o;
+  o.min_packets = 5000;
+  o.remote = {{"wan1", kRemoteC1}};
+  Traffic traffic(o);
+  ASSERT_TRUE(traffic.wait(10s));
+  EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+  EXPECT_EQ(traffic.on("wan1"), traffic.sent());
+  // And the writer's place is free again.
+  EXPECT_TRUE(builder_.apply(std::vector<RouteUpdate>{}, sync()).ok());
+}
+
+// Kernel neighbour events: a host's MAC comes, changes and goes in the
+// neighbour table in place, with no new snapshot; a line's next hop getting
+// its MAC is the one change that needs new tables (the MAC is in the line's
+// outer headers).
+TEST_F(DataplaneRing, NeighboursChangeInPlaceLinesRepublish) {
+  // wan0's router is not in the config: only the kernel resolves it.
+  std::string yaml = configYaml(route("10.2.0.0/16", "b"), kPeersBC);
+  const std::string router =
+      "    neighbors:\n      - address: 203.0.113.254\n        mac: 02:00:00:00:02:fe\n";
+  ASSERT_NE(yaml.find(router), std::string::npos);
+  yaml.erase(yaml.find(router), router.size());
+  const config::ConfigPtr c = load(yaml);
+  ASSERT_TRUE(c);
+  ASSERT_NO_FATAL_FAILURE(start(yaml));
+  const uint64_t generation = dp_->tables()->generation;
+  EXPECT_FALSE(dp_->tables()->lines[0].resolved);
+
+  auto ports = env->openPorts();
+  const Mac mac_a = {0x02, 0, 0, 0, 0x01, 0x20}, mac_b = {0x02, 0, 0, 0, 0x01, 0x21};
+  auto kernelHas = [&](const char* port, const char* address, const Mac& mac) {
+    config::MacAddress m;
+    std::copy(mac.begin(), mac.end(), m.bytes.begin());
+    ports[port].neighbors = {{*config::IpAddress::parse(address), m}};
+  };
+  auto update = [&] {
+    auto r = builder_.updateNeighbors(TablesInput::fromConfig(*c, ports, kWorkers), sync());
+    EXPECT_TRUE(r.ok()) << r.error();
+    return r.ok() && *r;
+  };
+  // A packet to host 10.1.0.20 on lan0 (from the LAN, hairpinned): its
+  // destination MAC, or nothing.
+  uint32_t seq = 0;
+  auto sendToHost = [&]() -> std::optional<Mac> {
+    Flow f;
+    f.dst = {10, 1, 0, 20};
+    sendAll({lanPacket(f, seq++)});
+    Captured out = collect(1, 300ms);
+    if (out.on("lan0").size() != 1) {
+      return std::nullopt;
+    }
+    return macAt(rte_pktmbuf_mtod(out.on("lan0")[0], const uint8_t*));
+  };
+
+  kernelHas("lan0", "10.1.0.20", mac_a);
+  EXPECT_FALSE(update()) << "no line's next hop changed";
+  EXPECT_EQ(sendToHost(), mac_a);
+  kernelHas("lan0", "10.1.0.20", mac_b);
+  EXPECT_FALSE(update());
+  EXPECT_EQ(sendToHost(), mac_b);
+  ports["lan0"].neighbors.clear();
+  EXPECT_FALSE(update());
+  Mac mac{};
+  const uint8_t host[4] = {10, 1, 0, 20};
+  EXPECT_FALSE(dp_->tables()->neighbor(env->port("lan0").id, false, host, &mac));
+  EXPECT_EQ(dp_->tables()->generation, generation) << "no snapshot for a host's neighbour";
+
+  // wan0's router resolves: line b1 needs its MAC in its outer headers.
+  kernelHas("wan0", "203.0.113.254", kWan0RouterMac);
+  ASSERT_TRUE(update());
+  auto t = builder_.build(TablesInput::fromConfig(*c, ports, kWorkers), sync());
+  ASSERT_TRUE(t.ok()) << t.error();
+  dp_->publish(std::move(*t));
+  EXPECT_TRUE(dp_->tables()->lines[0].resolved);
+  EXPECT_FALSE(update()) << "nothing changed since";
+  Traffic::Options o;
+  o.min_packets = 2000;
+  o.remote = {{"wan0", kRemoteB1}};
+  Traffic traffic(o);
+  ASSERT_TRUE(traffic.wait(10s));
+  EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+  EXPECT_EQ(traffic.on("wan0"), traffic.sent());
+}
+
 }  // namespace
 }  // namespace mcgw::engine
