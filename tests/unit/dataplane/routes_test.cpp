@@ -1,11 +1,14 @@
 // Route sources and next hops (dataplane/engine/routes.hpp) on literal
 // tables: best-path selection by distance and source, falling back when the
 // best is withdrawn, next-hop reference counts and index reuse after a grace
-// period, ECMP group deduplication, and a staged change that is aborted.
-// No DPDK: the RIB and the next-hop table are plain C++.
+// period, ECMP group deduplication, a staged change that is aborted, and the
+// routes TablesInput::fromConfig derives from a config.  No DPDK: the RIB,
+// the next-hop table and the derivation are plain C++.
 #include "dataplane/engine/routes.hpp"
 
 #include <gtest/gtest.h>
+
+#include "dataplane/engine/tables.hpp"
 
 namespace mcgw::engine {
 namespace {
@@ -211,6 +214,77 @@ TEST(TenantRib, AbortPutsEverythingBack) {
   // The indexes the aborted change took are free again, in the same order.
   EXPECT_EQ(*rib.nextHops().acquire(tunnel(8)), 1u);
   EXPECT_EQ(*rib.nextHops().acquire(tunnel(9)), 2u);
+}
+
+TEST(TablesInput, FromConfigGivesLocalConnectedAndStaticRoutes) {
+  config::Config c;
+  config::PortConfig lan0, lan1, wan0;
+  lan0.name = "lan0";
+  lan0.tenant = "blue";
+  lan0.addresses = {pfx("10.1.0.1/24"), pfx("fd00:1::1/64")};
+  lan1.name = "lan1";  // configured, not open
+  lan1.tenant = "blue";
+  lan1.addresses = {pfx("10.9.0.1/24")};
+  wan0.name = "wan0";
+  wan0.role = config::PortRole::kWan;
+  wan0.addresses = {pfx("203.0.113.1/24")};
+  c.ports = {lan0, lan1, wan0};
+  config::TenantConfig blue, red;
+  blue.name = "blue";
+  config::StaticRoute via_peer, via_router;
+  via_peer.prefix = pfx("10.2.0.0/16");
+  via_peer.peer = "b";
+  via_router.prefix = pfx("10.3.0.0/16");
+  via_router.next_hop = config::IpAddress::parse("10.1.0.254");
+  blue.routes = {via_peer, via_router};
+  red.name = "red";
+  c.tenants = {blue, red};
+  std::map<std::string, OpenPort> open;
+  open["lan0"] = OpenPort(0, Mac{}, 1);
+  open["wan0"] = OpenPort(1, Mac{}, 1);
+
+  const TablesInput in = TablesInput::fromConfig(c, open, 2);
+  EXPECT_EQ(in.config, &c);
+  EXPECT_EQ(in.workers, 2u);
+  ASSERT_EQ(in.routes.size(), 2u);
+  auto list = [](const std::vector<RouteSpec>& specs) {
+    std::string s;
+    for (const auto& r : specs) {
+      s += r.prefix.toString() + " d" + std::to_string(r.distance);
+      for (const auto& v : r.vias) {
+        switch (v.kind) {
+          case Via::Kind::kTunnel:
+            s += " peer " + v.peer;
+            break;
+          case Via::Kind::kGateway:
+            s += " gw " + v.address.toString() + (v.port.empty() ? "" : " on " + v.port);
+            break;
+          case Via::Kind::kConnected:
+            s += " connected " + v.port;
+            break;
+          case Via::Kind::kLocal:
+            s += " local";
+            break;
+        }
+      }
+      s += "; ";
+    }
+    return s;
+  };
+  const auto& b = in.routes.at("blue");
+  EXPECT_EQ(list(b.at(RouteSource::kStatic)),
+            "10.2.0.0/16 d1 peer b; 10.3.0.0/16 d1 gw 10.1.0.254; ");
+  // Only open ports: lan1 is not.
+  EXPECT_EQ(list(b.at(RouteSource::kConnected)),
+            "10.1.0.0/24 d0 connected lan0; fd00:1::/64 d0 connected lan0; ");
+  const std::string local =
+      "10.1.0.1/32 d0 local; fd00:1::1/128 d0 local; 203.0.113.1/32 d0 local; ";
+  EXPECT_EQ(list(b.at(RouteSource::kLocal)), local);
+  // A tenant without ports or routes still gets the gateway's addresses.
+  const auto& r = in.routes.at("red");
+  EXPECT_EQ(list(r.at(RouteSource::kStatic)), "");
+  EXPECT_EQ(list(r.at(RouteSource::kConnected)), "");
+  EXPECT_EQ(list(r.at(RouteSource::kLocal)), local);
 }
 
 }  // namespace
