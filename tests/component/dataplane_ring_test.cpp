@@ -1634,6 +1634,21 @@ TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
   EXPECT_TRUE(fib->lookup4(dst_d));
   EXPECT_TRUE(builder_.fib("red")->lookup4(std::array<uint8_t, 4>{10, 98, 0, 1}.data()));
   EXPECT_EQ(fib->lookup4(dst_frr), nh_frr) << "FRR's route stays across the reload";
+
+  // A batch of route changes is all or nothing too: a good change before a
+  // bad one is not applied.
+  const auto next_hops = builder_.rib("blue")->nextHops().entries();
+  RouteUpdate good = frr, wrong = frr;
+  good.prefix = prefix4(10, 61, 0, 0, 16);
+  good.vias = {viaPeer("d"), viaPeer("c")};  // a new ECMP group
+  wrong.prefix = prefix4(10, 62, 0, 0, 16);
+  wrong.vias = {viaPeer("nobody")};
+  auto batch = builder_.apply(std::vector<RouteUpdate>{good, wrong}, sync());
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.error(), "tenant blue, route 10.62.0.0/16: there is no peer nobody");
+  EXPECT_FALSE(fib->lookup4(std::array<uint8_t, 4>{10, 61, 0, 1}.data()));
+  EXPECT_EQ(builder_.rib("blue")->nextHops().entries(), next_hops);
+  EXPECT_FALSE(builder_.rib("blue")->best(good.prefix));
 }
 
 // A build runs on a thread of its own (not the one that started the
