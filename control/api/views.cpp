@@ -106,7 +106,7 @@ json fastPathStatus(const GatewayState& s) {
           {"tunnels", t->tunnels.size()},
           {"lines", t->lines.size()},
           {"lines_usable", usable},
-          {"routes", s.forwarding.routes().size()},
+          {"routes", s.forwarding.routeCount()},
           {"drops_total", drops}};
 }
 
@@ -368,10 +368,17 @@ json tunnelsView(const GatewayState& s) {
   return {{"schema", "mcgw.tunnels/1"}, {"tunnels", out}};
 }
 
+// Every candidate route of every source (the RIB); `selected` marks the one
+// in the FIB.
 json routesView(const GatewayState& s) {
   json out = json::array();
   for (const auto& r : s.forwarding.routes()) {
-    out.push_back({{"tenant", r.tenant}, {"prefix", r.prefix}, {"via", r.via}});
+    out.push_back({{"tenant", r.tenant},
+                   {"prefix", r.prefix},
+                   {"via", r.via},
+                   {"source", r.source},
+                   {"distance", r.distance},
+                   {"selected", r.selected}});
   }
   return {{"schema", "mcgw.routes/1"}, {"generation", s.forwarding.generation()}, {"routes", out}};
 }

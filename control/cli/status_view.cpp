@@ -189,11 +189,16 @@ std::string renderTunnels(json t) {
 std::string renderRoutes(json r) {
   std::ostringstream o;
   char line[256];
-  std::snprintf(line, sizeof line, "%-12s %-44s %s\n", "TENANT", "PREFIX", "VIA");
+  // Every candidate of every source; '*' marks the one in the fast path.
+  std::snprintf(line, sizeof line, "  %-12s %-44s %-10s %4s  %s\n", "TENANT", "PREFIX", "SOURCE",
+                "DIST", "VIA");
   o << line;
   for (auto& x : r["routes"]) {
-    std::snprintf(line, sizeof line, "%-12s %-44s %s\n", str(x, "tenant").c_str(),
-                  str(x, "prefix").c_str(), str(x, "via").c_str());
+    const bool selected =
+        !x.contains("selected") || (x["selected"].is_boolean() && x["selected"].get<bool>());
+    std::snprintf(line, sizeof line, "%c %-12s %-44s %-10s %4llu  %s\n", selected ? '*' : ' ',
+                  str(x, "tenant").c_str(), str(x, "prefix").c_str(), str(x, "source").c_str(),
+                  u(x, "distance"), str(x, "via").c_str());
     o << line;
   }
   return o.str();

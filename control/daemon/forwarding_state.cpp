@@ -24,11 +24,29 @@ std::map<std::string, engine::OpenPort> ForwardingState::openPorts(
 
 Result<bool, std::string> ForwardingState::publish(
     const config::Config& c, const std::map<std::string, engine::OpenPort>& ports) {
-  auto tables = builder_.build(c, ports, dataplane_.workers(), dataplane_.tables());
+  auto tables = builder_.build(engine::TablesInput::fromConfig(c, ports, dataplane_.workers()),
+                               [this] { dataplane_.synchronize(); });
   if (!tables) {
     return unexpected(tables.error());
   }
   makeLive(std::move(*tables));
+  return true;
+}
+
+Result<bool, std::string> ForwardingState::updateNeighbors(const config::Config& c) {
+  auto ports = openPorts();
+  auto lines = builder_.updateNeighbors(
+      engine::TablesInput::fromConfig(c, ports, dataplane_.workers()),
+      [this] { dataplane_.synchronize(); });
+  if (!lines) {
+    return unexpected(lines.error());
+  }
+  if (!*lines) {
+    return false;
+  }
+  if (auto r = publish(c, ports); !r) {
+    return unexpected(r.error());
+  }
   return true;
 }
 
@@ -48,7 +66,9 @@ Result<bool, std::string> ForwardingState::prepare(const ReloadPlan& plan) {
   for (const auto& [name, port] : ports_.prepared()) {
     ports[name] = {port->id(), port->mac(), port->rxQueues()};
   }
-  auto tables = builder_.build(*plan.next, ports, dataplane_.workers(), dataplane_.tables());
+  auto tables =
+      builder_.build(engine::TablesInput::fromConfig(*plan.next, ports, dataplane_.workers()),
+                     [this] { dataplane_.synchronize(); });
   if (!tables) {
     return unexpected(tables.error());
   }

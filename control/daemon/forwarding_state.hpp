@@ -40,13 +40,24 @@ class ForwardingState : public Subsystem {
   Result<bool, std::string> publish(const config::Config& config) {
     return publish(config, openPorts());
   }
+  // The kernel's neighbours changed: the fast path's neighbour table is
+  // brought to them in place; only a line's next hop (its MAC is in the
+  // line's outer headers) needs new tables, which share the FIBs.
+  Result<bool, std::string> updateNeighbors(const config::Config& config);
+  // Drops the FIBs and the neighbour table (DPDK memory) before the EAL goes.
+  void clear() { builder_.clear(); }
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
-  // The routes in force as the operator sees them, and the tables' generation.
-  const std::vector<engine::RouteView>& routes() const { return tables()->route_views; }
+  // Every candidate route of every source (the RIB, `show routes`), how
+  // many prefixes the RIBs hold, and the tables' generation.
+  std::vector<engine::RouteView> routes() const { return builder_.routes(); }
+  size_t routeCount() const { return builder_.routeCount(); }
   uint64_t generation() const { return tables()->generation; }
 
   // A reload: the new tables over the running and the prepared ports are
-  // built aside (the last step of a reload that can fail), and published.
+  // built (the last step of a reload that can fail) and published at apply.
+  // The FIBs of tenants that stay change in place when prepare succeeds
+  // (TablesBuilder::build): an abort after it publishes the running
+  // config's tables again (Gateway::restoreAfterAbort).
   std::string_view name() const override { return "forwarding tables"; }
   Result<bool, std::string> prepare(const ReloadPlan& plan) override;
   void apply() override;

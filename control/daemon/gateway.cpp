@@ -93,9 +93,9 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 }
 
 Gateway::~Gateway() {
-  forwarding_.reset();
   lines_.reset();
-  dataplane_.reset();  // workers stop before their ports close
+  dataplane_.reset();   // workers stop before their ports close
+  forwarding_.reset();  // the FIBs and the neighbour table (DPDK memory), before the EAL goes
   if (kernel_) {
     kernel_->clear();  // TAPs
   }
@@ -134,7 +134,7 @@ void Gateway::tick() {
 
 void Gateway::onNeighborEvents() {
   if (neighbors_ && neighbors_->receive()) {
-    if (auto r = forwarding_->publish(*config_); !r) {
+    if (auto r = forwarding_->updateNeighbors(*config_); !r) {
       spdlog::error("neighbour change: {}", r.error());
     }
   }

@@ -554,7 +554,10 @@ class Bench {
                               std::to_string(routes) + " routes";
     config::Config c = benchConfig(s.tunnel_out);
     const size_t heap_before = heapBytes();
-    auto built = builder_.build(c, openPorts(ports_, false), 1, nullptr);
+    // A builder per snapshot: builders change their FIBs in place, and the
+    // timed and the capture tables must not share one.
+    engine::TablesBuilder builder, capture_builder;
+    auto built = builder.build(engine::TablesInput::fromConfig(c, openPorts(ports_, false), 1), {});
     if (!built) {
       fail(label + ": TablesBuilder: " + built.error());
     }
@@ -567,13 +570,15 @@ class Bench {
       // IPv4 rules), so the big FIB is built here with larger ones and put
       // in place of the one the builder made, over the same next hops.
       auto& te = tables->tenants.at(0);
-      bigFib(te.routes);
-      if (!sameRoutes(te.routes, big_base_)) {
+      const auto routes = builder.rib(te.name)->installed();
+      bigFib(routes);
+      if (!sameRoutes(routes, big_base_)) {
         fail(label + ": the builder's routes changed between scenarios");
       }
       te.fib = big_fib_;
     }
-    auto vbuilt = builder_.build(c, openPorts(ports_, true), 1, tables.get());
+    auto vbuilt =
+        capture_builder.build(engine::TablesInput::fromConfig(c, openPorts(ports_, true), 1), {});
     if (!vbuilt) {
       fail(label + ": TablesBuilder (capture): " + vbuilt.error());
     }
@@ -613,11 +618,14 @@ class Bench {
       if (!big_fib_) {
         // No pipeline scenario built it: the builder's routes for the bench
         // config are needed for its next hops.
-        auto built = builder_.build(benchConfig(true), openPorts(ports_, false), 1, nullptr);
+        engine::TablesBuilder builder;
+        const config::Config c = benchConfig(true);
+        auto built =
+            builder.build(engine::TablesInput::fromConfig(c, openPorts(ports_, false), 1), {});
         if (!built) {
           fail("fib-lookup: TablesBuilder: " + built.error());
         }
-        bigFib((*built)->tenants.at(0).routes);
+        bigFib(builder.rib((*built)->tenants.at(0).name)->installed());
       }
       fib = big_fib_;
       expect = big_nh_;
@@ -924,7 +932,6 @@ class Bench {
   size_t big_n_;
   unsigned pool_size_ = 0;
   engine::LiveState health_;
-  engine::TablesBuilder builder_;
   BigRoutes big_;
   std::vector<Ip4> dsts_;
   std::shared_ptr<const TenantFib> big_fib_;

@@ -104,6 +104,10 @@ void Dataplane::publish(std::unique_ptr<ForwardingTables> tables) {
   delete old;
 }
 
+void Dataplane::synchronize() {
+  rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+}
+
 int Dataplane::run(void* arg) {
   auto* w = static_cast<Worker*>(arg);
   Dataplane* dp = w->dp;

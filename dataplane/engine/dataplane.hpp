@@ -64,6 +64,12 @@ class Dataplane {
   // Publishes new tables and returns once no worker uses the old ones (which
   // are then freed).  Control thread only.
   void publish(std::unique_ptr<ForwardingTables> tables);
+  // The fast path's RCU grace period: returns once every online worker has
+  // passed a quiescent point after the call, so nothing a worker read
+  // before it (a FIB entry, a next hop, a neighbour slot) is still in use.
+  // Any thread but a worker's; what TablesBuilder and TenantFib::apply take
+  // as `synchronize`.
+  void synchronize();
   // The published tables, for the control thread (which alone replaces them).
   const ForwardingTables* tables() const { return current_.load(std::memory_order_acquire); }
 

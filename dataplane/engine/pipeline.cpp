@@ -98,6 +98,11 @@ uint32_t flowHash6(const proto::Ipv6Header* ip, const uint8_t* l4, size_t l4_len
   return h;
 }
 
+// Another view of the flow hash for the choice of an ECMP member.
+inline uint32_t ecmpMix(uint32_t flow_hash) {
+  return rte_hash_crc_4byte(flow_hash, 0x9e3779b9u);
+}
+
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
@@ -247,6 +252,7 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t len = m->data_len;
   const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
+  const TenantEntry& te = t.tenants[tenant];
   uint32_t nh_index = TenantFib::kNoRoute;
   size_t l3_len = 0;  // the IP packet's length, for the flow hash
   const uint8_t* dst = nullptr;
@@ -266,7 +272,13 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
     }
     dst = ip->dst;
-    if (dst[0] >= 224 || t.isLocal(false, dst)) {  // multicast, broadcast, ours
+    if (dst[0] >= 224) {  // multicast, broadcast
+      localPacket(t, m, rx_port, origin);
+      return;
+    }
+    nh_index = te.fib->find4(dst);
+    if (nh_index != TenantFib::kNoRoute &&
+        te.next_hops->at(nh_index).kind == NextHop::Kind::kLocal) {  // ours
       localPacket(t, m, rx_port, origin);
       return;
     }
@@ -275,7 +287,6 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       drop(m, DropReason::kTTL_EXPIRED);
       return;
     }
-    nh_index = t.tenants[tenant].fib->find4(dst);
     if (nh_index == TenantFib::kNoRoute) {
       drop(m, DropReason::kNO_ROUTE);
       return;
@@ -303,7 +314,13 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     }
     dst = ip->dst;
     // Multicast and link-local destinations are never routed.
-    if (dst[0] == 0xff || (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80) || t.isLocal(true, dst)) {
+    if (dst[0] == 0xff || (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80)) {
+      localPacket(t, m, rx_port, origin);
+      return;
+    }
+    nh_index = te.fib->find6(dst);
+    if (nh_index != TenantFib::kNoRoute &&
+        te.next_hops->at(nh_index).kind == NextHop::Kind::kLocal) {  // ours
       localPacket(t, m, rx_port, origin);
       return;
     }
@@ -312,7 +329,6 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
       drop(m, DropReason::kTTL_EXPIRED);
       return;
     }
-    nh_index = t.tenants[tenant].fib->find6(dst);
     if (nh_index == TenantFib::kNoRoute) {
       drop(m, DropReason::kNO_ROUTE);
       return;
@@ -322,43 +338,71 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     }
     l3_len = total;
   }
-  const NextHop& nh = t.tenants[tenant].next_hops[nh_index];
-  switch (nh.kind) {
+  // The inner flow hash: only tunnels (line choice, UDP source port) and
+  // ECMP groups need it.
+  auto flowHash = [&] {
+    const uint8_t* l3 = data + kEth;
+    if (!v6) {
+      const auto* ip = reinterpret_cast<const Ipv4Header*>(l3);
+      return flowHash4(ip, l3 + ip->headerLength(), l3_len - ip->headerLength());
+    }
+    return flowHash6(reinterpret_cast<const Ipv6Header*>(l3), l3 + sizeof(Ipv6Header),
+                     l3_len - sizeof(Ipv6Header));
+  };
+  const NextHop* nh = &te.next_hops->at(nh_index);
+  uint32_t flow_hash = 0;
+  bool hashed = false;
+  if (nh->kind == NextHop::Kind::kEcmp) {
+    // The member by a mix of the hash: the line choice inside a tunnel uses
+    // the hash itself, and the two choices must not follow each other.
+    flow_hash = flowHash();
+    hashed = true;
+    nh = &te.next_hops->at(nh->members[ecmpMix(flow_hash) % nh->n_members]);
+  }
+  switch (nh->kind) {
     case NextHop::Kind::kTunnel: {
-      // The inner flow hash: only tunnels need it (line choice, UDP source port).
-      const uint8_t* l3 = data + kEth;
-      uint32_t flow_hash;
-      if (!v6) {
-        const auto* ip = reinterpret_cast<const Ipv4Header*>(l3);
-        flow_hash = flowHash4(ip, l3 + ip->headerLength(), l3_len - ip->headerLength());
-      } else {
-        flow_hash = flowHash6(reinterpret_cast<const Ipv6Header*>(l3), l3 + sizeof(Ipv6Header),
-                              l3_len - sizeof(Ipv6Header));
+      const uint16_t tunnel = t.tunnel_of_slot[nh->tunnel];
+      if (tunnel == kNoTunnel) {  // a route to a tunnel this snapshot does not have (yet)
+        drop(m, DropReason::kNO_TUNNEL);
+        return;
       }
-      encapsulate(t, m, t.tunnels[nh.tunnel], flow_hash, tenant, rx_port, origin);
+      encapsulate(t, m, t.tunnels[tunnel], hashed ? flow_hash : flowHash(), tenant, rx_port,
+                  origin);
       return;
     }
     case NextHop::Kind::kGateway:
     case NextHop::Kind::kConnected:
       break;
+    case NextHop::Kind::kLocal:  // never an ECMP member
+    case NextHop::Kind::kEcmp:
+      drop(m, DropReason::kNO_ROUTE);
+      return;
   }
-  const uint16_t mtu = t.ports[nh.port].mtu;
-  if (l3_len > mtu) {
-    tooBig(t, m, mtu, tenant, rx_port, origin, [&](rte_mbuf* f) { toLan(t, f, nh, v6); });
+  if (nh->port >= kMaxPorts || !t.ports[nh->port].present) {
+    drop(m, DropReason::kNO_NEIGHBOR);  // its port is not open
     return;
   }
-  toLan(t, m, nh, v6);
+  const uint16_t mtu = t.ports[nh->port].mtu;
+  if (l3_len > mtu) {
+    tooBig(t, m, mtu, tenant, rx_port, origin, [&](rte_mbuf* f) { toLan(t, f, *nh, v6); });
+    return;
+  }
+  toLan(t, m, *nh, v6);
 }
 
 [[gnu::always_inline]] inline void Pipeline::toLan(const ForwardingTables& t, rte_mbuf* m,
                                                    const NextHop& nh, bool v6) {
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   if (nh.kind == NextHop::Kind::kGateway) {
-    if (!nh.resolved) {
-      drop(m, DropReason::kNO_NEIGHBOR);  // the kernel resolves configured next hops
+    // The router's MAC at this moment: a neighbour change needs no route
+    // change.  Unknown: dropped, the kernel keeps configured next hops
+    // resolved.
+    Mac mac;
+    if (!t.neighbor(nh.port, nh.v6, nh.address.data(), &mac)) {
+      drop(m, DropReason::kNO_NEIGHBOR);
       return;
     }
-    std::memcpy(data, nh.mac.data(), 6);
+    std::memcpy(data, mac.data(), 6);
   } else {
     const uint8_t* dst = data + kEth + (v6 ? 24 : 16);
     Mac mac;

@@ -1,7 +1,9 @@
 // The per-packet work of one worker, run to completion on a burst:
 //
-//   LAN rx ─► checks ─► TTL ─► tenant FIB ─► tunnel: line choice ─► encap ─► WAN tx
-//                                        └─► LAN next hop / connected ─► LAN tx
+//   LAN rx ─► checks ─► tenant FIB ─► local: to the kernel
+//                                  └─► TTL ─► (ECMP group: a member by the flow hash)
+//                                        ─► tunnel: line choice ─► encap ─► WAN tx
+//                                        └─► LAN gateway / connected: neighbour ─► LAN tx
 //   WAN rx ─► decap (peer VTEP, VNI, Geneve C bit, RFC 6040) ─► the same forwarding
 //
 // A Pipeline belongs to one worker: it owns that worker's TX buffers (one per

@@ -6,7 +6,6 @@
 #include <rte_lcore.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <set>
 
@@ -14,22 +13,27 @@
 
 namespace mcgw::engine {
 
+// ------------------------------------------------------------ NeighborTable
+
 namespace {
 
-struct NeighborKey {
-  uint16_t port = 0;
-  uint8_t v6 = 0;
-  uint8_t pad = 0;
-  uint8_t address[16] = {};
-};
-static_assert(sizeof(NeighborKey) == 20);
+// The MAC as the hash's 64-bit data value: no second array to keep in step.
+void* packMac(const Mac& m) {
+  uint64_t v = 0;
+  for (uint8_t b : m) {
+    v = v << 8 | b;
+  }
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(v));
+}
 
-NeighborKey neighborKey(uint16_t port, bool v6, const uint8_t* address) {
-  NeighborKey k;
-  k.port = port;
-  k.v6 = v6 ? 1 : 0;
-  std::memcpy(k.address, address, v6 ? 16 : 4);
-  return k;
+Mac unpackMac(const void* data) {
+  uint64_t v = reinterpret_cast<uintptr_t>(data);
+  Mac m;
+  for (int i = 5; i >= 0; --i) {
+    m[static_cast<size_t>(i)] = static_cast<uint8_t>(v);
+    v >>= 8;
+  }
+  return m;
 }
 
 Mac toMac(const config::MacAddress& m) {
@@ -38,68 +42,95 @@ Mac toMac(const config::MacAddress& m) {
   return out;
 }
 
-bool sameRoutes(const std::vector<TenantFib::Route>& a, const std::vector<TenantFib::Route>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
-           return x.prefix == y.prefix && x.next_hop == y.next_hop;
-         });
-}
-
-// A neighbour's MAC: what the kernel resolved, else the config's entry.
-const config::MacAddress* findNeighbor(const config::PortConfig& pc, const OpenPort* op,
-                                       const config::IpAddress& a) {
-  if (op) {
-    for (const auto& n : op->neighbors) {
-      if (n.address == a) {
-        return &n.mac;
-      }
-    }
-  }
-  for (const auto& n : pc.neighbors) {
-    if (n.address == a) {
-      return &n.mac;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
 
-ForwardingTables::~ForwardingTables() {
-  if (neighbors_) {
-    rte_hash_free(neighbors_);
-  }
+NeighborTable::Key NeighborTable::key(uint16_t port, bool v6, const uint8_t* address) {
+  Key k{};
+  k[0] = static_cast<uint8_t>(port);
+  k[1] = static_cast<uint8_t>(port >> 8);
+  k[2] = v6 ? 1 : 0;
+  std::memcpy(k.data() + 4, address, v6 ? 16 : 4);
+  return k;
 }
 
-bool ForwardingTables::neighbor(uint16_t port, bool v6, const uint8_t* address, Mac* mac) const {
-  if (!neighbors_) {
-    return false;
+Result<std::unique_ptr<NeighborTable>, std::string> NeighborTable::create() {
+  static std::atomic<uint32_t> serial{0};
+  const std::string name = "nbr" + std::to_string(serial++);
+  rte_hash_parameters hp{};
+  hp.name = name.c_str();
+  hp.entries = kCapacity;
+  hp.key_len = sizeof(Key);
+  hp.hash_func = rte_hash_crc;
+  hp.socket_id = static_cast<int>(rte_socket_id());
+  // Lock-free readers beside one writer; a deleted key's slot is freed by
+  // the writer after a grace period (rte_hash_free_key_with_position).
+  hp.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF;
+  std::unique_ptr<NeighborTable> t(new NeighborTable());
+  t->hash_ = rte_hash_create(&hp);
+  if (!t->hash_) {
+    return unexpected(std::string("cannot create the neighbour table: ") + rte_strerror(rte_errno));
   }
-  NeighborKey k = neighborKey(port, v6, address);
+  return t;
+}
+
+NeighborTable::~NeighborTable() {
+  rte_hash_free(hash_);
+}
+
+bool NeighborTable::lookup(uint16_t port, bool v6, const uint8_t* address, Mac* mac) const {
+  const Key k = key(port, v6, address);
   void* data = nullptr;
-  if (rte_hash_lookup_data(neighbors_, &k, &data) < 0) {
+  if (rte_hash_lookup_data(hash_, k.data(), &data) < 0) {
     return false;
   }
-  *mac = neighbor_macs_[reinterpret_cast<uintptr_t>(data)];
+  *mac = unpackMac(data);
   return true;
 }
 
-bool ForwardingTables::isLocal(bool v6, const uint8_t* address) const {
-  if (v6) {
-    for (const auto& a : local6) {
-      if (std::memcmp(a.data(), address, 16) == 0) {
-        return true;
-      }
+size_t NeighborTable::sync(const std::map<Key, Mac>& want,
+                           const TenantFib::Synchronize& synchronize, size_t* refused) {
+  size_t changed = 0;
+  *refused = 0;
+  std::vector<int32_t> deleted;
+  for (auto it = mirror_.begin(); it != mirror_.end();) {
+    if (want.count(it->first)) {
+      ++it;
+      continue;
     }
-    return false;
+    const int32_t pos = rte_hash_del_key(hash_, it->first.data());
+    if (pos >= 0) {
+      deleted.push_back(pos);
+    }
+    it = mirror_.erase(it);
+    ++changed;
   }
-  for (const auto& a : local4) {
-    if (std::memcmp(a.data(), address, 4) == 0) {
-      return true;
+  for (const auto& [k, mac] : want) {
+    auto it = mirror_.find(k);
+    if (it != mirror_.end() && it->second == mac) {
+      continue;
+    }
+    // A new key, or the data of an existing one replaced atomically.
+    if (rte_hash_add_key_data(hash_, k.data(), packMac(mac)) < 0) {
+      ++*refused;
+      continue;
+    }
+    mirror_[k] = mac;
+    ++changed;
+  }
+  if (!deleted.empty()) {
+    if (synchronize) {
+      synchronize();  // no worker still reads a deleted key's slot
+    }
+    for (int32_t pos : deleted) {
+      rte_hash_free_key_with_position(hash_, pos);
     }
   }
-  return false;
+  return changed;
 }
+
+ForwardingTables::~ForwardingTables() = default;
+
+// ------------------------------------------------------------------ SlotMap
 
 std::optional<uint16_t> SlotMap::assign(const std::string& name, bool* fresh) {
   *fresh = false;
@@ -125,15 +156,391 @@ void SlotMap::retain(const std::vector<std::string>& keep) {
   std::erase_if(slots_, [&](const auto& e) { return !k.count(e.first); });
 }
 
-Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
-    const config::Config& c, const std::map<std::string, OpenPort>& open_ports, unsigned workers,
-    const ForwardingTables* previous) {
+// -------------------------------------------------------------- TablesInput
+
+TablesInput TablesInput::fromConfig(const config::Config& c, std::map<std::string, OpenPort> ports,
+                                    unsigned workers) {
   using config::Family;
+  TablesInput in;
+  in.config = &c;
+  in.ports = std::move(ports);
+  in.workers = workers;
+  // The gateway's own addresses: those of every open port.
+  std::vector<RouteSpec> local;
+  for (const auto& pc : c.ports) {
+    if (!in.ports.count(pc.name)) {
+      continue;
+    }
+    for (const auto& a : pc.addresses) {
+      RouteSpec r;
+      r.prefix = {a.address, static_cast<uint8_t>(a.address.bits())};
+      r.vias = {Via{Via::Kind::kLocal, {}, {}, {}}};
+      r.distance = defaultDistance(RouteSource::kLocal);
+      local.push_back(std::move(r));
+    }
+  }
+  for (const auto& tc : c.tenants) {
+    auto& sources = in.routes[tc.name];
+    auto& statics = sources[RouteSource::kStatic];
+    for (const auto& r : tc.routes) {
+      RouteSpec s;
+      s.prefix = r.prefix;
+      s.distance = defaultDistance(RouteSource::kStatic);
+      Via v;
+      if (!r.peer.empty()) {
+        v.kind = Via::Kind::kTunnel;
+        v.peer = r.peer;
+      } else if (r.next_hop) {
+        v.kind = Via::Kind::kGateway;
+        v.address = *r.next_hop;
+      }
+      s.vias = {v};
+      statics.push_back(std::move(s));
+    }
+    auto& connected = sources[RouteSource::kConnected];
+    for (const auto& pc : c.ports) {
+      if (pc.role != config::PortRole::kLan || pc.tenant != tc.name || !in.ports.count(pc.name)) {
+        continue;
+      }
+      for (const auto& a : pc.addresses) {
+        RouteSpec s;
+        s.prefix = a.network();
+        s.distance = defaultDistance(RouteSource::kConnected);
+        s.vias = {Via{Via::Kind::kConnected, {}, pc.name, {}}};
+        connected.push_back(std::move(s));
+      }
+    }
+    sources[RouteSource::kLocal] = local;
+  }
+  return in;
+}
+
+// ----------------------------------------------------------------- topology
+
+// What names resolve to, as of one build.
+struct TablesBuilder::Topology {
+  struct Lan {
+    std::string name;
+    uint16_t id = kNoPort;  // kNoPort: configured, not open
+    std::vector<config::IpPrefix> subnets;
+  };
+  std::map<std::string, std::vector<Lan>> lan;                          // by tenant
+  std::map<std::pair<std::string, std::string>, uint16_t> tunnel_slot;  // (peer, tenant)
+  std::set<std::string> peers;
+  std::map<uint16_t, std::string> tunnel_peer;  // slot -> peer
+  std::map<uint16_t, std::string> port_name;    // DPDK port id -> name
+
+  Result<NextHop, std::string> resolve(const std::string& tenant, const Via& via) const {
+    NextHop nh;
+    switch (via.kind) {
+      case Via::Kind::kLocal:
+        nh.kind = NextHop::Kind::kLocal;
+        return nh;
+      case Via::Kind::kTunnel: {
+        if (!peers.count(via.peer)) {
+          return unexpected("there is no peer " + via.peer);
+        }
+        auto it = tunnel_slot.find({via.peer, tenant});
+        if (it == tunnel_slot.end()) {
+          return unexpected("peer " + via.peer + " does not carry tenant " + tenant);
+        }
+        nh.kind = NextHop::Kind::kTunnel;
+        nh.tunnel = it->second;
+        return nh;
+      }
+      case Via::Kind::kConnected:
+      case Via::Kind::kGateway:
+        break;
+    }
+    const Lan* on = nullptr;
+    if (auto it = lan.find(tenant); it != lan.end()) {
+      for (const auto& l : it->second) {
+        if (!via.port.empty()) {
+          on = l.name == via.port ? &l : on;
+          continue;
+        }
+        for (const auto& s : l.subnets) {
+          if (s.contains(via.address)) {
+            on = &l;
+          }
+        }
+      }
+    }
+    if (!on) {
+      if (!via.port.empty()) {
+        return unexpected("port " + via.port + " is no LAN port of tenant " + tenant);
+      }
+      return unexpected("next hop " + via.address.toString() + " is on no LAN port of the tenant");
+    }
+    nh.port = on->id;
+    if (via.kind == Via::Kind::kConnected) {
+      nh.kind = NextHop::Kind::kConnected;
+      return nh;
+    }
+    nh.kind = NextHop::Kind::kGateway;
+    nh.v6 = via.address.family == config::Family::V6 ? 1 : 0;
+    nh.address = via.address.bytes;
+    if (!nh.v6) {
+      std::fill(nh.address.begin() + 4, nh.address.end(), 0);
+    }
+    return nh;
+  }
+};
+
+struct TablesBuilder::Tenant {
+  explicit Tenant(const std::string& name) : rib(name) {}
+  TenantRib rib;
+  std::shared_ptr<TenantFib> fib;
+};
+
+namespace {
+
+using Topology = TablesBuilder::Topology;
+using Tenant = TablesBuilder::Tenant;
+
+// The index of vias' next hop if it exists already (no reference taken).
+std::optional<uint32_t> findVias(const NextHopTable& table, const Topology& topo,
+                                 const std::string& tenant, const std::vector<Via>& vias) {
+  std::vector<uint32_t> members;
+  for (const auto& v : vias) {
+    auto nh = topo.resolve(tenant, v);
+    if (!nh) {
+      return std::nullopt;
+    }
+    auto i = table.find(*nh);
+    if (!i) {
+      return std::nullopt;
+    }
+    members.push_back(*i);
+  }
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  if (members.size() == 1) {
+    return members[0];
+  }
+  if (members.empty() || members.size() > kMaxEcmp) {
+    return std::nullopt;
+  }
+  NextHop g;
+  g.kind = NextHop::Kind::kEcmp;
+  g.n_members = static_cast<uint8_t>(members.size());
+  std::copy(members.begin(), members.end(), g.members.begin());
+  return table.find(g);
+}
+
+// A reference to vias' next hop (an ECMP group for several).
+Result<uint32_t, std::string> acquireVias(NextHopTable& table, const Topology& topo,
+                                          const std::string& tenant, const std::vector<Via>& vias) {
+  if (vias.empty() || vias.size() > kMaxEcmp) {
+    return unexpected("a route has 1 to " + std::to_string(kMaxEcmp) + " next hops, not " +
+                      std::to_string(vias.size()));
+  }
+  std::vector<NextHop> resolved;
+  for (const auto& v : vias) {
+    auto nh = topo.resolve(tenant, v);
+    if (!nh) {
+      return unexpected(nh.error());
+    }
+    if (vias.size() > 1 && nh->kind == NextHop::Kind::kLocal) {
+      return unexpected(std::string("an ECMP group cannot hold the gateway itself"));
+    }
+    resolved.push_back(*nh);
+  }
+  std::vector<uint32_t> members;
+  for (const auto& nh : resolved) {
+    auto i = table.acquire(nh);
+    if (!i) {
+      for (uint32_t m : members) {
+        table.release(m);
+      }
+      return unexpected(i.error());
+    }
+    members.push_back(*i);
+  }
+  if (members.size() == 1) {
+    return members[0];
+  }
+  return table.acquireGroup(std::move(members));
+}
+
+// Stages source's route for prefix (vias null: withdrawn) in t's RIB.
+Result<bool, std::string> stageRoute(Tenant& t, const Topology& topo, RouteSource source,
+                                     const config::IpPrefix& prefix, const std::vector<Via>* vias,
+                                     uint8_t distance) {
+  if (!vias) {
+    t.rib.set(prefix, source, std::nullopt);
+    return true;
+  }
+  if (auto old = t.rib.candidate(prefix, source); old && old->distance == distance) {
+    if (auto same = findVias(t.rib.nextHops(), topo, t.rib.name(), *vias);
+        same && *same == old->next_hop) {
+      return true;  // unchanged
+    }
+  }
+  auto nh = acquireVias(t.rib.nextHops(), topo, t.rib.name(), *vias);
+  if (!nh) {
+    return unexpected("tenant " + t.rib.name() + ", route " + prefix.toString() + ": " +
+                      nh.error());
+  }
+  t.rib.set(prefix, source, Candidate{source, distance, *nh});
+  return true;
+}
+
+// Makes the staged RIB changes of `tenants` the FIBs' (in place) and commits
+// them; all or nothing.  Next-hop indexes the change freed are reusable when
+// it returns.
+Result<bool, std::string> commitTenants(const std::vector<Tenant*>& tenants,
+                                        const TenantFib::Synchronize& synchronize) {
+  std::vector<Tenant*> applied;
+  std::string error;
+  for (Tenant* t : tenants) {
+    const auto changes = t->rib.changes();
+    if (changes.empty()) {
+      continue;
+    }
+    auto r = t->fib->apply(changes, synchronize);
+    if (!r) {
+      error = r.error();
+      break;
+    }
+    applied.push_back(t);
+  }
+  if (!error.empty()) {
+    // Those already changed go back: their reverse changes free what the
+    // forward ones took.
+    for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
+      if (auto r = (*it)->fib->apply((*it)->rib.reverse(), synchronize); !r) {
+        error +=
+            "; and tenant " + (*it)->rib.name() + "'s FIB could not be changed back: " + r.error();
+      }
+    }
+    for (Tenant* t : tenants) {
+      t->rib.abort();
+    }
+  } else {
+    for (Tenant* t : tenants) {
+      t->rib.commit();
+    }
+  }
+  bool retiring = false;
+  for (Tenant* t : tenants) {
+    retiring = retiring || t->rib.nextHops().retiring();
+  }
+  // A retired index waits until no worker can still hold it from a FIB
+  // lookup made before the change.
+  if (retiring && !applied.empty() && synchronize) {
+    synchronize();
+  }
+  for (Tenant* t : tenants) {
+    t->rib.nextHops().reclaim();
+  }
+  if (!error.empty()) {
+    return unexpected(error);
+  }
+  return true;
+}
+
+void abortTenants(const std::vector<Tenant*>& tenants) {
+  for (Tenant* t : tenants) {
+    t->rib.abort();
+    t->rib.nextHops().reclaim();  // never in a FIB: reusable at once
+  }
+}
+
+// The neighbours the fast path should know: per open port what the kernel
+// resolved, then the config's static entries (which win).
+std::map<NeighborTable::Key, Mac> wantedNeighbors(const TablesInput& in) {
+  std::map<NeighborTable::Key, Mac> want;
+  for (const auto& pc : in.config->ports) {
+    auto it = in.ports.find(pc.name);
+    if (it == in.ports.end()) {
+      continue;
+    }
+    auto add = [&](const config::StaticNeighbor& n) {
+      want[NeighborTable::key(it->second.port_id, n.address.family == config::Family::V6,
+                              n.address.bytes.data())] = toMac(n.mac);
+    };
+    for (const auto& n : it->second.neighbors) {
+      add(n);
+    }
+    for (const auto& n : pc.neighbors) {
+      add(n);
+    }
+  }
+  return want;
+}
+
+// Each line's next-hop MAC ("peer/line"), from those neighbours.
+std::map<std::string, std::optional<Mac>> lineMacs(const TablesInput& in,
+                                                   const std::map<NeighborTable::Key, Mac>& want) {
+  std::map<std::string, std::optional<Mac>> out;
+  for (const auto& peer : in.config->peers) {
+    for (const auto& lc : peer.lines) {
+      std::optional<Mac> mac;
+      if (auto it = in.ports.find(lc.port); it != in.ports.end()) {
+        const config::IpAddress nh = lc.next_hop.value_or(lc.remote_vtep);
+        auto n = want.find(NeighborTable::key(it->second.port_id, nh.family == config::Family::V6,
+                                              nh.bytes.data()));
+        if (n != want.end()) {
+          mac = n->second;
+        }
+      }
+      out[peer.name + "/" + lc.name] = mac;
+    }
+  }
+  return out;
+}
+
+// Marks a writer; a second one at the same time is refused.
+class WriterGuard {
+ public:
+  explicit WriterGuard(std::atomic<bool>& flag) : flag_(flag), held_(!flag.exchange(true)) {}
+  ~WriterGuard() {
+    if (held_) {
+      flag_.store(false);
+    }
+  }
+  bool held() const { return held_; }
+
+ private:
+  std::atomic<bool>& flag_;
+  bool held_;
+};
+
+const char* const kBusy = "another change of the forwarding tables is under way";
+
+}  // namespace
+
+// ------------------------------------------------------------ TablesBuilder
+
+TablesBuilder::TablesBuilder() : line_slots_(kMaxLines), tunnel_slots_(kMaxTunnels) {}
+
+TablesBuilder::~TablesBuilder() = default;
+
+Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
+    const TablesInput& input, const TenantFib::Synchronize& synchronize) {
+  using config::Family;
+  WriterGuard guard(writing_);
+  if (!guard.held()) {
+    return unexpected(std::string(kBusy));
+  }
+  const config::Config& c = *input.config;
+  const auto& open_ports = input.ports;
   std::unique_ptr<ForwardingTables> t(new ForwardingTables());
-  t->generation = ++generation_;
+  t->generation = generation_ + 1;
   t->idle_sleep_max_us = c.fast_path.idle_sleep_max_us;
-  fresh_lines_.clear();
-  fresh_tunnels_.clear();
+  std::vector<uint16_t> fresh_lines, fresh_tunnels;
+  // Counter slots are assigned as the lines and tunnels come; a failure
+  // puts the maps back.
+  const SlotMap saved_lines = line_slots_, saved_tunnels = tunnel_slots_;
+  std::vector<std::unique_ptr<Tenant>> created;
+  std::vector<Tenant*> staged;
+  auto fail = [&](std::string why) -> Result<std::unique_ptr<ForwardingTables>, std::string> {
+    abortTenants(staged);
+    line_slots_ = saved_lines;
+    tunnel_slots_ = saved_tunnels;
+    return unexpected(std::move(why));
+  };
 
   auto tenantIndex = [&](const std::string& name) -> uint16_t {
     for (size_t i = 0; i < c.tenants.size(); ++i) {
@@ -144,17 +551,32 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     return kNoTenant;
   };
 
-  // Ports, by DPDK port id; the gateway's own addresses.
+  auto topo = std::make_unique<Topology>();
+  const auto want_neighbors = wantedNeighbors(input);
+  const auto line_macs = lineMacs(input, want_neighbors);
+
+  // Ports, by DPDK port id.
   std::map<std::string, uint16_t> port_ids;
   for (const auto& pc : c.ports) {
+    if (pc.role == config::PortRole::kLan) {
+      Topology::Lan l;
+      l.name = pc.name;
+      for (const auto& a : pc.addresses) {
+        l.subnets.push_back(a.network());
+      }
+      if (auto it = open_ports.find(pc.name); it != open_ports.end()) {
+        l.id = it->second.port_id;
+      }
+      topo->lan[pc.tenant].push_back(std::move(l));
+    }
     auto it = open_ports.find(pc.name);
     if (it == open_ports.end()) {
       continue;  // configured but not open: status says so
     }
     const OpenPort& op = it->second;
     if (op.port_id >= kMaxPorts) {
-      return unexpected("port " + pc.name + ": DPDK port id " + std::to_string(op.port_id) +
-                        " is beyond the fast path's " + std::to_string(kMaxPorts));
+      return fail("port " + pc.name + ": DPDK port id " + std::to_string(op.port_id) +
+                  " is beyond the fast path's " + std::to_string(kMaxPorts));
     }
     PortEntry& pe = t->ports[op.port_id];
     pe.present = true;
@@ -165,11 +587,11 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     pe.name = pc.name;
     pe.addresses = pc.addresses;
     port_ids[pc.name] = op.port_id;
+    topo->port_name[op.port_id] = pc.name;
     if (op.tap_port_id) {
       if (*op.tap_port_id >= kMaxPorts) {
-        return unexpected("port " + pc.name +
-                          ": its TAP's DPDK port id is beyond the fast path's " +
-                          std::to_string(kMaxPorts));
+        return fail("port " + pc.name + ": its TAP's DPDK port id is beyond the fast path's " +
+                    std::to_string(kMaxPorts));
       }
       pe.exception = *op.tap_port_id;
       PortEntry& tap = t->ports[*op.tap_port_id];
@@ -186,15 +608,11 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       if (a.address.family == Family::V4) {
         std::array<uint8_t, 4> b;
         std::copy_n(a.address.bytes.begin(), 4, b.begin());
-        t->local4.push_back(b);
         if (!pe.icmp_source4) {
           pe.icmp_source4 = b;
         }
-      } else {
-        t->local6.push_back(a.address.bytes);
-        if (!pe.icmp_source6) {
-          pe.icmp_source6 = a.address.bytes;
-        }
+      } else if (!pe.icmp_source6) {
+        pe.icmp_source6 = a.address.bytes;
       }
     }
   }
@@ -223,14 +641,14 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
 
   // Lines, peer VTEPs and tunnels (one per peer and carried tenant).
   std::vector<std::string> line_names, tunnel_names;
-  std::map<std::pair<size_t, size_t>, uint16_t> tunnel_of;  // (peer, tenant) -> tunnel
   t->peer_vnis.resize(c.peers.size());
   for (size_t pi = 0; pi < c.peers.size(); ++pi) {
     const auto& peer = c.peers[pi];
     t->peer_names.push_back(peer.name);
+    topo->peers.insert(peer.name);
     if (peer.lines.size() > kMaxLinesPerPeer) {
-      return unexpected("peer " + peer.name + ": more than " + std::to_string(kMaxLinesPerPeer) +
-                        " lines");
+      return fail("peer " + peer.name + ": more than " + std::to_string(kMaxLinesPerPeer) +
+                  " lines");
     }
     std::vector<uint16_t> line_indexes;
     for (const auto& lc : peer.lines) {
@@ -239,10 +657,10 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       bool fresh = false;
       auto slot = line_slots_.assign(key, &fresh);
       if (!slot) {
-        return unexpected("more than " + std::to_string(kMaxLines) + " lines");
+        return fail("more than " + std::to_string(kMaxLines) + " lines");
       }
       if (fresh) {
-        fresh_lines_.push_back(*slot);
+        fresh_lines.push_back(*slot);
       }
       line_names.push_back(key);
       le.slot = *slot;
@@ -257,12 +675,11 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
                                     : proto::Encapsulation::kVxlan;
       std::copy(lc.local_vtep.bytes.begin(), lc.local_vtep.bytes.end(), le.header.local);
       std::copy(lc.remote_vtep.bytes.begin(), lc.remote_vtep.bytes.end(), le.header.remote);
-      const config::PortConfig* pc = c.findPort(lc.port);
-      if (auto it = port_ids.find(lc.port); it != port_ids.end() && pc) {
+      if (auto it = port_ids.find(lc.port); it != port_ids.end()) {
         le.port = it->second;
         std::copy_n(t->ports[le.port].mac.begin(), 6, le.header.src_mac);
-        if (const auto* mac = findNeighbor(*pc, &open_ports.at(lc.port), le.next_hop)) {
-          std::copy(mac->bytes.begin(), mac->bytes.end(), le.header.dst_mac);
+        if (const auto& mac = line_macs.at(key)) {
+          std::copy(mac->begin(), mac->end(), le.header.dst_mac);
           le.resolved = true;
         }
       }
@@ -302,10 +719,10 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       bool fresh = false;
       auto slot = tunnel_slots_.assign(key, &fresh);
       if (!slot) {
-        return unexpected("more than " + std::to_string(kMaxTunnels) + " tunnels");
+        return fail("more than " + std::to_string(kMaxTunnels) + " tunnels");
       }
       if (fresh) {
-        fresh_tunnels_.push_back(*slot);
+        fresh_tunnels.push_back(*slot);
       }
       tunnel_names.push_back(key);
       te.slot = *slot;
@@ -319,7 +736,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       te.mss_insert = peer.mss_insert;
       te.name = key;
       const auto idx = static_cast<uint16_t>(t->tunnels.size());
-      tunnel_of[{pi, ti}] = idx;
+      t->tunnel_of_slot[te.slot] = idx;
+      topo->tunnel_slot[{peer.name, tc.name}] = te.slot;
+      topo->tunnel_peer[te.slot] = peer.name;
       t->peer_vnis[pi].emplace_back(tc.vni, idx);
       t->tunnels.push_back(std::move(te));
     }
@@ -327,147 +746,93 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
 
-  // Routes: static ones, then the LAN subnets (connected, so they win).
-  for (size_t ti = 0; ti < c.tenants.size(); ++ti) {
-    const auto& tc = c.tenants[ti];
-    std::vector<TenantFib::Route> routes;
-    std::vector<NextHop>& next_hops = t->tenants[ti].next_hops;
-    std::map<uint16_t, uint32_t> tunnel_next_hop;
-    for (const auto& r : tc.routes) {
-      if (!r.peer.empty()) {
-        size_t pi = 0;
-        while (pi < c.peers.size() && c.peers[pi].name != r.peer) {
-          ++pi;
-        }
-        auto it = tunnel_of.find({pi, ti});
-        if (it == tunnel_of.end()) {
-          return unexpected("tenant " + tc.name + ", route " + r.prefix.toString() + ": peer " +
-                            r.peer + " does not carry tenant " + tc.name);
-        }
-        auto [nh, added] = tunnel_next_hop.try_emplace(it->second, next_hops.size());
-        if (added) {
-          NextHop h;
-          h.kind = NextHop::Kind::kTunnel;
-          h.tunnel = it->second;
-          next_hops.push_back(h);
-        }
-        routes.push_back({r.prefix, nh->second});
-        t->route_views.push_back({tc.name, r.prefix.network().toString(), "peer " + r.peer});
-        continue;
-      }
-      // A LAN next hop: on the subnet of one of the tenant's LAN ports.
-      const config::PortConfig* via = nullptr;
-      for (const auto& pc : c.ports) {
-        if (pc.role != config::PortRole::kLan || pc.tenant != tc.name) {
-          continue;
-        }
-        for (const auto& a : pc.addresses) {
-          if (a.network().contains(*r.next_hop)) {
-            via = &pc;
-          }
-        }
-      }
-      if (!via) {
-        return unexpected("tenant " + tc.name + ", route " + r.prefix.toString() + ": next hop " +
-                          r.next_hop->toString() + " is on no LAN port of the tenant");
-      }
-      NextHop h;
-      h.kind = NextHop::Kind::kGateway;
-      if (auto it = port_ids.find(via->name); it != port_ids.end()) {
-        h.port = it->second;
-        if (const auto* mac = findNeighbor(*via, &open_ports.at(via->name), *r.next_hop)) {
-          h.mac = toMac(*mac);
-          h.resolved = true;
-        }
-      }
-      routes.push_back({r.prefix, static_cast<uint32_t>(next_hops.size())});
-      next_hops.push_back(h);
-      t->route_views.push_back(
-          {tc.name, r.prefix.network().toString(), r.next_hop->toString() + " on " + via->name});
+  // Routes: each source given in the input replaces what it gave before.
+  // Tenants that stay are staged in their RIBs; new ones get a RIB and a FIB
+  // built once with all their routes.
+  std::vector<Tenant*> kept;
+  for (const auto& tc : c.tenants) {
+    Tenant* tenant = nullptr;
+    if (auto it = tenants_.find(tc.name); it != tenants_.end()) {
+      tenant = it->second.get();
+      kept.push_back(tenant);
+    } else {
+      created.push_back(std::make_unique<Tenant>(tc.name));
+      tenant = created.back().get();
     }
-    for (const auto& pc : c.ports) {
-      auto it = port_ids.find(pc.name);
-      if (pc.role != config::PortRole::kLan || pc.tenant != tc.name || it == port_ids.end()) {
-        continue;
-      }
-      NextHop h;
-      h.kind = NextHop::Kind::kConnected;
-      h.port = it->second;
-      const auto idx = static_cast<uint32_t>(next_hops.size());
-      next_hops.push_back(h);
-      for (const auto& a : pc.addresses) {
-        routes.push_back({a.network(), idx});
-        t->route_views.push_back({tc.name, a.network().toString(), "connected " + pc.name});
-      }
+    staged.push_back(tenant);
+    auto sources = input.routes.find(tc.name);
+    if (sources == input.routes.end()) {
+      continue;
     }
-    TenantEntry& te = t->tenants[ti];
-    te.routes = routes;
-    if (previous) {
-      for (const auto& old : previous->tenants) {
-        if (old.name == te.name && sameRoutes(old.routes, routes)) {
-          te.fib = old.fib;
+    for (const auto& [source, specs] : sources->second) {
+      std::map<config::IpPrefix, const RouteSpec*> want;
+      for (const auto& s : specs) {
+        want[s.prefix.network()] = &s;
+      }
+      for (const auto& p : tenant->rib.prefixes(source)) {
+        if (!want.count(p)) {
+          (void)stageRoute(*tenant, *topo, source, p, nullptr, 0);  // a withdrawal cannot fail
+        }
+      }
+      for (const auto& [p, s] : want) {
+        if (auto r = stageRoute(*tenant, *topo, source, p, &s->vias, s->distance); !r) {
+          return fail(r.error());
         }
       }
     }
-    if (!te.fib) {
-      auto fib = TenantFib::create(tc.name, routes);
-      if (!fib) {
-        return unexpected(fib.error());
-      }
-      te.fib = std::shared_ptr<const TenantFib>(std::move(*fib));
+  }
+  for (auto& tenant : created) {
+    auto fib = TenantFib::create(tenant->rib.name(), tenant->rib.installed());
+    if (!fib) {
+      return fail(fib.error());
     }
+    tenant->fib = std::shared_ptr<TenantFib>(std::move(*fib));
+  }
+  if (!neighbors_) {
+    auto n = NeighborTable::create();
+    if (!n) {
+      return fail(n.error());
+    }
+    neighbors_ = std::shared_ptr<NeighborTable>(std::move(*n));
+  }
+  // The last step that can fail: the FIBs of tenants that stay, in place.
+  std::erase_if(staged, [&](Tenant* x) { return !std::count(kept.begin(), kept.end(), x); });
+  for (auto& tenant : created) {
+    tenant->rib.commit();
+  }
+  if (auto r = commitTenants(kept, synchronize); !r) {
+    staged.clear();  // commitTenants put the RIBs back itself
+    return fail(r.error());
   }
 
-  // Neighbours (kernel-resolved and static), for connected destinations.
-  size_t n_neighbors = 0;
-  for (const auto& pc : c.ports) {
-    n_neighbors += pc.neighbors.size();
-    if (auto it = open_ports.find(pc.name); it != open_ports.end()) {
-      n_neighbors += it->second.neighbors.size();
-    }
+  // Commit: nothing below fails.
+  for (auto& tenant : created) {
+    std::string name = tenant->rib.name();
+    tenants_[name] = std::move(tenant);
   }
-  if (n_neighbors > 0) {
-    static std::atomic<uint32_t> serial{0};
-    const std::string name = "nbr" + std::to_string(serial++);
-    rte_hash_parameters hp{};
-    hp.name = name.c_str();
-    hp.entries = static_cast<uint32_t>(std::max<size_t>(n_neighbors * 2, 64));
-    hp.key_len = sizeof(NeighborKey);
-    hp.hash_func = rte_hash_crc;
-    hp.socket_id = static_cast<int>(rte_socket_id());
-    t->neighbors_ = rte_hash_create(&hp);
-    if (!t->neighbors_) {
-      return unexpected(std::string("cannot create the neighbour table: ") +
-                        rte_strerror(rte_errno));
-    }
-    for (const auto& pc : c.ports) {
-      auto it = port_ids.find(pc.name);
-      if (it == port_ids.end()) {
-        continue;
-      }
-      // What the kernel resolved first; a static entry for the same address
-      // then replaces it.
-      std::vector<const config::StaticNeighbor*> all;
-      for (const auto& n : open_ports.at(pc.name).neighbors) {
-        all.push_back(&n);
-      }
-      for (const auto& n : pc.neighbors) {
-        all.push_back(&n);
-      }
-      for (const auto* n : all) {
-        NeighborKey k =
-            neighborKey(it->second, n->address.family == Family::V6, n->address.bytes.data());
-        const uintptr_t idx = t->neighbor_macs_.size();
-        t->neighbor_macs_.push_back(toMac(n->mac));
-        if (rte_hash_add_key_data(t->neighbors_, &k, reinterpret_cast<void*>(idx)) < 0) {
-          return unexpected("cannot add neighbour " + n->address.toString());
-        }
-      }
-    }
+  tenant_order_.clear();
+  for (const auto& tc : c.tenants) {
+    tenant_order_.push_back(tc.name);
   }
+  std::erase_if(tenants_, [&](const auto& e) {
+    return std::find(tenant_order_.begin(), tenant_order_.end(), e.first) == tenant_order_.end();
+  });
+  for (auto& te : t->tenants) {
+    const Tenant& tenant = *tenants_.at(te.name);
+    te.fib = tenant.fib;
+    te.next_hops = tenant.rib.sharedNextHops();
+  }
+  size_t refused = 0;
+  neighbors_->sync(want_neighbors, synchronize, &refused);
+  t->neighbors_ = neighbors_;
+  line_macs_ = line_macs;
+  topology_ = std::move(topo);
+  fresh_lines_ = std::move(fresh_lines);
+  fresh_tunnels_ = std::move(fresh_tunnels);
+  generation_ = t->generation;
 
   // Receive queues, spread round-robin over the workers.
-  t->poll.resize(std::max(1u, workers));
+  t->poll.resize(std::max(1u, input.workers));
   size_t next = 0;
   for (const auto& pc : c.ports) {
     auto it = open_ports.find(pc.name);
@@ -485,6 +850,139 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     }
   }
   return t;
+}
+
+void TablesBuilder::clear() {
+  tenants_.clear();
+  tenant_order_.clear();
+  topology_.reset();
+  neighbors_.reset();
+  line_macs_.clear();
+}
+
+Result<bool, std::string> TablesBuilder::apply(std::span<const RouteUpdate> updates,
+                                               const TenantFib::Synchronize& synchronize) {
+  WriterGuard guard(writing_);
+  if (!guard.held()) {
+    return unexpected(std::string(kBusy));
+  }
+  if (!topology_) {
+    return unexpected(std::string("no forwarding tables yet"));
+  }
+  std::vector<Tenant*> staged;
+  for (const auto& u : updates) {
+    auto it = tenants_.find(u.tenant);
+    if (it == tenants_.end()) {
+      abortTenants(staged);
+      return unexpected("route " + u.prefix.toString() + ": there is no tenant " + u.tenant);
+    }
+    Tenant* tenant = it->second.get();
+    if (std::find(staged.begin(), staged.end(), tenant) == staged.end()) {
+      staged.push_back(tenant);
+    }
+    auto r = stageRoute(*tenant, *topology_, u.source, u.prefix, u.withdraw ? nullptr : &u.vias,
+                        u.distance);
+    if (!r) {
+      abortTenants(staged);
+      return unexpected(r.error());
+    }
+  }
+  return commitTenants(staged, synchronize);
+}
+
+Result<bool, std::string> TablesBuilder::updateNeighbors(
+    const TablesInput& input, const TenantFib::Synchronize& synchronize) {
+  WriterGuard guard(writing_);
+  if (!guard.held()) {
+    return unexpected(std::string(kBusy));
+  }
+  if (!neighbors_) {
+    return unexpected(std::string("no forwarding tables yet"));
+  }
+  const auto want = wantedNeighbors(input);
+  size_t refused = 0;
+  neighbors_->sync(want, synchronize, &refused);
+  const auto macs = lineMacs(input, want);
+  const bool lines_changed = macs != line_macs_;
+  if (refused) {
+    return unexpected("the fast path's neighbour table is full: " + std::to_string(refused) +
+                      " neighbours left out");
+  }
+  return lines_changed;
+}
+
+// ------------------------------------------------------------------- views
+
+namespace {
+
+std::string viaText(const NextHopTable& table, const Topology& topo, uint32_t index) {
+  const NextHop& nh = table.at(index);
+  auto portName = [&](uint16_t id) {
+    auto it = topo.port_name.find(id);
+    return it == topo.port_name.end() ? std::string("(a port not open)") : it->second;
+  };
+  switch (nh.kind) {
+    case NextHop::Kind::kTunnel: {
+      auto it = topo.tunnel_peer.find(nh.tunnel);
+      return "peer " + (it == topo.tunnel_peer.end() ? std::string("?") : it->second);
+    }
+    case NextHop::Kind::kGateway: {
+      config::IpAddress a;
+      a.family = nh.v6 ? config::Family::V6 : config::Family::V4;
+      a.bytes = nh.address;
+      return a.toString() + " on " + portName(nh.port);
+    }
+    case NextHop::Kind::kConnected:
+      return "connected " + portName(nh.port);
+    case NextHop::Kind::kLocal:
+      return "local";
+    case NextHop::Kind::kEcmp: {
+      std::string s = "ecmp";
+      for (unsigned i = 0; i < nh.n_members; ++i) {
+        s += (i ? ", " : " ") + viaText(table, topo, nh.members[i]);
+      }
+      return s;
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<RouteView> TablesBuilder::routes() const {
+  std::vector<RouteView> out;
+  if (!topology_) {
+    return out;
+  }
+  for (const auto& name : tenant_order_) {
+    const Tenant& t = *tenants_.at(name);
+    for (const auto& [prefix, cs] : t.rib.routes()) {
+      for (size_t i = 0; i < cs.size(); ++i) {
+        out.push_back({name, prefix.toString(),
+                       viaText(t.rib.nextHops(), *topology_, cs[i].next_hop),
+                       toString(cs[i].source), cs[i].distance, i == 0});
+      }
+    }
+  }
+  return out;
+}
+
+size_t TablesBuilder::routeCount() const {
+  size_t n = 0;
+  for (const auto& [name, t] : tenants_) {
+    n += t->rib.routes().size();
+  }
+  return n;
+}
+
+const TenantRib* TablesBuilder::rib(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? nullptr : &it->second->rib;
+}
+
+std::shared_ptr<const TenantFib> TablesBuilder::fib(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? nullptr : it->second->fib;
 }
 
 }  // namespace mcgw::engine

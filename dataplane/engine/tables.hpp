@@ -1,8 +1,10 @@
-// The forwarding tables the workers read: one immutable snapshot of ports,
-// tenants (with their FIBs), next hops, tunnels, lines, peer VTEPs and
-// neighbours.  The control plane builds a new snapshot from the config (and
-// later from FRR) and publishes it; workers adopt it at their next quiescent
-// point (dataplane.hpp).  Nothing in a snapshot changes once published.
+// The forwarding tables the workers read: a snapshot of ports, tenants,
+// tunnels, lines and peer VTEPs, published whole (dataplane.hpp), and the
+// structures it shares with every later snapshot, which one writer changes
+// in place under RCU: each tenant's FIB and next hops (routes.hpp) and the
+// neighbour table.  A route or neighbour change touches only those; a
+// reload, a new port or a line's next-hop MAC publishes a new (small)
+// snapshot over the same FIBs.
 //
 // Indexes: ports by DPDK port id; lines and tunnels carry a counter slot that
 // stays with their name across snapshots (SlotMap), so counters survive a
@@ -10,16 +12,19 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "config/result.hpp"
 #include "dataplane/engine/fib.hpp"
+#include "dataplane/engine/routes.hpp"
 #include "dataplane/proto/tunnel.hpp"
 
 struct rte_hash;
@@ -83,26 +88,15 @@ struct TunnelEntry {
   std::string name;  // "peer/tenant"
 };
 
-struct NextHop {
-  enum class Kind : uint8_t {
-    kTunnel,     // into tunnels[tunnel]
-    kGateway,    // a LAN next hop with a known (or unknown) MAC
-    kConnected,  // the destination is on the LAN port's subnet: neighbour lookup
-  } kind = Kind::kTunnel;
-  uint16_t tunnel = 0;
-  uint16_t port = 0;
-  bool resolved = false;  // kGateway: mac is known
-  Mac mac{};
-};
-
 struct TenantEntry {
   std::string name;
   uint32_t vni = 0;
+  // Changed in place by the builder (one writer, under RCU); shared by
+  // every snapshot while the tenant exists.
   std::shared_ptr<const TenantFib> fib;
   // The FIB's next-hop indexes point here: local to the tenant, so that a
-  // change in one tenant never shifts another's (and rebuilds its FIB).
-  std::vector<NextHop> next_hops;
-  std::vector<TenantFib::Route> routes;  // what the FIB was built from (to reuse it)
+  // change in one tenant never touches another's.
+  std::shared_ptr<const NextHopTable> next_hops;
   // Source of ICMP errors the gateway sends for this tenant: its first LAN
   // address of each family.
   std::optional<std::array<uint8_t, 4>> icmp_source4;
@@ -122,11 +116,49 @@ struct RxQueue {
   uint16_t queue = 0;
 };
 
-// A route as `mcgwctl show routes` lists it.
+// A route as `mcgwctl show routes` lists it: every candidate of every
+// source, the selected one (in the FIB) first.
 struct RouteView {
   std::string tenant;
   std::string prefix;
-  std::string via;  // "peer X", "10.1.0.1 on lan0", "connected lan0"
+  std::string via;  // "peer X", "10.1.0.1 on lan0", "connected lan0", "local", "ecmp: ..."
+  std::string source;
+  unsigned distance = 0;
+  bool selected = false;
+};
+
+inline constexpr uint16_t kNoTunnel = 0xffff;
+
+// The fast path's table of neighbours: (DPDK port, address) -> MAC, an
+// rte_hash with lock-free readers changed in place by one writer, shared by
+// every snapshot.  A kernel neighbour event changes one entry; a removed
+// entry's slot is reused only after a grace period.
+class NeighborTable {
+ public:
+  static constexpr uint32_t kCapacity = 16384;
+  using Key = std::array<uint8_t, 20>;  // port (2 bytes), v6, 0, address (16)
+  static Key key(uint16_t port, bool v6, const uint8_t* address);
+
+  // Needs the EAL.
+  static Result<std::unique_ptr<NeighborTable>, std::string> create();
+  ~NeighborTable();
+  NeighborTable(const NeighborTable&) = delete;
+  NeighborTable& operator=(const NeighborTable&) = delete;
+
+  // Workers (and control): lock-free.
+  bool lookup(uint16_t port, bool v6, const uint8_t* address, Mac* mac) const;
+
+  // Writer: makes the table hold exactly `want`, changing only what differs.
+  // Returns how many entries changed; entries that do not fit are left out
+  // and counted in *refused.
+  size_t sync(const std::map<Key, Mac>& want, const TenantFib::Synchronize& synchronize,
+              size_t* refused);
+  size_t size() const { return mirror_.size(); }
+
+ private:
+  NeighborTable() = default;
+  rte_hash* hash_ = nullptr;
+  std::map<Key, Mac> mirror_;  // what the hash holds
 };
 
 class ForwardingTables {
@@ -139,6 +171,9 @@ class ForwardingTables {
   std::array<PortEntry, kMaxPorts> ports;
   std::vector<TenantEntry> tenants;
   std::vector<TunnelEntry> tunnels;
+  // Next hops name a tunnel by its counter slot (which follows its name
+  // across snapshots); this finds it here.  kNoTunnel: not in this snapshot.
+  std::array<uint16_t, kMaxTunnels> tunnel_of_slot;
   std::vector<LineEntry> lines;
   std::vector<PeerVtep> vteps;
   std::vector<std::string> peer_names;
@@ -146,13 +181,11 @@ class ForwardingTables {
   std::vector<std::vector<std::pair<uint32_t, uint16_t>>> peer_vnis;
   std::vector<std::vector<RxQueue>> poll;  // per worker
   uint32_t idle_sleep_max_us = 200;
-  std::vector<RouteView> route_views;
-  std::vector<std::array<uint8_t, 4>> local4;
-  std::vector<std::array<uint8_t, 16>> local6;
 
-  // The MAC of a neighbour on a port, for connected destinations.
-  // family_v6 selects the address length (4 or 16 bytes at `address`).
-  bool neighbor(uint16_t port, bool v6, const uint8_t* address, Mac* mac) const;
+  // The MAC of a neighbour on a port (4 or 16 bytes at `address`).
+  bool neighbor(uint16_t port, bool v6, const uint8_t* address, Mac* mac) const {
+    return neighbors_ && neighbors_->lookup(port, v6, address, mac);
+  }
 
   // The tunnel index for a decapsulated packet's peer and VNI.
   bool tunnelFor(uint16_t peer, uint32_t vni, uint16_t* tunnel) const {
@@ -165,14 +198,10 @@ class ForwardingTables {
     return false;
   }
 
-  // Whether address (4 or 16 bytes) is one of the gateway's own.
-  bool isLocal(bool v6, const uint8_t* address) const;
-
  private:
   friend class TablesBuilder;
-  ForwardingTables() = default;
-  rte_hash* neighbors_ = nullptr;
-  std::vector<Mac> neighbor_macs_;
+  ForwardingTables() { tunnel_of_slot.fill(kNoTunnel); }
+  std::shared_ptr<const NeighborTable> neighbors_;
 };
 
 // Counter slots by name: a line or tunnel keeps its slot while it exists.
@@ -184,6 +213,7 @@ class SlotMap {
   std::optional<uint16_t> assign(const std::string& name, bool* fresh);
   // Frees every slot whose name is not in keep.
   void retain(const std::vector<std::string>& keep);
+  const std::map<std::string, uint16_t>& slots() const { return slots_; }
 
  private:
   size_t capacity_;
@@ -204,26 +234,114 @@ struct OpenPort {
   std::optional<uint16_t> tap_port_id;
 };
 
+// Where a route leads, by name: what a source says.
+struct Via {
+  enum class Kind : uint8_t { kTunnel, kGateway, kConnected, kLocal };
+  Kind kind = Kind::kTunnel;
+  std::string peer;           // kTunnel: the peer (the tunnel is the peer's for the tenant)
+  std::string port;           // kConnected; kGateway: empty = the LAN port whose subnet has it
+  config::IpAddress address;  // kGateway
+};
+
+// A route from a source: one via, or 2..8 (an ECMP group).
+struct RouteSpec {
+  config::IpPrefix prefix;
+  std::vector<Via> vias;
+  uint8_t distance = 1;
+};
+
+// A change from a source, applied in place (TablesBuilder::apply).
+struct RouteUpdate {
+  std::string tenant;
+  RouteSource source = RouteSource::kStatic;
+  config::IpPrefix prefix;
+  bool withdraw = false;
+  std::vector<Via> vias;  // unless withdraw
+  uint8_t distance = 1;
+};
+
+// Everything a build reads: the structure from the config (ports, tenants,
+// peers, lines, fast-path settings; its tenants' routes are NOT read from
+// it), the open ports, and per tenant the routes of the sources given here,
+// each in full: a source named for a tenant gets exactly these routes; a
+// source not named keeps what it has (FRR's routes survive a reload).
+struct TablesInput {
+  const config::Config* config = nullptr;
+  std::map<std::string, OpenPort> ports;
+  unsigned workers = 1;
+  std::map<std::string, std::map<RouteSource, std::vector<RouteSpec>>> routes;  // by tenant
+
+  // The config's sources: its static routes (distance 1), the open LAN
+  // ports' subnets (connected, 0) and every open port's addresses as /32
+  // and /128 routes of kind local in every tenant (0).
+  static TablesInput fromConfig(const config::Config& config, std::map<std::string, OpenPort> ports,
+                                unsigned workers);
+};
+
+// Builds the forwarding tables and keeps them: the RIB of each tenant, its
+// FIB and next hops, the neighbour table, the counter slots of lines and
+// tunnels.  One writer at a time, on any thread that is not a worker (a big
+// initial load may run off the control thread); `synchronize` is the fast
+// path's grace period (Dataplane::synchronize).  A second writer while one
+// runs is refused, not waited for.
 class TablesBuilder {
  public:
-  TablesBuilder() : line_slots_(kMaxLines), tunnel_slots_(kMaxTunnels) {}
+  TablesBuilder();
+  ~TablesBuilder();
+  TablesBuilder(const TablesBuilder&) = delete;
+  TablesBuilder& operator=(const TablesBuilder&) = delete;
 
-  // Builds a snapshot from the config and the open ports (by port name) for
-  // `workers` workers.  FIBs whose routes did not change are shared with
-  // `previous`.  Fails with a message, leaving nothing behind.
+  // Builds a snapshot for the input.  FIBs of tenants that stay are changed
+  // in place (only the routes that differ); a new tenant's FIB is built once
+  // with all its routes.  The FIB changes are visible to the workers when
+  // this returns: publish the snapshot next (before any other change).  Fails
+  // with a message, leaving nothing behind: RIBs, FIBs, next hops, counter
+  // slots and the neighbour table as they were.
   Result<std::unique_ptr<ForwardingTables>, std::string> build(
-      const config::Config& config, const std::map<std::string, OpenPort>& ports, unsigned workers,
-      const ForwardingTables* previous);
+      const TablesInput& input, const TenantFib::Synchronize& synchronize);
+
+  // Route changes from a source, applied in place to the FIBs of the last
+  // build's tenants (no snapshot to publish).  All or nothing.
+  Result<bool, std::string> apply(std::span<const RouteUpdate> updates,
+                                  const TenantFib::Synchronize& synchronize);
+
+  // Brings the neighbour table to the input's neighbours in place.  True
+  // when a line's next-hop MAC changed: its outer headers are in the
+  // snapshot, so build and publish a new one (it shares the FIBs).
+  Result<bool, std::string> updateNeighbors(const TablesInput& input,
+                                            const TenantFib::Synchronize& synchronize);
+
+  // Drops every table it keeps (FIBs and the neighbour table are DPDK
+  // memory: before the EAL goes).  The next build starts afresh.
+  void clear();
 
   // Slots assigned afresh by the last build (their counters restart).
   const std::vector<uint16_t>& freshLineSlots() const { return fresh_lines_; }
   const std::vector<uint16_t>& freshTunnelSlots() const { return fresh_tunnels_; }
+
+  // For `show routes`, status and tests (the writer's side: not while a
+  // build runs on another thread).
+  std::vector<RouteView> routes() const;
+  size_t routeCount() const;
+  const TenantRib* rib(const std::string& tenant) const;
+  std::shared_ptr<const TenantFib> fib(const std::string& tenant) const;
+  const SlotMap& lineSlots() const { return line_slots_; }
+  const SlotMap& tunnelSlots() const { return tunnel_slots_; }
+
+  struct Topology;
+  struct Tenant;
 
  private:
   SlotMap line_slots_;
   SlotMap tunnel_slots_;
   std::vector<uint16_t> fresh_lines_, fresh_tunnels_;
   uint64_t generation_ = 0;
+  std::map<std::string, std::unique_ptr<Tenant>> tenants_;
+  std::vector<std::string> tenant_order_;  // as the config lists them
+  std::unique_ptr<Topology> topology_;     // what the last build resolved names against
+  std::shared_ptr<NeighborTable> neighbors_;
+  std::map<std::string, std::optional<Mac>> line_macs_;  // "peer/line" -> next hop's MAC
+  std::atomic<bool> writing_{false};
 };
 
 }  // namespace mcgw::engine

@@ -5,8 +5,9 @@
 // TablesBuilder; one Dataplane worker thread forwards (EAL --no-huge).
 //
 // Cases: active-backup failover and failback, ECMP flow stickiness across a
-// line failure, route-table swaps under traffic, the idle worker's back-off,
-// and ICMP time exceeded for an expired TTL.
+// line failure, route-table swaps under traffic, 100,000 route changes
+// applied in place under traffic, a failed build that leaves nothing behind,
+// the idle worker's back-off, and ICMP time exceeded for an expired TTL.
 #include <gtest/gtest.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -26,6 +27,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -771,9 +773,13 @@ class DataplaneRing : public ::testing::Test {
   }
 
   void publish(const config::Config& c) {
-    auto t = builder_.build(c, env->openPorts(), kWorkers, dp_->tables());
+    auto t = builder_.build(TablesInput::fromConfig(c, env->openPorts(), kWorkers), sync());
     ASSERT_TRUE(t.ok()) << t.error();
     dp_->publish(std::move(*t));
+  }
+
+  TenantFib::Synchronize sync() {
+    return [this] { dp_->synchronize(); };
   }
 
   uint16_t slot(const std::string& peer, const std::string& line) {
@@ -971,8 +977,8 @@ TEST_F(DataplaneRing, EcmpFlowsStickAndMoveOffAFailedLine) {
 }
 
 TEST_F(DataplaneRing, RouteSwapsUnderTrafficLoseNothing) {
-  // A: 10.2.0.0/16 via b (wan0).  B: via c (wan1), plus a route that makes
-  // B's route list differ from A's, so each swap builds a new FIB.
+  // A: 10.2.0.0/16 via b (wan0).  B: via c (wan1), plus a route A does not
+  // have: each swap is a reload that changes the FIB in place.
   const config::ConfigPtr a = load(configYaml(route("10.2.0.0/16", "b"), kPeersBC));
   const config::ConfigPtr b =
       load(configYaml(route("10.2.0.0/16", "c") + route("10.99.0.0/16", "c"), kPeersBC));
@@ -986,21 +992,27 @@ TEST_F(DataplaneRing, RouteSwapsUnderTrafficLoseNothing) {
   }
   const uint16_t b1 = slot("b", "b1"), c1 = slot("c", "c1");
 
-  // Unchanged routes share the FIB with the previous tables.  (The test
-  // holds the FIBs it compares, so that no new one reuses a freed address.)
+  // Every snapshot shares the tenant's one FIB, which a reload changes in
+  // place.  (The test holds the FIB it compares, so that no new one could
+  // reuse a freed address.)
   std::shared_ptr<const TenantFib> fib_a = dp_->tables()->tenants[0].fib;
+  const uint8_t probe[4] = {10, 2, 0, 5};
+  const auto nh_a = fib_a->lookup4(probe);
+  ASSERT_TRUE(nh_a);
   ASSERT_NO_FATAL_FAILURE(publish(*a));
   EXPECT_EQ(dp_->tables()->tenants[0].fib, fib_a);
+  EXPECT_EQ(fib_a->lookup4(probe), nh_a);
 
-  // How long a build with a new FIB takes here.
+  // How long a build that changes routes takes here.
   auto t0 = Clock::now();
   ASSERT_NO_FATAL_FAILURE(publish(*b));
+  EXPECT_NE(fib_a->lookup4(probe), nh_a);
   ASSERT_NO_FATAL_FAILURE(publish(*a));
   const auto build_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() / 2;
-  EXPECT_NE(dp_->tables()->tenants[0].fib, fib_a);
+  EXPECT_EQ(dp_->tables()->tenants[0].fib, fib_a);
   fib_a.reset();
-  std::printf("build + publish with a new FIB: %lld ms\n", static_cast<long long>(build_ms));
+  std::printf("build + publish with a route change: %lld ms\n", static_cast<long long>(build_ms));
 
   Traffic::Options o;
   o.min_packets = 200000;
@@ -1016,28 +1028,28 @@ TEST_F(DataplaneRing, RouteSwapsUnderTrafficLoseNothing) {
   const unsigned kSwaps = 200, kMinSwaps = 20;
   const auto deadline = Clock::now() + 15s;
   unsigned swaps = 0;
-  std::shared_ptr<const TenantFib> last_fib = dp_->tables()->tenants[0].fib;
-  unsigned new_fibs = 0;
+  std::optional<uint32_t> last_nh = dp_->tables()->tenants[0].fib->lookup4(probe);
+  unsigned changed = 0;
   auto start = Clock::now();
   Traffic traffic(o);
   while (swaps < kSwaps && (swaps < kMinSwaps || Clock::now() < deadline)) {
     ASSERT_NO_FATAL_FAILURE(publish(swaps % 2 == 0 ? *b : *a));
     ++swaps;
-    std::shared_ptr<const TenantFib> fib = dp_->tables()->tenants[0].fib;
-    new_fibs += fib != last_fib ? 1 : 0;
-    last_fib = std::move(fib);
+    const auto nh = dp_->tables()->tenants[0].fib->lookup4(probe);
+    changed += nh != last_nh ? 1 : 0;
+    last_nh = nh;
   }
   traffic.stopSending();
   ASSERT_TRUE(traffic.wait(20s)) << "sent " << traffic.sent() << ", came out " << traffic.received()
                                  << "; drops " << nonZeroDrops(dp_->counters());
   const auto secs =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() / 1e3;
-  std::printf("%u swaps (%u new FIBs), %llu packets (wan0 %llu, wan1 %llu) in %.1f s\n", swaps,
-              new_fibs, static_cast<unsigned long long>(traffic.sent()),
+  std::printf("%u swaps (%u route changes), %llu packets (wan0 %llu, wan1 %llu) in %.1f s\n", swaps,
+              changed, static_cast<unsigned long long>(traffic.sent()),
               static_cast<unsigned long long>(traffic.on("wan0")),
               static_cast<unsigned long long>(traffic.on("wan1")), secs);
   EXPECT_GE(swaps, kMinSwaps);
-  EXPECT_EQ(new_fibs, swaps) << "each swap changes the routes";
+  EXPECT_EQ(changed, swaps) << "each swap changes the route";
   EXPECT_GE(traffic.sent(), o.min_packets);
   EXPECT_EQ(traffic.received(), traffic.sent());
   EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
@@ -1189,6 +1201,564 @@ TEST_F(DataplaneRing, ExpiredTtlIsDroppedAndAnsweredWithTimeExceeded) {
   ASSERT_TRUE(t) << why;
   EXPECT_EQ(t->inner.ttl, 1);
   EXPECT_EQ(dp_->counters().drops[static_cast<size_t>(DropReason::kTTL_EXPIRED)], 1u);
+}
+
+// ------------------------------------------- route changes applied in place
+
+using Ip6 = std::array<uint8_t, 16>;
+
+// An IPv6/UDP frame from the LAN host to lan0's MAC.
+rte_mbuf* lanPacket6(const Ip6& dst, uint32_t seq) {
+  rte_mbuf* m = rte_pktmbuf_alloc(env->pool);
+  if (!m) {
+    return nullptr;
+  }
+  constexpr size_t kLen = 14 + 40 + 8 + kPayload;
+  auto* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kLen));
+  std::memset(d, 0, kLen);
+  std::memcpy(d, env->port("lan0").mac.data(), 6);
+  std::memcpy(d + 6, kHostMac.data(), 6);
+  d[12] = 0x86;
+  d[13] = 0xdd;
+  uint8_t* ip = d + 14;
+  ip[0] = 0x60;
+  ip[5] = 8 + kPayload;
+  ip[6] = proto::kIpProtoUdp;
+  ip[7] = 64;
+  const Ip6 src = {0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+  std::memcpy(ip + 8, src.data(), 16);
+  std::memcpy(ip + 24, dst.data(), 16);
+  auto* udp = reinterpret_cast<proto::UdpHeader*>(ip + 40);
+  udp->src_port.set(static_cast<uint16_t>(40000 + seq % 64));
+  udp->dst_port.set(5001);
+  udp->length.set(static_cast<uint16_t>(8 + kPayload));
+  auto* payload = reinterpret_cast<proto::Be32*>(ip + 48);
+  payload[0].set(kMagic);
+  payload[1].set(seq);
+  m->port = RTE_MBUF_PORT_INVALID;
+  return m;
+}
+
+// What a probe looks like where it left: tunnelled (IPv4 VXLAN: the outer
+// destination) or not, its Ethernet destination, and its sequence number.
+struct ProbeOut {
+  bool ok = false;
+  bool tunneled = false;
+  Ip4 outer_dst{};
+  Mac dst{};
+  uint32_t seq = 0;
+};
+
+ProbeOut probeOut(const rte_mbuf* m) {
+  ProbeOut o;
+  const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  const size_t len = m->data_len;
+  auto be16 = [](const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); };
+  auto be32 = [](const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3];
+  };
+  if (len < 14) {
+    return o;
+  }
+  std::memcpy(o.dst.data(), d, 6);
+  size_t inner = 0;
+  if (len >= 14 + 20 + 8 + 8 && d[12] == 0x08 && d[13] == 0 && d[14 + 9] == proto::kIpProtoUdp &&
+      be16(d + 14 + 20 + 2) == proto::kVxlanPort) {
+    o.tunneled = true;
+    std::memcpy(o.outer_dst.data(), d + 14 + 16, 4);
+    inner = 14 + 20 + 8 + 8;
+  }
+  const uint8_t* f = d + inner;
+  const size_t flen = len - inner;
+  if (flen < 14 + 20) {
+    return o;
+  }
+  const bool v6 = f[12] == 0x86 && f[13] == 0xdd;
+  const size_t payload = 14 + (v6 ? 40u : (f[14] & 0xfu) * 4u) + 8;
+  if (flen < payload + 8 || be32(f + payload) != kMagic) {
+    return o;
+  }
+  o.seq = be32(f + payload + 4);
+  o.ok = true;
+  return o;
+}
+
+config::IpPrefix prefix4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint8_t len) {
+  config::IpPrefix p;
+  p.address.family = config::Family::V4;
+  p.address.bytes = {a, b, c, d};
+  p.length = len;
+  return p;
+}
+
+config::IpPrefix prefix6(uint16_t i) {
+  config::IpPrefix p;
+  p.address.family = config::Family::V6;
+  p.address.bytes = {0xfd, 0, 0, 0x50, 0, 0, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+  p.length = 64;
+  return p;
+}
+
+Via viaPeer(const std::string& peer) {
+  Via v;
+  v.kind = Via::Kind::kTunnel;
+  v.peer = peer;
+  return v;
+}
+
+Via viaHost() {  // 10.1.0.10 on lan0: a LAN gateway
+  Via v;
+  v.kind = Via::Kind::kGateway;
+  v.address = *config::IpAddress::parse("10.1.0.10");
+  return v;
+}
+
+// 100,000 route changes (add, replace, withdraw; IPv4 and IPv6; single
+// tunnels, ECMP groups over two tunnels, a LAN gateway) applied in place in
+// batches of 1,000 while traffic flows.  The traffic's destinations
+// (10.2.x.y) stay on peer b throughout: the changes inside 10.2.0.0/16
+// (more-specific /32 and /28 routes, added and withdrawn) all lead to b,
+// those elsewhere (10.50-53.x.0/24, fd00:50:0:x::/64) to b, c, both or the
+// LAN host.  Every packet must come out, on wan0 towards b.  After each
+// quarter, one probe per changed prefix checks that it follows its route as
+// it now is (or is dropped as no-route once withdrawn).
+TEST_F(DataplaneRing, RouteChangesInPlaceUnderTrafficLoseNothing) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  const uint16_t b1 = slot("b", "b1"), c1 = slot("c", "c1");
+  const std::shared_ptr<const TenantFib> fib = dp_->tables()->tenants[0].fib;
+  const uint64_t generation = dp_->tables()->generation;
+
+  enum class To : uint8_t { kNone, kB, kC, kBoth, kHost };
+  constexpr unsigned kPool4 = 1024, kPool6 = 1024;
+  constexpr unsigned kChanges = 100000, kBatch = 1000, kRounds = 4;
+  std::vector<To> pool4(kPool4, To::kNone), pool6(kPool6, To::kNone);
+  auto pool4Prefix = [](unsigned i) {
+    return prefix4(10, static_cast<uint8_t>(50 + i / 256), static_cast<uint8_t>(i % 256), 0, 24);
+  };
+  auto vias = [](To to) -> std::vector<Via> {
+    switch (to) {
+      case To::kB:
+        return {viaPeer("b")};
+      case To::kC:
+        return {viaPeer("c")};
+      case To::kBoth:
+        return {viaPeer("c"), viaPeer("b"), viaPeer("b")};  // a group of two
+      default:
+        return {viaHost()};
+    }
+  };
+  std::mt19937 rng(20261203);
+  unsigned done = 0, sets = 0, withdraws = 0;
+  uint64_t sent = 0, probes = 0, probes_wan0 = 0, probes_wan1 = 0, probes_lan0 = 0,
+           probes_dropped = 0;
+  double apply_s = 0;
+  uint64_t on_wan0 = 0;
+
+  for (unsigned round = 0; round < kRounds; ++round) {
+    Traffic::Options o;
+    o.min_packets = 50000;
+    o.until_stopped = true;
+    o.remote = {{"wan0", kRemoteB1}};
+    o.flow = [](uint64_t seq) {
+      Flow f;
+      f.dst = {10, 2, static_cast<uint8_t>(seq % 7), static_cast<uint8_t>(1 + seq % 200)};
+      f.sport = static_cast<uint16_t>(40000 + seq % 512);
+      return f;
+    };
+    {
+      Traffic traffic(o);
+      while (done < (round + 1) * kChanges / kRounds) {
+        std::vector<RouteUpdate> batch;
+        for (unsigned k = 0; k < kBatch; ++k) {
+          RouteUpdate u;
+          u.tenant = "blue";
+          u.source = RouteSource::kFrr;
+          u.distance = 20;
+          const unsigned r = rng() % 100;
+          if (r < 35) {  // an IPv4 route added or replaced: another next hop
+            const unsigned i = rng() % kPool4;
+            pool4[i] = static_cast<To>(1 + (static_cast<unsigned>(pool4[i]) + rng() % 3) % 4);
+            u.prefix = pool4Prefix(i);
+            u.vias = vias(pool4[i]);
+          } else if (r < 50) {
+            const unsigned i = rng() % kPool4;
+            pool4[i] = To::kNone;
+            u.prefix = pool4Prefix(i);
+            u.withdraw = true;
+          } else if (r < 75) {  // IPv6: b, c or both
+            const unsigned i = rng() % kPool6;
+            pool6[i] = static_cast<To>(1 + (static_cast<unsigned>(pool6[i]) + rng() % 2) % 3);
+            u.prefix = prefix6(static_cast<uint16_t>(i));
+            u.vias = vias(pool6[i]);
+          } else if (r < 85) {
+            const unsigned i = rng() % kPool6;
+            pool6[i] = To::kNone;
+            u.prefix = prefix6(static_cast<uint16_t>(i));
+            u.withdraw = true;
+          } else {  // inside the traffic's 10.2.0.0/16: always to b
+            const unsigned i = rng() % 512;
+            u.prefix = i < 256 ? prefix4(10, 2, static_cast<uint8_t>(i % 7),
+                                         static_cast<uint8_t>(1 + i % 200), 32)
+                               : prefix4(10, 2, static_cast<uint8_t>(i % 7),
+                                         static_cast<uint8_t>(16 * (i % 16)), 28);
+            u.withdraw = r >= 95;
+            if (!u.withdraw) {
+              u.vias = vias(To::kB);
+            }
+          }
+          (u.withdraw ? withdraws : sets) += 1;
+          batch.push_back(std::move(u));
+        }
+        const auto t0 = Clock::now();
+        auto applied = builder_.apply(batch, sync());
+        apply_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        ASSERT_TRUE(applied.ok()) << applied.error();
+        done += kBatch;
+      }
+      traffic.stopSending();
+      ASSERT_TRUE(traffic.wait(30s))
+          << "sent " << traffic.sent() << ", came out " << traffic.received() << "; drops "
+          << nonZeroDrops(dp_->counters());
+      EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+      EXPECT_EQ(traffic.duplicates(), 0u);
+      EXPECT_EQ(traffic.missing(), 0u);
+      EXPECT_EQ(traffic.on("wan0"), traffic.sent());
+      EXPECT_EQ(nonZeroDrops(dp_->counters()),
+                probes_dropped ? "no-route=" + std::to_string(probes_dropped) + " " : "");
+      sent += traffic.sent();
+      on_wan0 += traffic.on("wan0");
+    }
+
+    // One probe per pool prefix, to an address inside it.
+    std::vector<rte_mbuf*> pkts;
+    std::vector<To> expect;
+    std::vector<bool> v6;
+    const uint32_t base = 1000000000u + round * 10000u;
+    for (unsigned i = 0; i < kPool4; ++i) {
+      Flow f;
+      const auto p = pool4Prefix(i);
+      f.dst = {p.address.bytes[0], p.address.bytes[1], p.address.bytes[2], 7};
+      pkts.push_back(lanPacket(f, base + static_cast<uint32_t>(expect.size())));
+      expect.push_back(pool4[i]);
+      v6.push_back(false);
+    }
+    for (unsigned i = 0; i < kPool6; ++i) {
+      Ip6 dst = prefix6(static_cast<uint16_t>(i)).address.bytes;
+      dst[15] = 7;
+      pkts.push_back(lanPacket6(dst, base + static_cast<uint32_t>(expect.size())));
+      expect.push_back(pool6[i]);
+      v6.push_back(true);
+    }
+    size_t want_out = 0, none = 0;
+    for (To e : expect) {
+      (e == To::kNone ? none : want_out) += 1;
+    }
+    for (rte_mbuf* m : pkts) {
+      ASSERT_NE(m, nullptr);
+    }
+    ASSERT_NO_FATAL_FAILURE(sendAll(pkts));
+    Captured out = collect(want_out);
+    ASSERT_EQ(out.total(), want_out) << "round " << round << ": one per live route";
+    std::vector<bool> seen(expect.size());
+    for (const std::string port : {"wan0", "wan1", "lan0"}) {
+      for (rte_mbuf* m : out.on(port)) {
+        const ProbeOut p = probeOut(m);
+        ASSERT_TRUE(p.ok) << "a probe on " << port << " that is not the test's";
+        ASSERT_GE(p.seq, base);
+        const size_t k = p.seq - base;
+        ASSERT_LT(k, expect.size());
+        EXPECT_FALSE(seen[k]);
+        seen[k] = true;
+        const To e = expect[k];
+        const std::string what =
+            std::string(v6[k] ? "IPv6" : "IPv4") + " probe " + std::to_string(k) + " on " + port;
+        if (port == "lan0") {
+          EXPECT_EQ(e, To::kHost) << what;
+          EXPECT_FALSE(p.tunneled) << what;
+          EXPECT_EQ(p.dst, kHostMac) << what;
+          ++probes_lan0;
+        } else if (port == "wan0") {
+          EXPECT_TRUE(e == To::kB || e == To::kBoth) << what;
+          EXPECT_TRUE(p.tunneled && p.outer_dst == kRemoteB1) << what;
+          ++probes_wan0;
+        } else {
+          EXPECT_TRUE(e == To::kC || e == To::kBoth) << what;
+          EXPECT_TRUE(p.tunneled && p.outer_dst == kRemoteC1) << what;
+          ++probes_wan1;
+        }
+      }
+    }
+    probes += expect.size();
+    probes_dropped += none;
+    EXPECT_EQ(dp_->counters().drops[static_cast<size_t>(DropReason::kNO_ROUTE)], probes_dropped)
+        << "every probe to a withdrawn route, and nothing else";
+  }
+
+  std::printf(
+      "%u route changes (%u adds/replaces, %u withdrawals) in place in %.1f s of apply() "
+      "(%.0f changes/s); %llu packets forwarded meanwhile; %llu probes\n",
+      done, sets, withdraws, apply_s, done / apply_s, static_cast<unsigned long long>(sent),
+      static_cast<unsigned long long>(probes));
+  EXPECT_EQ(done, kChanges);
+  EXPECT_GE(sent, 200000u);
+  EXPECT_EQ(dp_->tables()->generation, generation) << "no snapshot was published";
+  EXPECT_EQ(dp_->tables()->tenants[0].fib, fib) << "the same FIB, changed in place";
+  // Both kinds of ECMP member were used, and the LAN gateway.
+  EXPECT_GT(probes_wan1, 0u);
+  EXPECT_GT(probes_lan0, 0u);
+  CountersSnapshot c = dp_->counters();
+  EXPECT_EQ(c.lan_rx.packets, sent + probes);
+  EXPECT_EQ(c.line_tx[b1].packets, on_wan0 + probes_wan0);
+  EXPECT_EQ(c.line_tx[c1].packets, probes_wan1);
+  EXPECT_EQ(c.lan_tx.packets, probes_lan0);
+  EXPECT_EQ(c.lan_rx.packets, c.wan_tx.packets + c.lan_tx.packets +
+                                  c.drops[static_cast<size_t>(DropReason::kNO_ROUTE)]);
+  EXPECT_EQ(nonZeroDrops(c),
+            probes_dropped ? "no-route=" + std::to_string(probes_dropped) + " " : "");
+}
+
+// A reload that fails half way (a new tenant's FIB already built, another
+// tenant's routes staged, new counter slots taken, then a route that
+// cannot be resolved) leaves everything as it was: routes, FIB, next hops,
+// counter slots, counters, forwarding.
+TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  // Routes from another source, too.
+  RouteUpdate frr;
+  frr.tenant = "blue";
+  frr.source = RouteSource::kFrr;
+  frr.distance = 20;
+  frr.prefix = prefix4(10, 60, 0, 0, 16);
+  frr.vias = {viaPeer("b"), viaPeer("c")};
+  ASSERT_TRUE(builder_.apply(std::vector<RouteUpdate>{frr}, sync()).ok());
+  // Some traffic, so that the counters are not all zero.
+  {
+    Traffic::Options o;
+    o.min_packets = 5000;
+    o.remote = {{"wan0", kRemoteB1}};
+    Traffic traffic(o);
+    ASSERT_TRUE(traffic.wait(10s));
+  }
+
+  const auto routes_before = builder_.routes();
+  const auto lines_before = builder_.lineSlots().slots();
+  const auto tunnels_before = builder_.tunnelSlots().slots();
+  const auto next_hops_before = builder_.rib("blue")->nextHops().entries();
+  const std::shared_ptr<const TenantFib> fib = builder_.fib("blue");
+  const uint8_t dst_b[4] = {10, 2, 0, 5}, dst_frr[4] = {10, 60, 1, 1};
+  const auto nh_b = fib->lookup4(dst_b), nh_frr = fib->lookup4(dst_frr);
+  ASSERT_TRUE(nh_b && nh_frr);
+  const CountersSnapshot counters_before = dp_->counters();
+  const uint64_t generation = dp_->tables()->generation;
+  EXPECT_EQ(lines_before.size(), 2u);
+  EXPECT_EQ(tunnels_before.size(), 2u);
+
+  // The next config: peer d (a new line and tunnels), tenants red and green
+  // (new), blue's route moved to c and a new one via d; green's input then
+  // gets a route to a peer that does not exist.
+  const std::string peer_d = R"(  - name: d
+    inner-mac: 02:00:00:00:0d:01
+    lines:
+      - name: d1
+        port: wan1
+        local-vtep: 198.51.100.1
+        remote-vtep: 192.0.2.4
+        next-hop: 198.51.100.254
+)";
+  const std::string more_tenants = "  - name: red\n    vni: 5002\n  - name: green\n    vni: 5003\n";
+  const config::ConfigPtr next =
+      load(configYaml(route("10.2.0.0/16", "c") + route("10.77.0.0/16", "d") + more_tenants,
+                      std::string(kPeersBC) + peer_d));
+  ASSERT_TRUE(next);
+  TablesInput input = TablesInput::fromConfig(*next, env->openPorts(), kWorkers);
+  RouteSpec bad;
+  bad.prefix = prefix4(10, 99, 0, 0, 16);
+  bad.vias = {viaPeer("nobody")};
+  input.routes["red"][RouteSource::kStatic].push_back(
+      RouteSpec{prefix4(10, 98, 0, 0, 16), {viaPeer("d")}, 1});
+  input.routes["green"][RouteSource::kStatic].push_back(bad);
+  auto failed = builder_.build(input, sync());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), "tenant green, route 10.99.0.0/16: there is no peer nobody");
+
+  // Nothing changed.
+  EXPECT_EQ(builder_.lineSlots().slots(), lines_before);
+  EXPECT_EQ(builder_.tunnelSlots().slots(), tunnels_before);
+  EXPECT_EQ(builder_.rib("red"), nullptr);
+  EXPECT_EQ(builder_.rib("green"), nullptr);
+  EXPECT_EQ(builder_.rib("blue")->nextHops().entries(), next_hops_before);
+  EXPECT_EQ(builder_.fib("blue"), fib);
+  EXPECT_EQ(fib->lookup4(dst_b), nh_b);
+  EXPECT_EQ(fib->lookup4(dst_frr), nh_frr);
+  const uint8_t dst_d[4] = {10, 77, 0, 5};
+  EXPECT_FALSE(fib->lookup4(dst_d));
+  const auto routes_after = builder_.routes();
+  ASSERT_EQ(routes_after.size(), routes_before.size());
+  for (size_t i = 0; i < routes_before.size(); ++i) {
+    EXPECT_EQ(routes_after[i].prefix, routes_before[i].prefix);
+    EXPECT_EQ(routes_after[i].via, routes_before[i].via);
+    EXPECT_EQ(routes_after[i].source, routes_before[i].source);
+    EXPECT_EQ(routes_after[i].selected, routes_before[i].selected);
+  }
+  EXPECT_EQ(dp_->tables()->generation, generation);
+  const CountersSnapshot counters_after = dp_->counters();
+  EXPECT_EQ(counters_after.drops, counters_before.drops);
+  EXPECT_EQ(counters_after.lan_rx.packets, counters_before.lan_rx.packets);
+  for (size_t s = 0; s < kMaxLines; ++s) {
+    EXPECT_EQ(counters_after.line_tx[s].packets, counters_before.line_tx[s].packets) << s;
+  }
+  for (size_t s = 0; s < kMaxTunnels; ++s) {
+    EXPECT_EQ(counters_after.tunnel_tx[s].packets, counters_before.tunnel_tx[s].packets) << s;
+  }
+  // And traffic still goes to b.
+  {
+    Traffic::Options o;
+    o.min_packets = 5000;
+    o.remote = {{"wan0", kRemoteB1}};
+    Traffic traffic(o);
+    ASSERT_TRUE(traffic.wait(10s));
+    EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+    EXPECT_EQ(traffic.on("wan0"), traffic.sent());
+  }
+
+  // Without the bad route the same build goes through: peer d's line takes
+  // the next free slot, 10.2.0.0/16 moves to c, red gets its FIB.
+  input.routes["green"][RouteSource::kStatic].clear();
+  auto built = builder_.build(input, sync());
+  ASSERT_TRUE(built.ok()) << built.error();
+  dp_->publish(std::move(*built));
+  EXPECT_EQ(builder_.lineSlots().slots().at("d/d1"), 2u);
+  EXPECT_EQ(builder_.tunnelSlots().slots().size(), 9u);  // 3 peers x 3 tenants
+  EXPECT_EQ(builder_.fib("blue"), fib);
+  EXPECT_NE(fib->lookup4(dst_b), nh_b);
+  EXPECT_TRUE(fib->lookup4(dst_d));
+  EXPECT_TRUE(builder_.fib("red")->lookup4(std::array<uint8_t, 4>{10, 98, 0, 1}.data()));
+  EXPECT_EQ(fib->lookup4(dst_frr), nh_frr) << "FRR's route stays across the reload";
+
+  // A batch of route changes is all or nothing too: a good change before a
+  // bad one is not applied.
+  const auto next_hops = builder_.rib("blue")->nextHops().entries();
+  RouteUpdate good = frr, wrong = frr;
+  good.prefix = prefix4(10, 61, 0, 0, 16);
+  good.vias = {viaPeer("d"), viaPeer("c")};  // a new ECMP group
+  wrong.prefix = prefix4(10, 62, 0, 0, 16);
+  wrong.vias = {viaPeer("nobody")};
+  auto batch = builder_.apply(std::vector<RouteUpdate>{good, wrong}, sync());
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.error(), "tenant blue, route 10.62.0.0/16: there is no peer nobody");
+  EXPECT_FALSE(fib->lookup4(std::array<uint8_t, 4>{10, 61, 0, 1}.data()));
+  EXPECT_EQ(builder_.rib("blue")->nextHops().entries(), next_hops);
+  EXPECT_FALSE(builder_.rib("blue")->best(good.prefix));
+}
+
+// A build runs on a thread of its own (not the one that started the
+// dataplane), and while it runs, another writer is refused: here from inside
+// the build's own grace period, when it waits for the workers.
+TEST_F(DataplaneRing, BuildRunsOnAnotherThreadOneWriterAtATime) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  const config::ConfigPtr next = load(configYaml(route("10.2.0.0/16", "c"), kPeersBC));
+  ASSERT_TRUE(next);
+  Result<std::unique_ptr<ForwardingTables>, std::string> built =
+      unexpected(std::string("did not run"));
+  std::string refused;
+  unsigned grace_periods = 0;
+  std::thread writer([&] {
+    built = builder_.build(TablesInput::fromConfig(*next, env->openPorts(), kWorkers), [&] {
+      if (auto r = builder_.apply(std::vector<RouteUpdate>{}, sync()); !r) {
+        refused = r.error();
+      }
+      ++grace_periods;
+      dp_->synchronize();
+    });
+  });
+  writer.join();
+  ASSERT_TRUE(built.ok()) << built.error();
+  EXPECT_GT(grace_periods, 0u) << "peer b's next hop was retired after a grace period";
+  EXPECT_EQ(refused, "another change of the forwarding tables is under way");
+  dp_->publish(std::move(*built));
+
+  Traffic::Options o;
+  o.min_packets = 5000;
+  o.remote = {{"wan1", kRemoteC1}};
+  Traffic traffic(o);
+  ASSERT_TRUE(traffic.wait(10s));
+  EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+  EXPECT_EQ(traffic.on("wan1"), traffic.sent());
+  // And the writer's place is free again.
+  EXPECT_TRUE(builder_.apply(std::vector<RouteUpdate>{}, sync()).ok());
+}
+
+// Kernel neighbour events: a host's MAC comes, changes and goes in the
+// neighbour table in place, with no new snapshot; a line's next hop getting
+// its MAC is the one change that needs new tables (the MAC is in the line's
+// outer headers).
+TEST_F(DataplaneRing, NeighboursChangeInPlaceLinesRepublish) {
+  // wan0's router is not in the config: only the kernel resolves it.
+  std::string yaml = configYaml(route("10.2.0.0/16", "b"), kPeersBC);
+  const std::string router =
+      "    neighbors:\n      - address: 203.0.113.254\n        mac: 02:00:00:00:02:fe\n";
+  ASSERT_NE(yaml.find(router), std::string::npos);
+  yaml.erase(yaml.find(router), router.size());
+  const config::ConfigPtr c = load(yaml);
+  ASSERT_TRUE(c);
+  ASSERT_NO_FATAL_FAILURE(start(yaml));
+  const uint64_t generation = dp_->tables()->generation;
+  EXPECT_FALSE(dp_->tables()->lines[0].resolved);
+
+  auto ports = env->openPorts();
+  const Mac mac_a = {0x02, 0, 0, 0, 0x01, 0x20}, mac_b = {0x02, 0, 0, 0, 0x01, 0x21};
+  auto kernelHas = [&](const char* port, const char* address, const Mac& mac) {
+    config::MacAddress m;
+    std::copy(mac.begin(), mac.end(), m.bytes.begin());
+    ports[port].neighbors = {{*config::IpAddress::parse(address), m}};
+  };
+  auto update = [&] {
+    auto r = builder_.updateNeighbors(TablesInput::fromConfig(*c, ports, kWorkers), sync());
+    EXPECT_TRUE(r.ok()) << r.error();
+    return r.ok() && *r;
+  };
+  // A packet to host 10.1.0.20 on lan0 (from the LAN, hairpinned): its
+  // destination MAC, or nothing.
+  uint32_t seq = 0;
+  auto sendToHost = [&]() -> std::optional<Mac> {
+    Flow f;
+    f.dst = {10, 1, 0, 20};
+    sendAll({lanPacket(f, seq++)});
+    Captured out = collect(1, 300ms);
+    if (out.on("lan0").size() != 1) {
+      return std::nullopt;
+    }
+    return macAt(rte_pktmbuf_mtod(out.on("lan0")[0], const uint8_t*));
+  };
+
+  kernelHas("lan0", "10.1.0.20", mac_a);
+  EXPECT_FALSE(update()) << "no line's next hop changed";
+  EXPECT_EQ(sendToHost(), mac_a);
+  kernelHas("lan0", "10.1.0.20", mac_b);
+  EXPECT_FALSE(update());
+  EXPECT_EQ(sendToHost(), mac_b);
+  ports["lan0"].neighbors.clear();
+  EXPECT_FALSE(update());
+  Mac mac{};
+  const uint8_t host[4] = {10, 1, 0, 20};
+  EXPECT_FALSE(dp_->tables()->neighbor(env->port("lan0").id, false, host, &mac));
+  EXPECT_EQ(dp_->tables()->generation, generation) << "no snapshot for a host's neighbour";
+
+  // wan0's router resolves: line b1 needs its MAC in its outer headers.
+  kernelHas("wan0", "203.0.113.254", kWan0RouterMac);
+  ASSERT_TRUE(update());
+  auto t = builder_.build(TablesInput::fromConfig(*c, ports, kWorkers), sync());
+  ASSERT_TRUE(t.ok()) << t.error();
+  dp_->publish(std::move(*t));
+  EXPECT_TRUE(dp_->tables()->lines[0].resolved);
+  EXPECT_FALSE(update()) << "nothing changed since";
+  Traffic::Options o;
+  o.min_packets = 2000;
+  o.remote = {{"wan0", kRemoteB1}};
+  Traffic traffic(o);
+  ASSERT_TRUE(traffic.wait(10s));
+  EXPECT_EQ(traffic.bad(), 0u) << traffic.firstError();
+  EXPECT_EQ(traffic.on("wan0"), traffic.sent());
 }
 
 }  // namespace
