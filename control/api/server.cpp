@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -129,9 +130,12 @@ std::string answer(std::string_view line, const Server::Handler& handler) {
 }
 
 Server::~Server() {
-  for (auto& [fd, c] : clients_) {
-    ::close(fd);
+  sweeper_.reset();
+  resume_accept_.reset();
+  while (!clients_.empty()) {
+    drop(clients_.begin()->first);
   }
+  listening_.reset();
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
     ::unlink(path_.c_str());
@@ -189,57 +193,65 @@ Result<bool, std::string> Server::listen(const std::string& path, const std::str
   return true;
 }
 
-void Server::pollFds(std::vector<pollfd>& fds) const {
-  if (listen_fd_ >= 0 && std::chrono::steady_clock::now() >= accept_paused_until_) {
-    fds.push_back({listen_fd_, POLLIN, 0});
+void Server::attach(core::EventLoop& loop) {
+  loop_ = &loop;
+  listening_ = loop.onReadable(listen_fd_, "API socket " + path_, [this] { accept(); });
+  // A client past its timeout is dropped within a quarter of the timeout.
+  const auto every = std::clamp<std::chrono::microseconds>(
+      std::chrono::duration_cast<std::chrono::microseconds>(timeout_) / 4,
+      std::chrono::milliseconds(10), std::chrono::seconds(1));
+  sweeper_ = loop.every(
+      every, "API client timeouts", [this] { sweep(); }, core::Priority::kNormal);
+  sweeper_.setEnabled(false);
+}
+
+void Server::onClient(int fd, uint32_t events) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) {
+    return;
   }
-  for (const auto& [fd, c] : clients_) {
-    fds.push_back({fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+  Client& c = it->second;
+  if (events & EPOLLERR) {
+    drop(fd);
+    return;
+  }
+  if (!c.out.empty()) {
+    if (events & EPOLLOUT) {
+      write(fd, c);
+    } else if (events & EPOLLHUP) {
+      drop(fd);  // gone before reading the answer
+      return;
+    }
+  } else if (events & (EPOLLIN | EPOLLHUP)) {
+    read(fd, c);  // at most one request: the loop runs other sources next
+  }
+  // Still there: wait for what comes next, the request or the client
+  // reading its answer.
+  if (auto again = clients_.find(fd); again != clients_.end()) {
+    again->second.source.setIoEvents(again->second.out.empty() ? EPOLLIN : EPOLLOUT);
   }
 }
 
-void Server::handle(const std::vector<pollfd>& fds) {
-  bool answered = false;
-  for (const auto& p : fds) {
-    if (!p.revents) {
-      continue;
-    }
-    if (p.fd == listen_fd_) {
-      accept();
-      continue;
-    }
-    auto it = clients_.find(p.fd);
-    if (it == clients_.end()) {
-      continue;
-    }
-    Client& c = it->second;
-    if (p.revents & (POLLERR | POLLNVAL)) {
-      ::close(p.fd);
-      clients_.erase(it);
-    } else if (!c.out.empty()) {
-      if (p.revents & POLLOUT) {
-        write(p.fd, c);
-      } else if (p.revents & POLLHUP) {
-        ::close(p.fd);  // gone before reading the answer
-        clients_.erase(it);
-      }
-    } else if (p.revents & (POLLIN | POLLHUP)) {
-      if (answered) {
-        continue;  // the next call's: poll reports it again at once
-      }
-      answered = read(p.fd, c);
-    }
+void Server::drop(int fd) {
+  clients_.erase(fd);  // its source goes first
+  ::close(fd);
+  if (clients_.empty()) {
+    sweeper_.setEnabled(false);
   }
+}
+
+void Server::sweep() {
   // Clients that never finish their request, or never read their answer, do
   // not hold a slot for ever.
   auto now = std::chrono::steady_clock::now();
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    if (now - it->second.since > timeout_) {
-      ::close(it->first);
-      it = clients_.erase(it);
-    } else {
-      ++it;
+  std::vector<int> late;
+  for (const auto& [fd, c] : clients_) {
+    if (now - c.since > timeout_) {
+      late.push_back(fd);
     }
+  }
+  for (int fd : late) {
+    drop(fd);
   }
 }
 
@@ -249,7 +261,9 @@ void Server::accept() {
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop accepting for a moment rather than spin.
-        accept_paused_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        listening_.setEnabled(false);
+        resume_accept_ = loop_->after(std::chrono::seconds(1), "API accept resumes",
+                                      [this] { listening_.setEnabled(true); });
       }
       return;
     }
@@ -266,8 +280,7 @@ void Server::accept() {
       std::string line = dump(r) + "\n";
       ::send(oldest->first, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::shutdown(oldest->first, SHUT_RDWR);
-      ::close(oldest->first);
-      clients_.erase(oldest);
+      drop(oldest->first);
       ++refused_;
       auto now = std::chrono::steady_clock::now();
       if (now - last_refusal_log_ > std::chrono::seconds(10)) {  // not a log line per connection
@@ -276,7 +289,11 @@ void Server::accept() {
         last_refusal_log_ = now;
       }
     }
-    clients_[fd] = Client{{}, {}, 0, false, std::chrono::steady_clock::now()};
+    Client& c = clients_[fd];
+    c.since = std::chrono::steady_clock::now();
+    c.source = loop_->onIo(fd, EPOLLIN, "API client " + std::to_string(fd),
+                           [this, fd](uint32_t events) { onClient(fd, events); });
+    sweeper_.setEnabled(true);
   }
 }
 
@@ -288,8 +305,7 @@ bool Server::read(int fd, Client& c) {
   }
   if (c.draining) {
     if (n <= 0) {
-      ::close(fd);
-      clients_.erase(fd);
+      drop(fd);
     }
     return false;
   }
@@ -309,8 +325,7 @@ bool Server::read(int fd, Client& c) {
     return false;  // more to come
   }
   if (nl == std::string::npos && c.in.empty()) {
-    ::close(fd);
-    clients_.erase(fd);
+    drop(fd);
     return false;
   }
   std::string line = c.in.substr(0, nl);
@@ -345,8 +360,7 @@ void Server::write(int fd, Client& c) {
     c.out.clear();
     return;
   }
-  ::close(fd);
-  clients_.erase(fd);
+  drop(fd);
 }
 
 }  // namespace mcgw::api

@@ -1,7 +1,7 @@
 // mcgwd: the gateway daemon.  One thread (the EAL main lcore) runs the control
-// loop: signals, the operator API, the systemd watchdog.
+// loop (control/core/event_loop.hpp): signals, the operator API, the kernel's
+// neighbour and path MTU sockets, the 20 ms tick, the systemd watchdog.
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "config/loader.hpp"
 #include "config/text.hpp"
 #include "control/api/server.hpp"
+#include "control/core/event_loop.hpp"
 #include "control/daemon/gateway.hpp"
 #include "control/daemon/last_good.hpp"
 #include "control/daemon/preflight.hpp"
@@ -35,7 +37,7 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
 // The control loop's period: neighbour misses reach the kernel this fast.
-constexpr int kTickMs = 20;
+constexpr auto kTick = std::chrono::milliseconds(20);
 constexpr int kExitConfig = 78;
 
 // Every log line is one line of text, whatever string reached it (a config
@@ -170,6 +172,39 @@ mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
   return outcome;
 }
 
+// --measure-timer-ms: a timer on the control loop that records how late each
+// of its expirations ran, reported at stop (docs/performance.md, "Control
+// loop timers").  Samples are bounded: a day at 10 ms would not fit.
+class TimerProbe {
+ public:
+  TimerProbe(mcgw::core::EventLoop& loop, std::chrono::milliseconds period) {
+    samples_.reserve(kMaxSamples);
+    source_ = loop.every(period, "timer probe", [this] {
+      if (samples_.size() < kMaxSamples) {
+        samples_.push_back(source_.timerStats().last_lateness.count());
+      }
+    });
+  }
+  void report() {
+    const mcgw::core::TimerStats st = source_.timerStats();
+    std::vector<int64_t> s = samples_;
+    std::sort(s.begin(), s.end());
+    auto at = [&](double q) {
+      return s.empty() ? 0 : s[std::min(s.size() - 1, static_cast<size_t>(q * s.size()))];
+    };
+    spdlog::info(
+        "timer probe: every {} us, {} expirations ({} missed), lateness us: p50 {} p99 {} "
+        "p99.9 {} max {}",
+        st.period.count(), st.expirations, st.missed, at(0.5), at(0.99), at(0.999),
+        st.max_lateness.count());
+  }
+
+ private:
+  static constexpr size_t kMaxSamples = 1 << 20;
+  std::vector<int64_t> samples_;
+  mcgw::core::Source source_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +214,7 @@ int main(int argc, char** argv) {
   std::string state_dir = mcgw::daemon::kDefaultStateDir;
   bool preflight = false;
   bool strict = false;
+  int measure_timer_ms = 0;
   app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
   app.add_option("-l,--log-level", log_level, "Log level (overrides logging.level)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}));
@@ -189,6 +225,10 @@ int main(int argc, char** argv) {
                "Exit 78 when the config file is invalid, even if a last good copy exists");
   app.add_flag("--preflight", preflight,
                "Check prerequisites (hugepages, drivers, interfaces, FRR) and exit");
+  app.add_option("--measure-timer-ms", measure_timer_ms,
+                 "Run a timer of this period on the control loop and log its lateness at stop")
+      ->check(CLI::Range(1, 10000))
+      ->group("");  // a measurement, not an operator's option
   app.set_version_flag("--version", std::string("mcgwd ") + MCGW_VERSION);
   try {
     app.parse(argc, argv);
@@ -204,8 +244,8 @@ int main(int argc, char** argv) {
   config_path = std::filesystem::absolute(config_path).lexically_normal().string();
 
   setupLogging(log_level.empty() ? "info" : log_level);
-  // Signals are taken through a signalfd; block them before the EAL starts
-  // its threads so that they inherit the mask.
+  // The event loop takes signals through a signalfd; block them before the
+  // EAL starts its threads so that they inherit the mask.
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) {
@@ -213,11 +253,12 @@ int main(int argc, char** argv) {
   }
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (sfd < 0) {
-    spdlog::critical("signalfd: {}", std::strerror(errno));
+  auto created = mcgw::core::EventLoop::create();
+  if (!created) {
+    spdlog::critical("{}", created.error());
     return kExitFailure;
   }
+  mcgw::core::EventLoop& loop = **created;
 
   spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
   notify("STATUS=loading " + config_path);
@@ -245,8 +286,44 @@ int main(int argc, char** argv) {
   }
   Gateway& gw = **started;
 
-  mcgw::api::Server server([&gw](const std::string& cmd, const json& args) {
-    return mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
+  // Path MTU discovery's sockets change with the config: after every reload
+  // their sources are made again (a socket closed and another opened under
+  // the same number must not be missed), and after other work when the set
+  // differs.  Done right after the work that may change them, before any
+  // other source can be added under a reused number.
+  std::vector<int> pmtu_fds;
+  std::vector<mcgw::core::Source> pmtu_sources;
+  auto watchPathMtu = [&](bool again) {
+    std::vector<int> fds = gw.pathMtuFds();
+    if (!again && fds == pmtu_fds) {
+      return;
+    }
+    pmtu_sources.clear();
+    pmtu_fds = std::move(fds);
+    for (int fd : pmtu_fds) {
+      pmtu_sources.push_back(loop.onReadable(fd, "path MTU socket " + std::to_string(fd),
+                                             [&gw, fd] { gw.onPathMtuReadable(fd); }));
+    }
+  };
+  std::string last_summary = gw.summary();
+  auto showState = [&] {
+    if (std::string s = gw.summary(); s != last_summary) {
+      spdlog::info("state: {}", s);
+      notify("STATUS=" + s);
+      last_summary = s;
+    }
+  };
+  auto reloadHere = [&] {
+    auto outcome = reload(gw);
+    watchPathMtu(true);
+    return outcome;
+  };
+
+  mcgw::api::Server server([&](const std::string& cmd, const json& args) {
+    json r = mcgw::daemon::handleRequest(gw, cmd, args, reloadHere);
+    watchPathMtu(false);
+    showState();
+    return r;
   });
   if (auto r = server.listen(gw.config()->api.socket, gw.config()->api.group); !r) {
     spdlog::critical("{}", r.error());
@@ -259,81 +336,71 @@ int main(int argc, char** argv) {
     gw.saveLastGood();
   }
 
-  uint64_t watchdog_usec = 0;
-  bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
-  auto watchdog_every = std::chrono::microseconds(watchdog_usec / 2);
-  auto next_kick = std::chrono::steady_clock::now();
-  if (watchdog) {
-    spdlog::info("systemd watchdog every {} ms", watchdog_usec / 2000);
+  server.attach(loop);
+
+  int exit_code = 0;
+  auto stop = [&](int signo) {
+    spdlog::info("{}: stopping", strsignal(signo));
+    loop.exit(0);
+  };
+  mcgw::core::Source on_term = loop.onSignal(SIGTERM, "SIGTERM", stop);
+  mcgw::core::Source on_int = loop.onSignal(SIGINT, "SIGINT", stop);
+  mcgw::core::Source on_hup = loop.onSignal(SIGHUP, "SIGHUP", [&](int) {
+    spdlog::info("SIGHUP: reloading {}", config_path);
+    try {  // a front-end like the API: nothing it triggers ends the process
+      reloadHere();
+      showState();
+    } catch (const std::exception& e) {
+      spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
+      notify("READY=1\nSTATUS=" + gw.summary());
+      watchPathMtu(true);
+    }
+  });
+  if (!on_term || !on_int || !on_hup) {
+    notify("STATUS=cannot take signals");
+    return kExitFailure;
+  }
+  mcgw::core::Source neighbors;
+  if (gw.neighborFd() >= 0) {
+    neighbors = loop.onReadable(gw.neighborFd(), "kernel neighbours", [&] {
+      gw.onNeighborEvents();
+      showState();
+    });
+  }
+  watchPathMtu(true);
+  mcgw::core::Source tick = loop.every(kTick, "control tick", [&] {
+    gw.tick();
+    watchPathMtu(false);
+    showState();
+  });
+  std::optional<TimerProbe> probe;
+  if (measure_timer_ms > 0) {
+    probe.emplace(loop, std::chrono::milliseconds(measure_timer_ms));
+  }
+  if (loop.enableWatchdog()) {
+    spdlog::info("systemd watchdog: {} ms, kicked by the event loop",
+                 loop.watchdogPeriod().count() / 1000);
   }
 
   spdlog::info("ready: {}", gw.summary());
   notify("READY=1\nSTATUS=" + gw.summary());
-  std::string last_summary = gw.summary();
+  last_summary = gw.summary();
 
-  bool running = true;
-  int exit_code = 0;
-  auto next_tick = std::chrono::steady_clock::now();
-  while (running) {
-    std::vector<pollfd> fds{{sfd, POLLIN, 0}, {gw.neighborFd(), POLLIN, 0}};
-    // Path MTU discovery's sockets follow fds[0..1]; the API's come last.
-    const std::vector<int> pmtu_fds = gw.pathMtuFds();
-    for (int fd : pmtu_fds) {
-      fds.push_back({fd, POLLIN, 0});
-    }
-    server.pollFds(fds);
-    int timeout_ms = kTickMs;
-    if (watchdog) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      next_kick - std::chrono::steady_clock::now())
-                      .count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, kTickMs));
-    }
-    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-      spdlog::critical("poll: {}", std::strerror(errno));
-      exit_code = kExitFailure;
-      break;
-    }
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo si{};
-      while (::read(sfd, &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo == SIGHUP) {
-          spdlog::info("SIGHUP: reloading {}", config_path);
-          try {  // a front-end like the API: nothing it triggers ends the process
-            reload(gw);
-          } catch (const std::exception& e) {
-            spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
-            notify("READY=1\nSTATUS=" + gw.summary());
-          }
-        } else {
-          spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
-          running = false;
-        }
-      }
-    }
-    if (fds[1].revents & POLLIN) {
-      gw.onNeighborEvents();
-    }
-    for (size_t i = 0; i < pmtu_fds.size(); ++i) {
-      if (fds[2 + i].revents & POLLIN) {
-        gw.onPathMtuReadable(pmtu_fds[i]);
-      }
-    }
-    server.handle(fds);
-    if (std::chrono::steady_clock::now() >= next_tick) {
-      gw.tick();
-      next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTickMs);
-    }
-    if (watchdog && std::chrono::steady_clock::now() >= next_kick) {
-      notify("WATCHDOG=1");
-      next_kick = std::chrono::steady_clock::now() + watchdog_every;
-    }
-    if (std::string s = gw.summary(); s != last_summary) {
-      spdlog::info("state: {}", s);
-      notify("STATUS=" + s);
-      last_summary = s;
-    }
+  if (int r = loop.run(); r < 0) {
+    spdlog::critical("event loop: {}", std::strerror(-r));
+    exit_code = kExitFailure;
   }
+  const mcgw::core::TimerStats ts = tick.timerStats();
+  spdlog::info("control tick: {} expirations ({} missed), lateness max {} us", ts.expirations,
+               ts.missed, ts.max_lateness.count());
+  if (probe) {
+    probe->report();
+  }
+  // The gateway's descriptors leave the loop before the gateway closes them.
+  tick.reset();
+  neighbors.reset();
+  pmtu_sources.clear();
+  probe.reset();
 
   notify("STOPPING=1\nSTATUS=stopping");
   started->reset();

@@ -1,0 +1,112 @@
+// Timers on mcgwd's control loop under load: a 10 ms timer
+// (mcgwd --measure-timer-ms 10) while the loop is idle, while a client
+// hammers the API with requests, and while reloads run as well.  Prints the
+// lateness figures (docs/performance.md, "Control loop timers"); asserts only
+// that the measurement happened: tests never assert on speed.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <regex>
+#include <thread>
+
+#include "control/api/client.hpp"
+#include "tests/support/daemon.hpp"
+
+namespace mcgw::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Figures {
+  uint64_t expirations = 0, missed = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+};
+
+class LoopTimerTest : public DaemonTest {
+ protected:
+  // Starts mcgwd with the probe, runs load for `how_long`, stops it and
+  // returns what the probe logged.
+  Figures measure(const char* what, bool api, bool reloads, std::chrono::seconds how_long = 4s) {
+    writeFile(config_, nullConfig(socket_, prefix_));
+    // (The fixture runs mcgwd at --log-level debug: a log line per request.)
+    start({}, {"--measure-timer-ms", "10"});
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> requests{0}, reloaded{0}, reload_us{0}, reload_max_us{0};
+    std::thread client, reloader;
+    if (api) {
+      client = std::thread([&] {
+        while (!stop) {
+          if (api::call(socket_, "status", {}, 5000).ok()) {
+            ++requests;
+          }
+        }
+      });
+    }
+    if (reloads) {
+      reloader = std::thread([&] {
+        while (!stop) {
+          auto t0 = std::chrono::steady_clock::now();
+          auto r = api::call(socket_, "reload", {}, 10000);
+          auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+          if (r.ok()) {
+            ++reloaded;
+            reload_us += static_cast<uint64_t>(us);
+            reload_max_us = std::max<uint64_t>(reload_max_us, static_cast<uint64_t>(us));
+          }
+          std::this_thread::sleep_for(100ms);
+        }
+      });
+    }
+    std::this_thread::sleep_for(how_long);
+    stop = true;
+    if (client.joinable()) {
+      client.join();
+    }
+    if (reloader.joinable()) {
+      reloader.join();
+    }
+    daemon_->signal(SIGTERM);
+    EXPECT_EQ(daemon_->wait(30s), 0) << log();
+    Figures f;
+    std::smatch m;
+    const std::string text = log();
+    static const std::regex line(
+        R"(timer probe: every 10000 us, (\d+) expirations \((\d+) missed\), lateness us: p50 (\d+) p99 (\d+) p99\.9 (\d+) max (\d+))");
+    EXPECT_TRUE(std::regex_search(text, m, line)) << text;
+    if (!m.empty()) {
+      f = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]),
+           std::stoull(m[4]), std::stoull(m[5]), std::stoull(m[6])};
+    }
+    std::printf(
+        "%-22s %llu expirations (%llu missed); lateness us p50 %llu p99 %llu p99.9 %llu max %llu; "
+        "%llu status requests, %llu reloads (mean %llu us, max %llu us as the client saw them)\n",
+        what, static_cast<unsigned long long>(f.expirations),
+        static_cast<unsigned long long>(f.missed), static_cast<unsigned long long>(f.p50),
+        static_cast<unsigned long long>(f.p99), static_cast<unsigned long long>(f.p999),
+        static_cast<unsigned long long>(f.max), static_cast<unsigned long long>(requests.load()),
+        static_cast<unsigned long long>(reloaded.load()),
+        static_cast<unsigned long long>(reloaded ? reload_us / reloaded : 0),
+        static_cast<unsigned long long>(reload_max_us.load()));
+    RecordProperty(std::string(what) + "_p99_us", std::to_string(f.p99));
+    RecordProperty(std::string(what) + "_max_us", std::to_string(f.max));
+    if (api) {
+      EXPECT_GT(requests, 0u);
+    }
+    if (reloads) {
+      EXPECT_GT(reloaded, 0u);
+    }
+    return f;
+  }
+};
+
+TEST_F(LoopTimerTest, TenMillisecondTimerUnderLoad) {
+  EXPECT_GT(measure("idle", false, false).expirations, 0u);
+  EXPECT_GT(measure("api", true, false).expirations, 0u);
+  EXPECT_GT(measure("api+reload", true, true).expirations, 0u);
+}
+
+}  // namespace
+}  // namespace mcgw::test
