@@ -232,6 +232,34 @@ void Server::onClient(int fd, uint32_t events) {
   }
 }
 
+Server::Reply Server::replyTo(int fd, uint64_t id) {
+  return [this, fd, id](json body) {
+    auto it = clients_.find(fd);
+    if (it == clients_.end() || it->second.id != id || !it->second.waiting) {
+      return;  // gone
+    }
+    Client& c = it->second;
+    c.waiting = false;
+    if (!body.is_object()) {
+      body = errorResponse("internal error: the response is not an object");
+    }
+    respond(c, body);
+    c.source.setIoEvents(EPOLLOUT);
+    c.source.setEnabled(!paused_);
+  };
+}
+
+void Server::setPaused(bool paused) {
+  paused_ = paused;
+  listening_.setEnabled(!paused && !accept_paused_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [fd, c] : clients_) {
+    c.source.setEnabled(!paused && !c.waiting);
+    c.since = now;
+  }
+  sweeper_.setEnabled(!paused && !clients_.empty());
+}
+
 void Server::drop(int fd) {
   clients_.erase(fd);  // its source goes first
   ::close(fd);
@@ -246,7 +274,7 @@ void Server::sweep() {
   auto now = std::chrono::steady_clock::now();
   std::vector<int> late;
   for (const auto& [fd, c] : clients_) {
-    if (now - c.since > timeout_) {
+    if (!c.waiting && now - c.since > timeout_) {
       late.push_back(fd);
     }
   }
@@ -261,9 +289,12 @@ void Server::accept() {
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop accepting for a moment rather than spin.
+        accept_paused_ = true;
         listening_.setEnabled(false);
-        resume_accept_ = loop_->after(std::chrono::seconds(1), "API accept resumes",
-                                      [this] { listening_.setEnabled(true); });
+        resume_accept_ = loop_->after(std::chrono::seconds(1), "API accept resumes", [this] {
+          accept_paused_ = false;
+          listening_.setEnabled(!paused_);
+        });
       }
       return;
     }
@@ -291,9 +322,10 @@ void Server::accept() {
     }
     Client& c = clients_[fd];
     c.since = std::chrono::steady_clock::now();
+    c.id = next_id_++;
     c.source = loop_->onIo(fd, EPOLLIN, "API client " + std::to_string(fd),
                            [this, fd](uint32_t events) { onClient(fd, events); });
-    sweeper_.setEnabled(true);
+    sweeper_.setEnabled(!paused_);
   }
 }
 
@@ -330,7 +362,21 @@ bool Server::read(int fd, Client& c) {
   }
   std::string line = c.in.substr(0, nl);
   c.in.clear();  // one request per connection
-  c.out = answer(line, handler_);
+  bool taken = false;
+  const Reply reply = later_ ? replyTo(fd, c.id) : Reply();
+  c.out = answer(line, [&](const std::string& command, const json& args) {
+    if (later_ && later_(command, args, reply)) {
+      taken = true;
+      return json::object();
+    }
+    return handler_(command, args);
+  });
+  if (taken) {
+    c.out.clear();
+    c.waiting = true;
+    c.source.setEnabled(false);  // until the reply
+    return true;
+  }
   c.sent = 0;
   c.since = std::chrono::steady_clock::now();  // the time to read the answer starts now
   return true;

@@ -27,6 +27,16 @@ class Server {
 
   // timeout: how long a client may take to send its request, and then to
   // read its answer (the time mcgwd spends answering does not count).
+  // The answer to a request taken by answerLater's hook: the response body
+  // (the server adds "version").  Called once, on the loop thread, while the
+  // Server lives; a client that went away meanwhile is simply not answered.
+  using Reply = std::function<void(nlohmann::json body)>;
+  // Sees each well-formed request before the handler: returning true takes
+  // it, to be answered through reply later (a reload run off the loop); the
+  // client waits, its timeout stopped.
+  using Later = std::function<bool(const std::string& command, const nlohmann::json& args,
+                                   const Reply& reply)>;
+
   explicit Server(Handler handler, std::chrono::milliseconds timeout = std::chrono::seconds(5))
       : handler_(std::move(handler)), timeout_(timeout) {}
   ~Server();
@@ -42,6 +52,11 @@ class Server {
   // between requests that take long; the other clients stay ready for the
   // next iterations.  loop must outlive the Server.
   void attach(core::EventLoop& loop);
+  void answerLater(Later later) { later_ = std::move(later); }
+  // Paused: no connection is accepted or served (the kernel queues them),
+  // so that the handler's state may change on another thread; resuming
+  // restarts every client's timeout (mcgwd's time, not the client's).
+  void setPaused(bool paused);
   const std::string& path() const { return path_; }
   static constexpr size_t kMaxClients = 64;
 
@@ -55,6 +70,8 @@ class Server {
     // from here.
     std::chrono::steady_clock::time_point since;
     core::Source source;
+    uint64_t id = 0;       // tells a reply's client from a later one on the same fd
+    bool waiting = false;  // its request was taken by later_
   };
   void accept();
   void onClient(int fd, uint32_t events);
@@ -67,8 +84,14 @@ class Server {
   void respond(Client& c, const nlohmann::json& body);
   void write(int fd, Client& c);
 
+  Reply replyTo(int fd, uint64_t id);
+
   Handler handler_;
+  Later later_;
   std::chrono::milliseconds timeout_;
+  uint64_t next_id_ = 1;
+  bool paused_ = false;
+  bool accept_paused_ = false;
   std::string path_;
   int listen_fd_ = -1;
   core::EventLoop* loop_ = nullptr;

@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,6 +168,7 @@ std::string Source::name() const {
 Result<std::unique_ptr<EventLoop>, std::string> EventLoop::create() {
   std::unique_ptr<EventLoop> loop(new EventLoop());
   loop->owner_ = std::this_thread::get_id();
+  loop->have_cpus_ = ::sched_getaffinity(0, sizeof loop->cpus_, &loop->cpus_) == 0;
   if (int r = sd_event_new(&loop->event_); r < 0) {
     return unexpected(std::string("sd_event_new: ") + std::strerror(-r));
   }
@@ -299,7 +301,12 @@ void EventLoop::runOffLoop(std::function<void()> work,
                            std::function<void(std::exception_ptr)> done) {
   std::lock_guard lock(work_mutex_);
   if (!worker_.joinable()) {
-    worker_ = std::thread([this] { backgroundMain(); });
+    worker_ = std::thread([this] {
+      if (have_cpus_) {
+        ::pthread_setaffinity_np(::pthread_self(), sizeof cpus_, &cpus_);
+      }
+      backgroundMain();
+    });
   }
   work_.push_back([this, work = std::move(work), done = std::move(done)]() mutable {
     std::exception_ptr error;
@@ -322,10 +329,18 @@ void EventLoop::backgroundMain() {
     }
     auto job = std::move(work_.front());
     work_.pop_front();
+    busy_ = true;
     lock.unlock();
     job();
     lock.lock();
+    busy_ = false;
+    idle_cv_.notify_all();
   }
+}
+
+void EventLoop::finishOffLoop() {
+  std::unique_lock lock(work_mutex_);
+  idle_cv_.wait(lock, [this] { return stopping_ || (work_.empty() && !busy_); });
 }
 
 bool EventLoop::enableWatchdog() {

@@ -13,6 +13,7 @@
 // loop boundary, logged with the source's name, and the source stays armed.
 #pragma once
 
+#include <sched.h>
 #include <signal.h>
 
 #include <chrono>
@@ -125,10 +126,15 @@ class EventLoop {
 
   // Runs work on the loop's background thread (one, created on first use;
   // works run one at a time, in order) and then done on the loop thread, with
-  // the exception work threw or nullptr.  For long work (big table builds,
+  // the exception work threw or nullptr.  The thread may run on the CPUs the
+  // process had when the loop was created (before the EAL pins the main
+  // thread to its lcore), so that long work does not take the loop's core.  For long work (big table builds,
   // slow parts of a reload) so timers keep their time: work must not touch
   // what the loop's handlers touch.
   void runOffLoop(std::function<void()> work, std::function<void(std::exception_ptr)> done);
+  // Waits until the background thread has no work left (their done
+  // callbacks are posted, not run).  For a stop that cannot wait for done.
+  void finishOffLoop();
 
   // sd-event sends WATCHDOG=1 itself, at about half of WATCHDOG_USEC, on the
   // loop's iterations.  False when systemd asked for no watchdog.
@@ -155,6 +161,8 @@ class EventLoop {
 
   sd_event* event_ = nullptr;
   std::thread::id owner_;
+  cpu_set_t cpus_{};  // the creating thread's CPUs, for the background thread
+  bool have_cpus_ = false;
   // post(): a queue any thread fills, drained by a defer source (posts from
   // the loop thread) or an eventfd source (posts from other threads).
   std::mutex posted_mutex_;
@@ -166,6 +174,8 @@ class EventLoop {
   std::mutex work_mutex_;
   std::condition_variable work_cv_;
   std::deque<std::function<void()>> work_;
+  std::condition_variable idle_cv_;
+  bool busy_ = false;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -286,11 +286,9 @@ int main(int argc, char** argv) {
   }
   Gateway& gw = **started;
 
-  // Path MTU discovery's sockets change with the config: after every reload
-  // their sources are made again (a socket closed and another opened under
-  // the same number must not be missed), and after other work when the set
-  // differs.  Done right after the work that may change them, before any
-  // other source can be added under a reused number.
+  // Path MTU discovery's sockets change with the config: their sources are
+  // dropped while a reload runs (before it can close them) and made again
+  // after it; after other work they are made again when the set differs.
   std::vector<int> pmtu_fds;
   std::vector<mcgw::core::Source> pmtu_sources;
   auto watchPathMtu = [&](bool again) {
@@ -313,14 +311,9 @@ int main(int argc, char** argv) {
       last_summary = s;
     }
   };
-  auto reloadHere = [&] {
-    auto outcome = reload(gw);
-    watchPathMtu(true);
-    return outcome;
-  };
 
   mcgw::api::Server server([&](const std::string& cmd, const json& args) {
-    json r = mcgw::daemon::handleRequest(gw, cmd, args, reloadHere);
+    json r = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
     watchPathMtu(false);
     showState();
     return r;
@@ -335,32 +328,111 @@ int main(int argc, char** argv) {
   if (!gw.fallback()) {
     gw.saveLastGood();
   }
-
   server.attach(loop);
+
+  // Reloads run off the loop (a big file takes seconds to load and build):
+  // the loop keeps its timers, the watchdog and signals, while nothing else
+  // touches the gateway, which is not thread-safe: its sources and the API
+  // wait (the kernel queues what arrives) and resume after.
+  mcgw::core::Source tick;
+  mcgw::core::Source neighbors;
+  bool reloading = false;
+  bool stop_after_reload = false;
+  bool hangup_after_reload = false;
+  std::function<void()> sighupReload;
+  auto reloadOffLoop = [&](std::function<void()> work,
+                           std::function<void(std::exception_ptr)> then) {
+    reloading = true;
+    tick.setEnabled(false);
+    neighbors.setEnabled(false);
+    pmtu_sources.clear();
+    pmtu_fds.clear();
+    server.setPaused(true);
+    loop.runOffLoop(std::move(work), [&, then = std::move(then)](std::exception_ptr error) {
+      reloading = false;
+      tick.setEnabled(true);
+      neighbors.setEnabled(true);
+      server.setPaused(false);
+      watchPathMtu(true);
+      then(error);
+      showState();
+      if (stop_after_reload) {
+        loop.exit(0);
+      } else if (hangup_after_reload) {
+        hangup_after_reload = false;
+        sighupReload();
+      }
+    });
+  };
+  sighupReload = [&] {
+    spdlog::info("SIGHUP: reloading {}", config_path);
+    reloadOffLoop([&gw] { reload(gw); },
+                  [&](std::exception_ptr error) {
+                    if (!error) {
+                      return;
+                    }
+                    // A front-end like the API: nothing it triggers ends the process.
+                    try {
+                      std::rethrow_exception(error);
+                    } catch (const std::exception& e) {
+                      spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
+                    } catch (...) {
+                      spdlog::error("SIGHUP: reload failed with an unknown exception");
+                    }
+                    notify("READY=1\nSTATUS=" + gw.summary());
+                  });
+  };
+  // `mcgwctl reload`: the same, answered when done.
+  server.answerLater(
+      [&](const std::string& cmd, const json& args, const mcgw::api::Server::Reply& reply) {
+        if (cmd != "reload") {
+          return false;
+        }
+        auto body = std::make_shared<json>();
+        reloadOffLoop(
+            [&gw, cmd, args, body] {
+              *body = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
+            },
+            [&gw, body, reply](std::exception_ptr error) {
+              if (error) {  // as api::answer() does for a handler that throws
+                std::string what = "an unknown exception";
+                try {
+                  std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                  what = mcgw::text::escape(e.what(), 512);
+                } catch (...) {
+                }
+                spdlog::error("API: command \"reload\" failed: {}", what);
+                *body = mcgw::api::errorResponse("internal error: " + what);
+                notify("READY=1\nSTATUS=" + gw.summary());
+              }
+              reply(*body);
+            });
+        return true;
+      });
 
   int exit_code = 0;
   auto stop = [&](int signo) {
     spdlog::info("{}: stopping", strsignal(signo));
+    if (reloading) {
+      stop_after_reload = true;  // the gateway cannot stop under a reload
+      return;
+    }
     loop.exit(0);
   };
   mcgw::core::Source on_term = loop.onSignal(SIGTERM, "SIGTERM", stop);
   mcgw::core::Source on_int = loop.onSignal(SIGINT, "SIGINT", stop);
   mcgw::core::Source on_hup = loop.onSignal(SIGHUP, "SIGHUP", [&](int) {
-    spdlog::info("SIGHUP: reloading {}", config_path);
-    try {  // a front-end like the API: nothing it triggers ends the process
-      reloadHere();
-      showState();
-    } catch (const std::exception& e) {
-      spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
-      notify("READY=1\nSTATUS=" + gw.summary());
-      watchPathMtu(true);
+    if (reloading) {
+      hangup_after_reload = true;  // the file may have changed since it was read
+      return;
     }
+    sighupReload();
   });
   if (!on_term || !on_int || !on_hup) {
     notify("STATUS=cannot take signals");
     return kExitFailure;
   }
-  mcgw::core::Source neighbors;
   if (gw.neighborFd() >= 0) {
     neighbors = loop.onReadable(gw.neighborFd(), "kernel neighbours", [&] {
       gw.onNeighborEvents();
@@ -368,7 +440,7 @@ int main(int argc, char** argv) {
     });
   }
   watchPathMtu(true);
-  mcgw::core::Source tick = loop.every(kTick, "control tick", [&] {
+  tick = loop.every(kTick, "control tick", [&] {
     gw.tick();
     watchPathMtu(false);
     showState();
@@ -389,6 +461,7 @@ int main(int argc, char** argv) {
   if (int r = loop.run(); r < 0) {
     spdlog::critical("event loop: {}", std::strerror(-r));
     exit_code = kExitFailure;
+    loop.finishOffLoop();  // a reload under way ends before the gateway does
   }
   const mcgw::core::TimerStats ts = tick.timerStats();
   spdlog::info("control tick: {} expirations ({} missed), lateness max {} us", ts.expirations,

@@ -141,5 +141,52 @@ TEST(ApiServer, TimersRunBetweenSlowRequests) {
             (std::vector<std::string>{"request", "tick", "request", "tick", "request"}));
 }
 
+// A command taken for later (mcgwd's reload, run off the loop): the server
+// pauses, another client waits, and both are answered once the reply comes
+// and the server resumes.
+TEST(ApiServer, RequestTakenForLaterIsAnsweredWhenItsReplyComes) {
+  TempSocket sock;
+  int handled = 0;
+  Server server([&](const std::string&, const json&) {
+    ++handled;
+    return json{{"ok", true}, {"result", {{"now", true}}}};
+  });
+  ASSERT_TRUE(server.listen(sock.path, "").ok());
+  auto loop = makeLoop();
+  server.attach(*loop);
+  Server::Reply later;
+  server.answerLater([&](const std::string& command, const json&, const Server::Reply& reply) {
+    if (command != "slow") {
+      return false;
+    }
+    later = reply;
+    server.setPaused(true);
+    return true;
+  });
+  auto slow = std::async(std::launch::async, [&] { return call(sock.path, "slow", {}, 10000); });
+  serve(*loop, [&] { return bool(later); });
+  ASSERT_TRUE(later);
+  auto status =
+      std::async(std::launch::async, [&] { return call(sock.path, "status", {}, 10000); });
+  for (int i = 0; i < 10; ++i) {
+    loop->runOnce(20ms);
+  }
+  EXPECT_EQ(handled, 0) << "paused: nobody is served";
+  EXPECT_EQ(slow.wait_for(0s), std::future_status::timeout);
+  server.setPaused(false);
+  later(json{{"ok", true}, {"result", {{"later", true}}}});
+  serve(*loop, [&] {
+    return slow.wait_for(0s) == std::future_status::ready &&
+           status.wait_for(0s) == std::future_status::ready;
+  });
+  auto s1 = slow.get();
+  ASSERT_TRUE(s1.ok()) << s1.error().message;
+  EXPECT_EQ((*s1)["result"]["later"], true);
+  auto s2 = status.get();
+  ASSERT_TRUE(s2.ok()) << s2.error().message;
+  EXPECT_EQ((*s2)["result"]["now"], true);
+  EXPECT_EQ(handled, 1);
+}
+
 }  // namespace
 }  // namespace mcgw::api

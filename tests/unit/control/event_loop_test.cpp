@@ -222,6 +222,19 @@ TEST(EventLoop, RunOffLoopRunsWorkElsewhereAndDoneOnTheLoopThread) {
   EXPECT_EQ(why, "no table");
 }
 
+TEST(EventLoop, FinishOffLoopWaitsForTheWork) {
+  auto loop = makeLoop();
+  std::atomic<bool> finished{false};
+  loop->runOffLoop(
+      [&] {
+        std::this_thread::sleep_for(100ms);
+        finished = true;
+      },
+      [](std::exception_ptr) {});
+  loop->finishOffLoop();
+  EXPECT_TRUE(finished);
+}
+
 TEST(EventLoop, TimersKeepRunningWhileWorkRunsOffTheLoop) {
   auto loop = makeLoop();
   int ticks_during_work = 0;
