@@ -128,9 +128,9 @@ class EventLoop {
   // works run one at a time, in order) and then done on the loop thread, with
   // the exception work threw or nullptr.  The thread may run on the CPUs the
   // process had when the loop was created (before the EAL pins the main
-  // thread to its lcore), so that long work does not take the loop's core.  For long work (big table builds,
-  // slow parts of a reload) so timers keep their time: work must not touch
-  // what the loop's handlers touch.
+  // thread to its lcore), so that long work does not take the loop's core.  For long work (big
+  // table builds, slow parts of a reload) so timers keep their time: work must not touch what the
+  // loop's handlers touch.
   void runOffLoop(std::function<void()> work, std::function<void(std::exception_ptr)> done);
   // Waits until the background thread has no work left (their done
   // callbacks are posted, not run).  For a stop that cannot wait for done.
@@ -151,6 +151,14 @@ class EventLoop {
   void exit(int code);
   // CLOCK_MONOTONIC when the current iteration woke up.
   std::chrono::steady_clock::time_point now() const;
+
+  // The longest any handler ran on this loop, and its source's name: what
+  // the loop itself can add to a timer's lateness (the rest is scheduling).
+  struct LongestRun {
+    std::string name;
+    std::chrono::microseconds took{0};
+  };
+  static LongestRun longestRun();
 
   sd_event* raw() const { return event_; }
 

@@ -468,6 +468,8 @@ int main(int argc, char** argv) {
                ts.missed, ts.max_lateness.count());
   if (probe) {
     probe->report();
+    const auto longest = mcgw::core::EventLoop::longestRun();
+    spdlog::info("event loop: longest handler run {} us ({})", longest.took.count(), longest.name);
   }
   // The gateway's descriptors leave the loop before the gateway closes them.
   tick.reset();

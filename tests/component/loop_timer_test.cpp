@@ -95,6 +95,10 @@ class LoopTimerTest : public DaemonTest {
       f = {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]),
            std::stoull(m[4]), std::stoull(m[5]), std::stoull(m[6])};
     }
+    static const std::regex longest_line(R"(longest handler run (\d+) us \(([^)]*)\))");
+    std::smatch lm;
+    const bool have_longest = std::regex_search(text, lm, longest_line);
+    EXPECT_TRUE(have_longest) << text;
     std::printf(
         "%-22s %llu expirations (%llu missed); lateness us p50 %llu p99 %llu p99.9 %llu max %llu; "
         "%llu status requests, %llu reloads (mean %llu us, max %llu us as the client saw them)\n",
@@ -105,6 +109,8 @@ class LoopTimerTest : public DaemonTest {
         static_cast<unsigned long long>(reloaded.load()),
         static_cast<unsigned long long>(reloaded ? reload_us / reloaded : 0),
         static_cast<unsigned long long>(reload_max_us.load()));
+    std::printf("%-22s longest handler on the loop: %s us (%s)\n", "",
+                have_longest ? lm[1].str().c_str() : "?", have_longest ? lm[2].str().c_str() : "?");
     RecordProperty(std::string(what) + "_p99_us", std::to_string(f.p99));
     RecordProperty(std::string(what) + "_max_us", std::to_string(f.max));
     if (api) {
