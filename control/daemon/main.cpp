@@ -2,6 +2,7 @@
 // loop (control/core/event_loop.hpp): signals, the operator API, the kernel's
 // neighbour and path MTU sockets, the 20 ms tick, the systemd watchdog.
 #include <signal.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -286,21 +287,29 @@ int main(int argc, char** argv) {
   }
   Gateway& gw = **started;
 
-  // Path MTU discovery's sockets change with the config: their sources are
-  // dropped while a reload runs (before it can close them) and made again
-  // after it; after other work they are made again when the set differs.
-  std::vector<int> pmtu_fds;
+  // Path MTU discovery's sockets change with the config and the lines
+  // (Gateway::publish, from a reload, a neighbour change or a line taken
+  // down): their sources are dropped while a reload runs (before it can close
+  // them) and made again after it, and after other gateway work when a
+  // socket changed.  A socket is known by its number and its inode, since a
+  // new one may get the number of one just closed (whose epoll registration
+  // went with it).
+  std::vector<std::pair<int, ino_t>> pmtu_fds;
   std::vector<mcgw::core::Source> pmtu_sources;
   auto watchPathMtu = [&](bool again) {
-    std::vector<int> fds = gw.pathMtuFds();
+    std::vector<std::pair<int, ino_t>> fds;
+    for (int fd : gw.pathMtuFds()) {
+      struct stat st {};
+      fds.emplace_back(fd, ::fstat(fd, &st) == 0 ? st.st_ino : 0);
+    }
     if (!again && fds == pmtu_fds) {
       return;
     }
     pmtu_sources.clear();
     pmtu_fds = std::move(fds);
-    for (int fd : pmtu_fds) {
+    for (const auto& [fd, ino] : pmtu_fds) {
       pmtu_sources.push_back(loop.onReadable(fd, "path MTU socket " + std::to_string(fd),
-                                             [&gw, fd] { gw.onPathMtuReadable(fd); }));
+                                             [&gw, fd = fd] { gw.onPathMtuReadable(fd); }));
     }
   };
   std::string last_summary = gw.summary();
@@ -436,6 +445,7 @@ int main(int argc, char** argv) {
   if (gw.neighborFd() >= 0) {
     neighbors = loop.onReadable(gw.neighborFd(), "kernel neighbours", [&] {
       gw.onNeighborEvents();
+      watchPathMtu(false);
       showState();
     });
   }

@@ -130,5 +130,31 @@ TEST_F(LoopTimerTest, TenMillisecondTimerUnderLoad) {
   EXPECT_GT(measure("api+reload, FIFO loop", true, true, true).expirations, 0u);
 }
 
+// A reload runs off the loop: a SIGTERM that arrives while it runs waits for
+// it (the gateway cannot stop under it), and the reload is announced whole
+// (RELOADING=1, then READY=1) before STOPPING=1.
+TEST_F(LoopTimerTest, StopDuringAReloadWaitsForIt) {
+  for (int round = 0; round < 5; ++round) {
+    writeFile(config_, nullConfig(socket_, prefix_));
+    start();
+    size_t seen = notify_->messages().size();
+    std::thread reloader([&] { (void)api::call(socket_, "reload", {}, 10000); });
+    int reloading = notify_->waitFor("RELOADING=1", 10s, seen);
+    daemon_->signal(SIGTERM);
+    reloader.join();
+    EXPECT_EQ(daemon_->wait(30s), 0) << log();
+    ASSERT_GE(reloading, 0) << log();
+    int ready = notify_->waitFor("READY=1", 1s, static_cast<size_t>(reloading));
+    int stopping = notify_->waitFor("STOPPING=1", 1s, static_cast<size_t>(reloading));
+    ASSERT_GE(ready, 0) << log();
+    EXPECT_GT(stopping, ready) << log();
+    // Whether this round's SIGTERM came while the reload ran (timing decides).
+    const std::string text = log();
+    const size_t term = text.find(": stopping"), done = text.find("reload of ");
+    std::printf("round %d: SIGTERM %s the reload finished\n", round,
+                term < done ? "before" : "after");
+  }
+}
+
 }  // namespace
 }  // namespace mcgw::test
