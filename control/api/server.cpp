@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -129,9 +130,12 @@ std::string answer(std::string_view line, const Server::Handler& handler) {
 }
 
 Server::~Server() {
-  for (auto& [fd, c] : clients_) {
-    ::close(fd);
+  sweeper_.reset();
+  resume_accept_.reset();
+  while (!clients_.empty()) {
+    drop(clients_.begin()->first);
   }
+  listening_.reset();
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
     ::unlink(path_.c_str());
@@ -189,57 +193,93 @@ Result<bool, std::string> Server::listen(const std::string& path, const std::str
   return true;
 }
 
-void Server::pollFds(std::vector<pollfd>& fds) const {
-  if (listen_fd_ >= 0 && std::chrono::steady_clock::now() >= accept_paused_until_) {
-    fds.push_back({listen_fd_, POLLIN, 0});
+void Server::attach(core::EventLoop& loop) {
+  loop_ = &loop;
+  listening_ = loop.onReadable(listen_fd_, "API socket " + path_, [this] { accept(); });
+  // A client past its timeout is dropped within a quarter of the timeout.
+  const auto every = std::clamp<std::chrono::microseconds>(
+      std::chrono::duration_cast<std::chrono::microseconds>(timeout_) / 4,
+      std::chrono::milliseconds(10), std::chrono::seconds(1));
+  sweeper_ = loop.every(
+      every, "API client timeouts", [this] { sweep(); }, core::Priority::kNormal);
+  sweeper_.setEnabled(false);
+}
+
+void Server::onClient(int fd, uint32_t events) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) {
+    return;
   }
-  for (const auto& [fd, c] : clients_) {
-    fds.push_back({fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+  Client& c = it->second;
+  if (events & EPOLLERR) {
+    drop(fd);
+    return;
+  }
+  if (!c.out.empty()) {
+    if (events & EPOLLOUT) {
+      write(fd, c);
+    } else if (events & EPOLLHUP) {
+      drop(fd);  // gone before reading the answer
+      return;
+    }
+  } else if (events & (EPOLLIN | EPOLLHUP)) {
+    read(fd, c);  // at most one request: the loop runs other sources next
+  }
+  // Still there: wait for what comes next, the request or the client
+  // reading its answer.
+  if (auto again = clients_.find(fd); again != clients_.end()) {
+    again->second.source.setIoEvents(again->second.out.empty() ? EPOLLIN : EPOLLOUT);
   }
 }
 
-void Server::handle(const std::vector<pollfd>& fds) {
-  bool answered = false;
-  for (const auto& p : fds) {
-    if (!p.revents) {
-      continue;
-    }
-    if (p.fd == listen_fd_) {
-      accept();
-      continue;
-    }
-    auto it = clients_.find(p.fd);
-    if (it == clients_.end()) {
-      continue;
+Server::Reply Server::replyTo(int fd, uint64_t id) {
+  return [this, fd, id](json body) {
+    auto it = clients_.find(fd);
+    if (it == clients_.end() || it->second.id != id || !it->second.waiting) {
+      return;  // gone
     }
     Client& c = it->second;
-    if (p.revents & (POLLERR | POLLNVAL)) {
-      ::close(p.fd);
-      clients_.erase(it);
-    } else if (!c.out.empty()) {
-      if (p.revents & POLLOUT) {
-        write(p.fd, c);
-      } else if (p.revents & POLLHUP) {
-        ::close(p.fd);  // gone before reading the answer
-        clients_.erase(it);
-      }
-    } else if (p.revents & (POLLIN | POLLHUP)) {
-      if (answered) {
-        continue;  // the next call's: poll reports it again at once
-      }
-      answered = read(p.fd, c);
+    c.waiting = false;
+    if (!body.is_object()) {
+      body = errorResponse("internal error: the response is not an object");
     }
+    respond(c, body);
+    c.source.setIoEvents(EPOLLOUT);
+    c.source.setEnabled(!paused_);
+  };
+}
+
+void Server::setPaused(bool paused) {
+  paused_ = paused;
+  listening_.setEnabled(!paused && !accept_paused_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [fd, c] : clients_) {
+    c.source.setEnabled(!paused && !c.waiting);
+    c.since = now;
   }
+  sweeper_.setEnabled(!paused && !clients_.empty());
+}
+
+void Server::drop(int fd) {
+  clients_.erase(fd);  // its source goes first
+  ::close(fd);
+  if (clients_.empty()) {
+    sweeper_.setEnabled(false);
+  }
+}
+
+void Server::sweep() {
   // Clients that never finish their request, or never read their answer, do
   // not hold a slot for ever.
   auto now = std::chrono::steady_clock::now();
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    if (now - it->second.since > timeout_) {
-      ::close(it->first);
-      it = clients_.erase(it);
-    } else {
-      ++it;
+  std::vector<int> late;
+  for (const auto& [fd, c] : clients_) {
+    if (!c.waiting && now - c.since > timeout_) {
+      late.push_back(fd);
     }
+  }
+  for (int fd : late) {
+    drop(fd);
   }
 }
 
@@ -249,7 +289,12 @@ void Server::accept() {
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop accepting for a moment rather than spin.
-        accept_paused_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        accept_paused_ = true;
+        listening_.setEnabled(false);
+        resume_accept_ = loop_->after(std::chrono::seconds(1), "API accept resumes", [this] {
+          accept_paused_ = false;
+          listening_.setEnabled(!paused_);
+        });
       }
       return;
     }
@@ -266,8 +311,7 @@ void Server::accept() {
       std::string line = dump(r) + "\n";
       ::send(oldest->first, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::shutdown(oldest->first, SHUT_RDWR);
-      ::close(oldest->first);
-      clients_.erase(oldest);
+      drop(oldest->first);
       ++refused_;
       auto now = std::chrono::steady_clock::now();
       if (now - last_refusal_log_ > std::chrono::seconds(10)) {  // not a log line per connection
@@ -276,7 +320,12 @@ void Server::accept() {
         last_refusal_log_ = now;
       }
     }
-    clients_[fd] = Client{{}, {}, 0, false, std::chrono::steady_clock::now()};
+    Client& c = clients_[fd];
+    c.since = std::chrono::steady_clock::now();
+    c.id = next_id_++;
+    c.source = loop_->onIo(fd, EPOLLIN, "API client " + std::to_string(fd),
+                           [this, fd](uint32_t events) { onClient(fd, events); });
+    sweeper_.setEnabled(!paused_);
   }
 }
 
@@ -288,8 +337,7 @@ bool Server::read(int fd, Client& c) {
   }
   if (c.draining) {
     if (n <= 0) {
-      ::close(fd);
-      clients_.erase(fd);
+      drop(fd);
     }
     return false;
   }
@@ -309,13 +357,26 @@ bool Server::read(int fd, Client& c) {
     return false;  // more to come
   }
   if (nl == std::string::npos && c.in.empty()) {
-    ::close(fd);
-    clients_.erase(fd);
+    drop(fd);
     return false;
   }
   std::string line = c.in.substr(0, nl);
   c.in.clear();  // one request per connection
-  c.out = answer(line, handler_);
+  bool taken = false;
+  const Reply reply = later_ ? replyTo(fd, c.id) : Reply();
+  c.out = answer(line, [&](const std::string& command, const json& args) {
+    if (later_ && later_(command, args, reply)) {
+      taken = true;
+      return json::object();
+    }
+    return handler_(command, args);
+  });
+  if (taken) {
+    c.out.clear();
+    c.waiting = true;
+    c.source.setEnabled(false);  // until the reply
+    return true;
+  }
   c.sent = 0;
   c.since = std::chrono::steady_clock::now();  // the time to read the answer starts now
   return true;
@@ -345,8 +406,7 @@ void Server::write(int fd, Client& c) {
     c.out.clear();
     return;
   }
-  ::close(fd);
-  clients_.erase(fd);
+  drop(fd);
 }
 
 }  // namespace mcgw::api

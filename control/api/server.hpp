@@ -1,10 +1,8 @@
-// The API server: a non-blocking Unix socket driven by the daemon's poll loop.
-// Hand-written over poll(2) rather than Asio: the daemon's one loop already
-// waits on a signalfd and timers, and a dozen lines of accept/read/write keep
-// it single-threaded with no extra dependency.
+// The API server: a non-blocking Unix socket on the daemon's event loop
+// (control/core/event_loop.hpp).  Hand-written accept/read/write rather than
+// Asio: the daemon's one loop already waits on signals and timers, and a
+// dozen lines keep it single-threaded with no extra dependency.
 #pragma once
-
-#include <poll.h>
 
 #include <chrono>
 #include <functional>
@@ -16,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/result.hpp"
+#include "control/core/event_loop.hpp"
 
 namespace mcgw::api {
 
@@ -28,6 +27,16 @@ class Server {
 
   // timeout: how long a client may take to send its request, and then to
   // read its answer (the time mcgwd spends answering does not count).
+  // The answer to a request taken by answerLater's hook: the response body
+  // (the server adds "version").  Called once, on the loop thread, while the
+  // Server lives; a client that went away meanwhile is simply not answered.
+  using Reply = std::function<void(nlohmann::json body)>;
+  // Sees each well-formed request before the handler: returning true takes
+  // it, to be answered through reply later (a reload run off the loop); the
+  // client waits, its timeout stopped.
+  using Later = std::function<bool(const std::string& command, const nlohmann::json& args,
+                                   const Reply& reply)>;
+
   explicit Server(Handler handler, std::chrono::milliseconds timeout = std::chrono::seconds(5))
       : handler_(std::move(handler)), timeout_(timeout) {}
   ~Server();
@@ -36,12 +45,18 @@ class Server {
   // (empty: unchanged).  Creates the parent directory if missing.
   Result<bool, std::string> listen(const std::string& path, const std::string& group);
 
-  // The descriptors to poll, and the handling of what poll reported.  One
-  // call answers at most one request, so that the caller's loop (signals,
-  // the watchdog) runs between requests that take long; the others stay
-  // readable for the next poll.
-  void pollFds(std::vector<pollfd>& fds) const;
-  void handle(const std::vector<pollfd>& fds);
+  // Serves on loop (after listen()): the listening socket, then one source
+  // per connection, added and removed as clients come and go.  A source's
+  // handler answers at most one request and the loop dispatches one source
+  // per iteration, so the loop's timers and signals (the watchdog) run
+  // between requests that take long; the other clients stay ready for the
+  // next iterations.  loop must outlive the Server.
+  void attach(core::EventLoop& loop);
+  void answerLater(Later later) { later_ = std::move(later); }
+  // Paused: no connection is accepted or served (the kernel queues them),
+  // so that the handler's state may change on another thread; resuming
+  // restarts every client's timeout (mcgwd's time, not the client's).
+  void setPaused(bool paused);
   const std::string& path() const { return path_; }
   static constexpr size_t kMaxClients = 64;
 
@@ -54,18 +69,35 @@ class Server {
     // When it connected, or when its answer was ready: the timeout counts
     // from here.
     std::chrono::steady_clock::time_point since;
+    core::Source source;
+    uint64_t id = 0;       // tells a reply's client from a later one on the same fd
+    bool waiting = false;  // its request was taken by later_
   };
   void accept();
+  void onClient(int fd, uint32_t events);
+  // Closes a client (its source first: epoll must not outlive the fd).
+  void drop(int fd);
+  // Drops clients past the timeout.
+  void sweep();
   // True when a request was answered.
   bool read(int fd, Client& c);
   void respond(Client& c, const nlohmann::json& body);
   void write(int fd, Client& c);
 
+  Reply replyTo(int fd, uint64_t id);
+
   Handler handler_;
+  Later later_;
   std::chrono::milliseconds timeout_;
+  uint64_t next_id_ = 1;
+  bool paused_ = false;
+  bool accept_paused_ = false;
   std::string path_;
   int listen_fd_ = -1;
-  std::chrono::steady_clock::time_point accept_paused_until_{};
+  core::EventLoop* loop_ = nullptr;
+  core::Source listening_;
+  core::Source resume_accept_;  // accepting paused when out of descriptors
+  core::Source sweeper_;        // runs while there are clients
   std::map<int, Client> clients_;
   uint64_t refused_ = 0;
   std::chrono::steady_clock::time_point last_refusal_log_{};

@@ -1,7 +1,8 @@
 // mcgwd: the gateway daemon.  One thread (the EAL main lcore) runs the control
-// loop: signals, the operator API, the systemd watchdog.
+// loop (control/core/event_loop.hpp): signals, the operator API, the kernel's
+// neighbour and path MTU sockets, the 20 ms tick, the systemd watchdog.
 #include <signal.h>
-#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "config/loader.hpp"
 #include "config/text.hpp"
 #include "control/api/server.hpp"
+#include "control/core/event_loop.hpp"
 #include "control/daemon/gateway.hpp"
 #include "control/daemon/last_good.hpp"
 #include "control/daemon/preflight.hpp"
@@ -35,7 +38,7 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
 // The control loop's period: neighbour misses reach the kernel this fast.
-constexpr int kTickMs = 20;
+constexpr auto kTick = std::chrono::milliseconds(20);
 constexpr int kExitConfig = 78;
 
 // Every log line is one line of text, whatever string reached it (a config
@@ -170,6 +173,39 @@ mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
   return outcome;
 }
 
+// --measure-timer-ms: a timer on the control loop that records how late each
+// of its expirations ran, reported at stop (docs/performance.md, "Control
+// loop timers").  Samples are bounded: a day at 10 ms would not fit.
+class TimerProbe {
+ public:
+  TimerProbe(mcgw::core::EventLoop& loop, std::chrono::milliseconds period) {
+    samples_.reserve(kMaxSamples);
+    source_ = loop.every(period, "timer probe", [this] {
+      if (samples_.size() < kMaxSamples) {
+        samples_.push_back(source_.timerStats().last_lateness.count());
+      }
+    });
+  }
+  void report() {
+    const mcgw::core::TimerStats st = source_.timerStats();
+    std::vector<int64_t> s = samples_;
+    std::sort(s.begin(), s.end());
+    auto at = [&](double q) {
+      return s.empty() ? 0 : s[std::min(s.size() - 1, static_cast<size_t>(q * s.size()))];
+    };
+    spdlog::info(
+        "timer probe: every {} us, {} expirations ({} missed), lateness us: p50 {} p99 {} "
+        "p99.9 {} max {}",
+        st.period.count(), st.expirations, st.missed, at(0.5), at(0.99), at(0.999),
+        st.max_lateness.count());
+  }
+
+ private:
+  static constexpr size_t kMaxSamples = 1 << 20;
+  std::vector<int64_t> samples_;
+  mcgw::core::Source source_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +215,7 @@ int main(int argc, char** argv) {
   std::string state_dir = mcgw::daemon::kDefaultStateDir;
   bool preflight = false;
   bool strict = false;
+  int measure_timer_ms = 0;
   app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
   app.add_option("-l,--log-level", log_level, "Log level (overrides logging.level)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}));
@@ -189,6 +226,10 @@ int main(int argc, char** argv) {
                "Exit 78 when the config file is invalid, even if a last good copy exists");
   app.add_flag("--preflight", preflight,
                "Check prerequisites (hugepages, drivers, interfaces, FRR) and exit");
+  app.add_option("--measure-timer-ms", measure_timer_ms,
+                 "Run a timer of this period on the control loop and log its lateness at stop")
+      ->check(CLI::Range(1, 10000))
+      ->group("");  // a measurement, not an operator's option
   app.set_version_flag("--version", std::string("mcgwd ") + MCGW_VERSION);
   try {
     app.parse(argc, argv);
@@ -204,8 +245,8 @@ int main(int argc, char** argv) {
   config_path = std::filesystem::absolute(config_path).lexically_normal().string();
 
   setupLogging(log_level.empty() ? "info" : log_level);
-  // Signals are taken through a signalfd; block them before the EAL starts
-  // its threads so that they inherit the mask.
+  // The event loop takes signals through a signalfd; block them before the
+  // EAL starts its threads so that they inherit the mask.
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) {
@@ -213,11 +254,12 @@ int main(int argc, char** argv) {
   }
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (sfd < 0) {
-    spdlog::critical("signalfd: {}", std::strerror(errno));
+  auto created = mcgw::core::EventLoop::create();
+  if (!created) {
+    spdlog::critical("{}", created.error());
     return kExitFailure;
   }
+  mcgw::core::EventLoop& loop = **created;
 
   spdlog::info("mcgwd {} starting with {}", MCGW_VERSION, config_path);
   notify("STATUS=loading " + config_path);
@@ -245,8 +287,45 @@ int main(int argc, char** argv) {
   }
   Gateway& gw = **started;
 
-  mcgw::api::Server server([&gw](const std::string& cmd, const json& args) {
-    return mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
+  // Path MTU discovery's sockets change with the config and the lines
+  // (Gateway::publish, from a reload, a neighbour change or a line taken
+  // down): their sources are dropped while a reload runs (before it can close
+  // them) and made again after it, and after other gateway work when a
+  // socket changed.  A socket is known by its number and its inode, since a
+  // new one may get the number of one just closed (whose epoll registration
+  // went with it).
+  std::vector<std::pair<int, ino_t>> pmtu_fds;
+  std::vector<mcgw::core::Source> pmtu_sources;
+  auto watchPathMtu = [&](bool again) {
+    std::vector<std::pair<int, ino_t>> fds;
+    for (int fd : gw.pathMtuFds()) {
+      struct stat st {};
+      fds.emplace_back(fd, ::fstat(fd, &st) == 0 ? st.st_ino : 0);
+    }
+    if (!again && fds == pmtu_fds) {
+      return;
+    }
+    pmtu_sources.clear();
+    pmtu_fds = std::move(fds);
+    for (const auto& [fd, ino] : pmtu_fds) {
+      pmtu_sources.push_back(loop.onReadable(fd, "path MTU socket " + std::to_string(fd),
+                                             [&gw, fd = fd] { gw.onPathMtuReadable(fd); }));
+    }
+  };
+  std::string last_summary = gw.summary();
+  auto showState = [&] {
+    if (std::string s = gw.summary(); s != last_summary) {
+      spdlog::info("state: {}", s);
+      notify("STATUS=" + s);
+      last_summary = s;
+    }
+  };
+
+  mcgw::api::Server server([&](const std::string& cmd, const json& args) {
+    json r = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
+    watchPathMtu(false);
+    showState();
+    return r;
   });
   if (auto r = server.listen(gw.config()->api.socket, gw.config()->api.group); !r) {
     spdlog::critical("{}", r.error());
@@ -258,82 +337,155 @@ int main(int argc, char** argv) {
   if (!gw.fallback()) {
     gw.saveLastGood();
   }
+  server.attach(loop);
 
-  uint64_t watchdog_usec = 0;
-  bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
-  auto watchdog_every = std::chrono::microseconds(watchdog_usec / 2);
-  auto next_kick = std::chrono::steady_clock::now();
-  if (watchdog) {
-    spdlog::info("systemd watchdog every {} ms", watchdog_usec / 2000);
+  // Reloads run off the loop (a big file takes seconds to load and build):
+  // the loop keeps its timers, the watchdog and signals, while nothing else
+  // touches the gateway, which is not thread-safe: its sources and the API
+  // wait (the kernel queues what arrives) and resume after.
+  mcgw::core::Source tick;
+  mcgw::core::Source neighbors;
+  bool reloading = false;
+  bool stop_after_reload = false;
+  bool hangup_after_reload = false;
+  std::function<void()> sighupReload;
+  auto reloadOffLoop = [&](std::function<void()> work,
+                           std::function<void(std::exception_ptr)> then) {
+    reloading = true;
+    tick.setEnabled(false);
+    neighbors.setEnabled(false);
+    pmtu_sources.clear();
+    pmtu_fds.clear();
+    server.setPaused(true);
+    loop.runOffLoop(std::move(work), [&, then = std::move(then)](std::exception_ptr error) {
+      reloading = false;
+      tick.setEnabled(true);
+      neighbors.setEnabled(true);
+      server.setPaused(false);
+      watchPathMtu(true);
+      then(error);
+      showState();
+      if (stop_after_reload) {
+        loop.exit(0);
+      } else if (hangup_after_reload) {
+        hangup_after_reload = false;
+        sighupReload();
+      }
+    });
+  };
+  sighupReload = [&] {
+    spdlog::info("SIGHUP: reloading {}", config_path);
+    reloadOffLoop([&gw] { reload(gw); },
+                  [&](std::exception_ptr error) {
+                    if (!error) {
+                      return;
+                    }
+                    // A front-end like the API: nothing it triggers ends the process.
+                    try {
+                      std::rethrow_exception(error);
+                    } catch (const std::exception& e) {
+                      spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
+                    } catch (...) {
+                      spdlog::error("SIGHUP: reload failed with an unknown exception");
+                    }
+                    notify("READY=1\nSTATUS=" + gw.summary());
+                  });
+  };
+  // `mcgwctl reload`: the same, answered when done.
+  server.answerLater(
+      [&](const std::string& cmd, const json& args, const mcgw::api::Server::Reply& reply) {
+        if (cmd != "reload") {
+          return false;
+        }
+        auto body = std::make_shared<json>();
+        reloadOffLoop(
+            [&gw, cmd, args, body] {
+              *body = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
+            },
+            [&gw, body, reply](std::exception_ptr error) {
+              if (error) {  // as api::answer() does for a handler that throws
+                std::string what = "an unknown exception";
+                try {
+                  std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                  what = mcgw::text::escape(e.what(), 512);
+                } catch (...) {
+                }
+                spdlog::error("API: command \"reload\" failed: {}", what);
+                *body = mcgw::api::errorResponse("internal error: " + what);
+                notify("READY=1\nSTATUS=" + gw.summary());
+              }
+              reply(*body);
+            });
+        return true;
+      });
+
+  int exit_code = 0;
+  auto stop = [&](int signo) {
+    spdlog::info("{}: stopping", strsignal(signo));
+    if (reloading) {
+      stop_after_reload = true;  // the gateway cannot stop under a reload
+      return;
+    }
+    loop.exit(0);
+  };
+  mcgw::core::Source on_term = loop.onSignal(SIGTERM, "SIGTERM", stop);
+  mcgw::core::Source on_int = loop.onSignal(SIGINT, "SIGINT", stop);
+  mcgw::core::Source on_hup = loop.onSignal(SIGHUP, "SIGHUP", [&](int) {
+    if (reloading) {
+      hangup_after_reload = true;  // the file may have changed since it was read
+      return;
+    }
+    sighupReload();
+  });
+  if (!on_term || !on_int || !on_hup) {
+    notify("STATUS=cannot take signals");
+    return kExitFailure;
+  }
+  if (gw.neighborFd() >= 0) {
+    neighbors = loop.onReadable(gw.neighborFd(), "kernel neighbours", [&] {
+      gw.onNeighborEvents();
+      watchPathMtu(false);
+      showState();
+    });
+  }
+  watchPathMtu(true);
+  tick = loop.every(kTick, "control tick", [&] {
+    gw.tick();
+    watchPathMtu(false);
+    showState();
+  });
+  std::optional<TimerProbe> probe;
+  if (measure_timer_ms > 0) {
+    probe.emplace(loop, std::chrono::milliseconds(measure_timer_ms));
+  }
+  if (loop.enableWatchdog()) {
+    spdlog::info("systemd watchdog: {} ms, kicked by the event loop",
+                 loop.watchdogPeriod().count() / 1000);
   }
 
   spdlog::info("ready: {}", gw.summary());
   notify("READY=1\nSTATUS=" + gw.summary());
-  std::string last_summary = gw.summary();
+  last_summary = gw.summary();
 
-  bool running = true;
-  int exit_code = 0;
-  auto next_tick = std::chrono::steady_clock::now();
-  while (running) {
-    std::vector<pollfd> fds{{sfd, POLLIN, 0}, {gw.neighborFd(), POLLIN, 0}};
-    // Path MTU discovery's sockets follow fds[0..1]; the API's come last.
-    const std::vector<int> pmtu_fds = gw.pathMtuFds();
-    for (int fd : pmtu_fds) {
-      fds.push_back({fd, POLLIN, 0});
-    }
-    server.pollFds(fds);
-    int timeout_ms = kTickMs;
-    if (watchdog) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      next_kick - std::chrono::steady_clock::now())
-                      .count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, kTickMs));
-    }
-    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-      spdlog::critical("poll: {}", std::strerror(errno));
-      exit_code = kExitFailure;
-      break;
-    }
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo si{};
-      while (::read(sfd, &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo == SIGHUP) {
-          spdlog::info("SIGHUP: reloading {}", config_path);
-          try {  // a front-end like the API: nothing it triggers ends the process
-            reload(gw);
-          } catch (const std::exception& e) {
-            spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
-            notify("READY=1\nSTATUS=" + gw.summary());
-          }
-        } else {
-          spdlog::info("{}: stopping", strsignal(static_cast<int>(si.ssi_signo)));
-          running = false;
-        }
-      }
-    }
-    if (fds[1].revents & POLLIN) {
-      gw.onNeighborEvents();
-    }
-    for (size_t i = 0; i < pmtu_fds.size(); ++i) {
-      if (fds[2 + i].revents & POLLIN) {
-        gw.onPathMtuReadable(pmtu_fds[i]);
-      }
-    }
-    server.handle(fds);
-    if (std::chrono::steady_clock::now() >= next_tick) {
-      gw.tick();
-      next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTickMs);
-    }
-    if (watchdog && std::chrono::steady_clock::now() >= next_kick) {
-      notify("WATCHDOG=1");
-      next_kick = std::chrono::steady_clock::now() + watchdog_every;
-    }
-    if (std::string s = gw.summary(); s != last_summary) {
-      spdlog::info("state: {}", s);
-      notify("STATUS=" + s);
-      last_summary = s;
-    }
+  if (int r = loop.run(); r < 0) {
+    spdlog::critical("event loop: {}", std::strerror(-r));
+    exit_code = kExitFailure;
+    loop.finishOffLoop();  // a reload under way ends before the gateway does
   }
+  const mcgw::core::TimerStats ts = tick.timerStats();
+  spdlog::info("control tick: {} expirations ({} missed), lateness max {} us", ts.expirations,
+               ts.missed, ts.max_lateness.count());
+  if (probe) {
+    probe->report();
+    const auto longest = mcgw::core::EventLoop::longestRun();
+    spdlog::info("event loop: longest handler run {} us ({})", longest.took.count(), longest.name);
+  }
+  // The gateway's descriptors leave the loop before the gateway closes them.
+  tick.reset();
+  neighbors.reset();
+  pmtu_sources.clear();
+  probe.reset();
 
   notify("STOPPING=1\nSTATUS=stopping");
   started->reset();

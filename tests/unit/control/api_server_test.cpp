@@ -1,8 +1,7 @@
-// The API server's loop: the time mcgwd spends answering does not count
-// against a client's timeout, and one handle() answers at most one request
-// (the daemon's loop, and its watchdog, run between slow requests).
+// The API server on the event loop: the time mcgwd spends answering does not
+// count against a client's timeout, and one dispatch answers at most one
+// request (the daemon's timers, and its watchdog, run between slow requests).
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -11,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "control/api/client.hpp"
@@ -32,15 +32,18 @@ struct TempSocket {
   std::string dir, path;
 };
 
-// Runs the server's loop as mcgwd does until done() or the deadline; counts
-// the handle() calls in which a request was answered.
-void serve(Server& server, const std::function<bool()>& done, std::chrono::seconds limit = 20s) {
+std::unique_ptr<core::EventLoop> makeLoop() {
+  auto loop = core::EventLoop::create();
+  EXPECT_TRUE(loop.ok()) << loop.error();
+  return std::move(*loop);
+}
+
+// Runs the loop as mcgwd does until done() or the deadline.
+void serve(core::EventLoop& loop, const std::function<bool()>& done,
+           std::chrono::seconds limit = 20s) {
   auto until = std::chrono::steady_clock::now() + limit;
   while (!done() && std::chrono::steady_clock::now() < until) {
-    std::vector<pollfd> fds;
-    server.pollFds(fds);
-    ::poll(fds.data(), fds.size(), 20);
-    server.handle(fds);
+    loop.runOnce(20ms);
   }
 }
 
@@ -55,8 +58,10 @@ TEST(ApiServer, TimeSpentAnsweringDoesNotCountAgainstTheClient) {
       },
       200ms);
   ASSERT_TRUE(server.listen(sock.path, "").ok());
+  auto loop = makeLoop();
+  server.attach(*loop);
   auto reply = std::async(std::launch::async, [&] { return call(sock.path, "slow", {}, 10000); });
-  serve(server, [&] { return reply.wait_for(0s) == std::future_status::ready; });
+  serve(*loop, [&] { return reply.wait_for(0s) == std::future_status::ready; });
   auto r = reply.get();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ((*r)["result"]["slow"], true);
@@ -66,6 +71,8 @@ TEST(ApiServer, ClientThatSendsNothingIsDroppedAfterTheTimeout) {
   TempSocket sock;
   Server server([](const std::string&, const json&) { return json{{"ok", true}}; }, 200ms);
   ASSERT_TRUE(server.listen(sock.path, "").ok());
+  auto loop = makeLoop();
+  server.attach(*loop);
   int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -79,50 +86,43 @@ TEST(ApiServer, ClientThatSendsNothingIsDroppedAfterTheTimeout) {
   });
   auto start = std::chrono::steady_clock::now();
   serve(
-      server, [&] { return closed.load(); }, 5s);
+      *loop, [&] { return closed.load(); }, 5s);
   reader.join();
   ::close(fd);
   EXPECT_TRUE(closed);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
-TEST(ApiServer, OneHandleAnswersAtMostOneRequest) {
+// Three slow requests (100 ms each) and a 10 ms timer: the timer runs
+// between any two requests, so one dispatch answered one request and the
+// timer went before the next client.
+TEST(ApiServer, TimersRunBetweenSlowRequests) {
   TempSocket sock;
-  std::atomic<int> calls{0};
+  std::mutex m;
+  std::vector<std::string> events;
+  auto record = [&](const std::string& e) {
+    std::lock_guard lock(m);
+    if (events.empty() || events.back() != e || e != "tick") {
+      events.push_back(e);
+    }
+  };
+  int calls = 0;
   Server server([&](const std::string&, const json&) {
     ++calls;
+    record("request");
+    std::this_thread::sleep_for(100ms);
     return json{{"ok", true}, {"result", json::object()}};
   });
   ASSERT_TRUE(server.listen(sock.path, "").ok());
+  auto loop = makeLoop();
+  server.attach(*loop);
+  core::Source tick = loop->every(10ms, "tick", [&] { record("tick"); });
   std::vector<std::future<Result<json, ClientError>>> replies;
   for (int i = 0; i < 3; ++i) {
     replies.push_back(
         std::async(std::launch::async, [&] { return call(sock.path, "status", {}, 20000); }));
   }
-  // Accept all three and let their requests arrive, answering none.
-  std::vector<pollfd> fds;
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       std::chrono::steady_clock::now() < until;) {
-    fds.clear();
-    server.pollFds(fds);
-    ::poll(fds.data(), fds.size(), 20);
-    bool all_readable = fds.size() == 4;
-    for (size_t i = 1; i < fds.size(); ++i) {
-      all_readable = all_readable && (fds[i].revents & POLLIN);
-    }
-    if (all_readable) {
-      break;
-    }
-    // Only the listening socket: accept.
-    std::vector<pollfd> listen_only(fds.begin(), fds.begin() + 1);
-    server.handle(listen_only);
-  }
-  ASSERT_EQ(fds.size(), 4u) << "three clients with their requests";
-  server.handle(fds);
-  EXPECT_EQ(calls, 1) << "one request per handle()";
-  serve(server, [&] { return calls == 3; });
-  EXPECT_EQ(calls, 3);
-  serve(server, [&] {
+  serve(*loop, [&] {
     for (auto& r : replies) {
       if (r.wait_for(0s) != std::future_status::ready) {
         return false;
@@ -133,6 +133,59 @@ TEST(ApiServer, OneHandleAnswersAtMostOneRequest) {
   for (auto& r : replies) {
     EXPECT_TRUE(r.get().ok());
   }
+  EXPECT_EQ(calls, 3);
+  // Drop the ticks before the first request and after the last.
+  auto first = std::find(events.begin(), events.end(), "request");
+  auto last = std::find(events.rbegin(), events.rend(), "request").base();
+  EXPECT_EQ(std::vector<std::string>(first, last),
+            (std::vector<std::string>{"request", "tick", "request", "tick", "request"}));
+}
+
+// A command taken for later (mcgwd's reload, run off the loop): the server
+// pauses, another client waits, and both are answered once the reply comes
+// and the server resumes.
+TEST(ApiServer, RequestTakenForLaterIsAnsweredWhenItsReplyComes) {
+  TempSocket sock;
+  int handled = 0;
+  Server server([&](const std::string&, const json&) {
+    ++handled;
+    return json{{"ok", true}, {"result", {{"now", true}}}};
+  });
+  ASSERT_TRUE(server.listen(sock.path, "").ok());
+  auto loop = makeLoop();
+  server.attach(*loop);
+  Server::Reply later;
+  server.answerLater([&](const std::string& command, const json&, const Server::Reply& reply) {
+    if (command != "slow") {
+      return false;
+    }
+    later = reply;
+    server.setPaused(true);
+    return true;
+  });
+  auto slow = std::async(std::launch::async, [&] { return call(sock.path, "slow", {}, 10000); });
+  serve(*loop, [&] { return bool(later); });
+  ASSERT_TRUE(later);
+  auto status =
+      std::async(std::launch::async, [&] { return call(sock.path, "status", {}, 10000); });
+  for (int i = 0; i < 10; ++i) {
+    loop->runOnce(20ms);
+  }
+  EXPECT_EQ(handled, 0) << "paused: nobody is served";
+  EXPECT_EQ(slow.wait_for(0s), std::future_status::timeout);
+  server.setPaused(false);
+  later(json{{"ok", true}, {"result", {{"later", true}}}});
+  serve(*loop, [&] {
+    return slow.wait_for(0s) == std::future_status::ready &&
+           status.wait_for(0s) == std::future_status::ready;
+  });
+  auto s1 = slow.get();
+  ASSERT_TRUE(s1.ok()) << s1.error().message;
+  EXPECT_EQ((*s1)["result"]["later"], true);
+  auto s2 = status.get();
+  ASSERT_TRUE(s2.ok()) << s2.error().message;
+  EXPECT_EQ((*s2)["result"]["now"], true);
+  EXPECT_EQ(handled, 1);
 }
 
 }  // namespace
