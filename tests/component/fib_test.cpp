@@ -304,61 +304,66 @@ TEST(TenantFib, FailedApplyChangesNothing) {
   }
 }
 
-// 200 /24 routes: the DIR-24-8 copies get room for 300 routes and 64 tbl8
-// groups.  80 host routes in distinct /24s fit the route count but not the
+// 300 /24 routes: the DIR-24-8 copies get room for 375 routes and 64 tbl8
+// groups.  70 host routes in distinct /24s fit the route count but not the
 // groups: the in-place change runs out half way.
-std::vector<TenantFib::Route> twoHundredSlash24() {
+std::vector<TenantFib::Route> threeHundredSlash24() {
   std::vector<TenantFib::Route> routes;
-  for (int i = 0; i < 200; ++i) {
-    routes.push_back({prefix(("10.0." + std::to_string(i) + ".0/24").c_str()), 1});
+  for (int i = 0; i < 300; ++i) {
+    routes.push_back(
+        {prefix(
+             ("10." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ".0/24").c_str()),
+         1});
   }
   return routes;
 }
-std::vector<Change> eightyHostRoutes() {
+std::vector<Change> seventyHostRoutes() {
   std::vector<Change> c;
-  for (int i = 0; i < 80; ++i) {
+  for (int i = 0; i < 70; ++i) {
     c.push_back(add(("10.0." + std::to_string(i) + ".7/32").c_str(), 1000 + i));
   }
   return c;
 }
 
 TEST(TenantFib, RunningOutOfTbl8GroupsGrowsTheTable) {
-  auto fib = TenantFib::create("tbl8grow", twoHundredSlash24(), sizingFor(true));
+  auto fib = TenantFib::create("tbl8grow", threeHundredSlash24(), sizingFor(true));
   ASSERT_TRUE(fib.ok()) << fib.error();
   const size_t before = (*fib)->memoryBytes();
   CountingSync sync;
-  auto r = (*fib)->apply(eightyHostRoutes(), sync.fn());
+  auto r = (*fib)->apply(seventyHostRoutes(), sync.fn());
   ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ((*fib)->routes(), 280u);
+  EXPECT_EQ((*fib)->routes(), 370u);
   EXPECT_GT((*fib)->memoryBytes(), before);
   EXPECT_EQ(lookup(**fib, "10.0.0.7"), 1000u);
-  EXPECT_EQ(lookup(**fib, "10.0.79.7"), 1079u);
-  EXPECT_EQ(lookup(**fib, "10.0.79.8"), 1u);
-  EXPECT_EQ(lookup(**fib, "10.0.80.7"), 1u);
+  EXPECT_EQ(lookup(**fib, "10.0.69.7"), 1069u);
+  EXPECT_EQ(lookup(**fib, "10.0.69.8"), 1u);
+  EXPECT_EQ(lookup(**fib, "10.0.70.7"), 1u);
+  EXPECT_EQ(lookup(**fib, "10.1.43.7"), 1u);
+  EXPECT_EQ(lookup(**fib, "10.1.44.7"), std::nullopt);
   // Both copies hold them: withdrawing from the other copy works too.
-  std::vector<Change> w{withdraw("10.0.0.7/32"), withdraw("10.0.79.7/32")};
+  std::vector<Change> w{withdraw("10.0.0.7/32"), withdraw("10.0.69.7/32")};
   ASSERT_TRUE((*fib)->apply(w, sync.fn()).ok());
   EXPECT_EQ(lookup(**fib, "10.0.0.7"), 1u);
   EXPECT_EQ(lookup(**fib, "10.0.1.7"), 1001u);
-  EXPECT_EQ(lookup(**fib, "10.0.79.7"), 1u);
+  EXPECT_EQ(lookup(**fib, "10.0.69.7"), 1u);
 }
 
 TEST(TenantFib, RunningOutOfTbl8GroupsWithoutMemoryChangesNothing) {
   TenantFib::Sizing s = sizingFor(true);
-  // Room for the 64-group copy (64 MiB tbl24 + 65 KiB of groups + 38 KiB of RIB),
-  // not for one with 128 groups.
-  s.max_copy_bytes = (size_t{64} << 20) + 110'000;
-  auto fib = TenantFib::create("tbl8fail", twoHundredSlash24(), s);
+  // Room for the 64-group copy (64 MiB tbl24 + 65 KiB of groups + 151 KiB
+  // of RIB nodes), not for one with 128 groups.
+  s.max_copy_bytes = (size_t{64} << 20) + 250'000;
+  auto fib = TenantFib::create("tbl8fail", threeHundredSlash24(), s);
   ASSERT_TRUE(fib.ok()) << fib.error();
   CountingSync sync;
-  auto r = (*fib)->apply(eightyHostRoutes(), sync.fn());
+  auto r = (*fib)->apply(seventyHostRoutes(), sync.fn());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("out of memory"), std::string::npos) << r.error();
   EXPECT_EQ(sync.calls, 0);
-  EXPECT_EQ((*fib)->routes(), 200u);
+  EXPECT_EQ((*fib)->routes(), 300u);
   EXPECT_EQ(lookup(**fib, "10.0.0.7"), 1u);
-  EXPECT_EQ(lookup(**fib, "10.0.79.7"), 1u);
-  EXPECT_EQ(lookup(**fib, "10.0.200.1"), std::nullopt);
+  EXPECT_EQ(lookup(**fib, "10.0.69.7"), 1u);
+  EXPECT_EQ(lookup(**fib, "10.2.0.1"), std::nullopt);
   // Afterwards a change that fits goes through, on both copies.
   for (uint32_t nh : {7u, 8u}) {
     std::vector<Change> c{add("10.0.5.0/24", nh), add("10.0.6.9/32", nh)};
