@@ -317,8 +317,8 @@ void fibChurn(const RouteScaleOptions& o) {
 
   std::printf("fib-churn: %zu routes loaded (%zu IPv4 + %zu IPv6 drawn), %zu-change batches\n",
               loaded.size(), o.routes4, o.routes6, o.batch);
-  std::printf("  %zu changes in %zu batches in %.2f s: %.0f changes/s\n", changes, batches, elapsed,
-              changes / elapsed);
+  std::printf("  %zu changes in %zu batches in %.2f s: %.0f changes/s (%zu table copies rebuilt)\n",
+              changes, batches, elapsed, changes / elapsed, fib->rebuilds());
   std::printf("  lookups on the reader thread: %.1f M/s idle, %.1f M/s during churn\n",
               idle_lookups / idle_s / 1e6, churn_lookups / churn_s / 1e6);
 }

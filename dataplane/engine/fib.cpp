@@ -171,6 +171,7 @@ struct Family {
   Map routes;
   std::unique_ptr<Copy> active;   // what `published` points to
   std::unique_ptr<Copy> standby;  // nobody reads it; null when it has to be rebuilt
+  size_t builds = 0;              // copies built (create's two included)
 
   // The shape for n routes given the form the family has now (the tree
   // becomes a table above small_routes and comes back below half of it).
@@ -197,7 +198,7 @@ struct Family {
   }
 
   // Builds a copy holding m; the tbl8 groups double until they suffice.
-  Result<std::unique_ptr<Copy>, std::string> build(const Map& m, Shape s) const {
+  Result<std::unique_ptr<Copy>, std::string> build(const Map& m, Shape s) {
     for (;;) {
       const size_t bytes = copyBytes<F>(s);
       if (bytes > sizing->max_copy_bytes) {
@@ -205,6 +206,7 @@ struct Family {
                           std::to_string(bytes >> 20) + " MiB");
       }
       auto c = std::make_unique<Copy>();
+      ++builds;
       c->shape = s;
       c->fib = F::create(s);
       if (!c->fib) {
@@ -399,6 +401,13 @@ class FamilyApply {
     if (out_of_groups && s.large) {
       s.tbl8 = std::max(s.tbl8, f_.active->shape.tbl8 * 2);
     }
+    if (f_.active && s.large == f_.active->shape.large && count_ > f_.active->shape.routes) {
+      // Outgrown: half as much again as before, so that a table filled by
+      // many batches is rebuilt a logarithmic number of times.
+      const size_t grown = size_t{f_.active->shape.routes} * 3 / 2;
+      s.routes =
+          static_cast<uint32_t>(std::min<size_t>(std::max<size_t>(s.routes, grown), 1u << 30));
+    }
     auto c = f_.build(*next_, s);
     if (!c) {
       return unexpected(c.error());
@@ -526,6 +535,10 @@ const std::string& TenantFib::name() const {
 
 bool TenantFib::large4() const {
   return impl_->v4.active && impl_->v4.active->shape.large;
+}
+
+size_t TenantFib::rebuilds() const {
+  return impl_->v4.builds + impl_->v6.builds - 4;
 }
 
 bool TenantFib::large6() const {

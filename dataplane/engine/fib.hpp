@@ -113,6 +113,9 @@ class TenantFib {
   // is the DIR-24-8 / TRIE table, false for the RIB tree.
   bool large4() const;
   bool large6() const;
+  // Table copies built since create() (growth, form switches, repairs);
+  // changes made in place do not count.
+  size_t rebuilds() const;
 
   struct Impl;
 
