@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <set>
 
 namespace mcgw::engine {
 
@@ -119,25 +121,43 @@ struct V6 {
     return (size_t{1} << 24) * kEntryBytes + (size_t{s.tbl8} + 1) * 256 * kEntryBytes +
            size_t{s.tbl8} * 4;
   }
-  // tbl8 groups a TRIE needs: below the 24-bit first level one group per
-  // byte, for every distinct leading i bytes (i = 3..15) of routes longer
-  // than 8*i bits.  The map is sorted by address, so equal leading bytes
-  // are adjacent.
+  // tbl8 groups a TRIE needs.  DPDK's TRIE refuses an add (ENOSPC) on what
+  // it reserves, not on the groups it uses: a route longer than /24 that is
+  // the first inside its block (the route rounded down to a byte) reserves
+  // one group per byte between its nearest covering route (or /24) and its
+  // own length.  This follows that for routes added in map order (covering
+  // routes first), counting a block once per rounded length, which can only
+  // count more than DPDK does.
   static size_t tbl8Needed(const Map& m) {
     size_t n = 0;
-    std::array<std::array<uint8_t, 16>, 16> last{};
-    std::array<bool, 16> any{};
+    std::vector<config::IpPrefix> covering;  // the chain of routes holding the current one
+    std::set<std::pair<std::array<uint8_t, 16>, uint8_t>> blocks;
     for (const auto& [p, nh] : m) {
-      const auto& b = p.address.bytes;
-      for (unsigned i = 3; i < 16 && p.length > 8 * i; ++i) {
-        if (!any[i] || !std::equal(b.begin(), b.begin() + i, last[i].begin())) {
-          ++n;
-          any[i] = true;
-          last[i] = b;
+      while (!covering.empty() && !contains(covering.back(), p)) {
+        covering.pop_back();
+      }
+      if (p.length > 24) {
+        const uint8_t floor8 = static_cast<uint8_t>(p.length & ~7u);
+        config::IpPrefix block = p;
+        block.length = floor8;
+        if (blocks.insert({block.network().address.bytes, floor8}).second) {
+          const unsigned parent =
+              covering.empty() ? 24u : std::max(24u, unsigned{covering.back().length});
+          const unsigned levels = ((p.length + 7u) / 8) - ((parent + 7u) / 8);
+          n += levels;
         }
       }
+      covering.push_back(p);
     }
     return n;
+  }
+  static bool contains(const config::IpPrefix& outer, const config::IpPrefix& inner) {
+    if (outer.length > inner.length) {
+      return false;
+    }
+    config::IpPrefix cut = inner;
+    cut.length = outer.length;
+    return cut.network().address == outer.address;
   }
 };
 
@@ -171,7 +191,7 @@ struct Family {
   Map routes;
   std::unique_ptr<Copy> active;   // what `published` points to
   std::unique_ptr<Copy> standby;  // nobody reads it; null when it has to be rebuilt
-  size_t builds = 0;              // copies built (create's two included)
+  size_t builds = 0;              // copies built since create()
 
   // The shape for n routes given the form the family has now (the tree
   // becomes a table above small_routes and comes back below half of it).
@@ -318,6 +338,8 @@ Result<std::unique_ptr<TenantFib>, std::string> TenantFib::create(const std::str
   if (auto r = buildBoth(i.v6, m6); !r) {
     return unexpected("FIB " + name + ": " + r.error());
   }
+  i.v4.builds = 0;
+  i.v6.builds = 0;
   return fib;
 }
 
@@ -538,7 +560,7 @@ bool TenantFib::large4() const {
 }
 
 size_t TenantFib::rebuilds() const {
-  return impl_->v4.builds + impl_->v6.builds - 4;
+  return impl_->v4.builds + impl_->v6.builds;
 }
 
 bool TenantFib::large6() const {

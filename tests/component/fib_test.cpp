@@ -218,6 +218,7 @@ TEST_P(BothForms, AddReplaceWithdrawInPlace) {
   EXPECT_EQ(lookup(f, "10.1.1.1"), 102u);
   EXPECT_EQ(lookup(f, "3fff::1"), std::nullopt);
   EXPECT_EQ(lookup(f, "2001:db8::1"), 204u);
+  EXPECT_EQ(f.rebuilds(), 0u);  // every batch went in place
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, BothForms, ::testing::Values(false, true),
@@ -333,6 +334,7 @@ TEST(TenantFib, RunningOutOfTbl8GroupsGrowsTheTable) {
   auto r = (*fib)->apply(seventyHostRoutes(), sync.fn());
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ((*fib)->routes(), 370u);
+  EXPECT_EQ((*fib)->rebuilds(), 2u);  // both copies, with twice the groups
   EXPECT_GT((*fib)->memoryBytes(), before);
   EXPECT_EQ(lookup(**fib, "10.0.0.7"), 1000u);
   EXPECT_EQ(lookup(**fib, "10.0.69.7"), 1069u);
