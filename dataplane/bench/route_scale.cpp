@@ -11,9 +11,11 @@
 // own next hop, which is what the load check looks up.
 #include "dataplane/bench/route_scale.hpp"
 
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -169,9 +171,54 @@ std::unique_ptr<TenantFib> load(const std::vector<TenantFib::Route>& routes) {
   return std::move(*fib);
 }
 
+// TSC cycles per find4/find6 over destinations inside the routes (each
+// route's first address, shuffled), on a tenant of n routes per family.
+void smallLookups(uint64_t seed) {
+  std::printf("lookups by table size (TSC cycles per lookup, destinations inside the routes):\n");
+  std::printf("  %7s  %-22s  %-22s\n", "routes", "IPv4 array / DIR-24-8", "IPv6 array / TRIE");
+  for (size_t n : {16, 256, 4096}) {
+    const auto routes = makeRoutes(n, n, seed);
+    std::vector<config::IpAddress> dsts;
+    for (const auto& r : routes) {
+      dsts.push_back(r.prefix.address);
+    }
+    std::shuffle(dsts.begin(), dsts.end(), std::mt19937_64(seed));
+    double cycles[2][2];  // [large][family]
+    for (int large = 0; large < 2; ++large) {
+      TenantFib::Sizing sizing;
+      sizing.small_routes = large ? 0 : n;
+      auto fib = TenantFib::create("bench-small", routes, sizing);
+      if (!fib) {
+        die("lookups: " + fib.error());
+      }
+      for (int family = 0; family < 2; ++family) {
+        std::vector<config::IpAddress> d;
+        for (const auto& a : dsts) {
+          if ((a.family == config::Family::V6) == (family == 1)) {
+            d.push_back(a);
+          }
+        }
+        constexpr size_t kLookups = 4'000'000;
+        uint64_t sink = 0;
+        const uint64_t t0 = rte_rdtsc();
+        for (size_t i = 0; i < kLookups; ++i) {
+          sink += find(**fib, d[i % d.size()]);
+        }
+        cycles[large][family] = static_cast<double>(rte_rdtsc() - t0) / kLookups;
+        if (sink == 42) {
+          std::fprintf(stderr, " ");
+        }
+      }
+    }
+    std::printf("  %7zu  %6.1f / %-13.1f  %6.1f / %-13.1f\n", n, cycles[0][0], cycles[1][0],
+                cycles[0][1], cycles[1][1]);
+  }
+}
+
 }  // namespace
 
 void fibLoad(const RouteScaleOptions& o) {
+  smallLookups(o.seed);
   std::fprintf(stderr, "generating %zu IPv4 + %zu IPv6 routes ...\n", o.routes4, o.routes6);
   const auto routes = makeRoutes(o.routes4, o.routes6, o.seed);
 
@@ -214,7 +261,7 @@ void fibLoad(const RouteScaleOptions& o) {
   fib.reset();
 
   std::printf("fib-load: %zu IPv4 + %zu IPv6 routes, one tenant (IPv4 %s, IPv6 %s)\n", o.routes4,
-              o.routes6, large4 ? "DIR-24-8" : "RIB", large6 ? "TRIE" : "RIB");
+              o.routes6, large4 ? "DIR-24-8" : "ranges", large6 ? "TRIE" : "ranges");
   std::printf("  create():                  %5.2f s, %5.0f MiB DPDK heap (memoryBytes %4.0f MiB)\n",
               create_s, create_heap / 1048576.0, create_est / 1048576.0);
   std::printf(

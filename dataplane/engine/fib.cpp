@@ -1,5 +1,5 @@
-// TenantFib: rte_fib (IPv4) and rte_fib6 (IPv6), each family held twice and
-// updated left-right (see fib.hpp and docs/architecture.md).
+// TenantFib: per family a range array (small) or rte_fib / rte_fib6 held
+// twice and updated left-right (see fib.hpp and docs/architecture.md).
 #include "dataplane/engine/fib.hpp"
 
 #include <rte_errno.h>
@@ -16,10 +16,11 @@ namespace mcgw::engine {
 namespace {
 
 using Map = std::map<config::IpPrefix, uint32_t>;
+using U128 = unsigned __int128;
 
 // What one table copy is built for.
 struct Shape {
-  bool large = false;   // DIR-24-8 / TRIE, else the RIB tree alone
+  bool large = false;   // DIR-24-8 / TRIE, else the range array
   uint32_t routes = 0;  // RIB capacity (rte_fib gives it twice as many nodes)
   uint32_t tbl8 = 0;    // tbl8 groups (large only)
   bool operator==(const Shape&) const = default;
@@ -47,17 +48,20 @@ std::string uniqueName(const char* kind) {
 // measured with rte_malloc_get_socket_stats around rte_fib_create.
 struct V4 {
   using Fib = rte_fib;
+  using View = TenantFib::Table4;
+  using Key = uint32_t;
+  static constexpr U128 kMax = 0xffffffffu;
+  static U128 start(const config::IpPrefix& p) { return host(p); }
+  static Key key(U128 v) { return static_cast<Key>(v); }
   static constexpr size_t kNodeBytes = 206;
   static constexpr size_t kEntryBytes = 4;
   static Fib* create(const Shape& s) {
     rte_fib_conf c{};
-    c.type = s.large ? RTE_FIB_DIR24_8 : RTE_FIB_DUMMY;
+    c.type = RTE_FIB_DIR24_8;
     c.default_nh = (1u << 31) - 1;
     c.max_routes = static_cast<int>(s.routes);
-    if (s.large) {
-      c.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
-      c.dir24_8.num_tbl8 = s.tbl8;
-    }
+    c.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
+    c.dir24_8.num_tbl8 = s.tbl8;
     return rte_fib_create(uniqueName("f4_").c_str(), SOCKET_ID_ANY, &c);
   }
   static void destroy(Fib* f) { rte_fib_free(f); }
@@ -96,17 +100,26 @@ struct V4 {
 
 struct V6 {
   using Fib = rte_fib6;
+  using View = TenantFib::Table6;
+  using Key = TenantFib::Key6;
+  static constexpr U128 kMax = ~U128{0};
+  static U128 start(const config::IpPrefix& p) {
+    U128 v = 0;
+    for (uint8_t b : p.address.bytes) {
+      v = v << 8 | b;
+    }
+    return v;
+  }
+  static Key key(U128 v) { return {static_cast<uint64_t>(v >> 64), static_cast<uint64_t>(v)}; }
   static constexpr size_t kNodeBytes = 206;
   static constexpr size_t kEntryBytes = 4;
   static Fib* create(const Shape& s) {
     rte_fib6_conf c{};
-    c.type = s.large ? RTE_FIB6_TRIE : RTE_FIB6_DUMMY;
+    c.type = RTE_FIB6_TRIE;
     c.default_nh = (1u << 31) - 1;
     c.max_routes = static_cast<int>(s.routes);
-    if (s.large) {
-      c.trie.nh_sz = RTE_FIB6_TRIE_4B;
-      c.trie.num_tbl8 = s.tbl8;
-    }
+    c.trie.nh_sz = RTE_FIB6_TRIE_4B;
+    c.trie.num_tbl8 = s.tbl8;
     return rte_fib6_create(uniqueName("f6_").c_str(), SOCKET_ID_ANY, &c);
   }
   static void destroy(Fib* f) { rte_fib6_free(f); }
@@ -164,7 +177,53 @@ struct V6 {
 template <class F>
 size_t copyBytes(const Shape& s) {
   // rte_fib asks rte_rib for two nodes per route (a route may split an edge).
-  return 2 * size_t{s.routes} * F::kNodeBytes + (s.large ? F::tableBytes(s) : 0);
+  return 2 * size_t{s.routes} * F::kNodeBytes + F::tableBytes(s);
+}
+
+// The routes as ranges of addresses, each with the next hop of the longest
+// prefix covering it: a start wherever the answer changes.  The map is in
+// address order with covering prefixes first, so one pass with the stack
+// of prefixes holding the current address does it.
+template <class F>
+void buildRanges(const Map& m, std::vector<typename F::Key>& starts, std::vector<uint32_t>& hops) {
+  struct Open {
+    U128 end;
+    uint32_t hop;
+  };
+  std::vector<Open> open{{F::kMax, TenantFib::kNoRoute}};
+  std::vector<std::pair<U128, uint32_t>> out{{0, TenantFib::kNoRoute}};
+  auto emit = [&](U128 at, uint32_t hop) {
+    if (out.back().first == at) {
+      out.back().second = hop;  // a longer prefix starts at the same address
+    } else if (out.back().second != hop) {
+      out.push_back({at, hop});
+    }
+  };
+  for (const auto& [p, nh] : m) {
+    const unsigned host_bits = p.address.bits() - p.length;
+    const U128 first = F::start(p);
+    const U128 last = first | (host_bits >= 128 ? ~U128{0} : (U128{1} << host_bits) - 1);
+    while (open.back().end < first) {
+      const U128 end = open.back().end;
+      open.pop_back();
+      emit(end + 1, open.back().hop);
+    }
+    emit(first, nh);
+    open.push_back({last, nh});
+  }
+  while (open.size() > 1) {
+    const U128 end = open.back().end;
+    open.pop_back();
+    if (end != F::kMax) {
+      emit(end + 1, open.back().hop);
+    }
+  }
+  starts.clear();
+  hops.clear();
+  for (const auto& [at, hop] : out) {
+    starts.push_back(F::key(at));
+    hops.push_back(hop);
+  }
 }
 
 std::string errorText(int rc) {
@@ -174,10 +233,23 @@ std::string errorText(int rc) {
 // One family's tables and the writer's record of its routes.
 template <class F>
 struct Family {
+  // One copy of the family's table: the DPDK table (large) or the range
+  // array; `view` is what find4/find6 read.
   struct Copy {
+    typename F::View view;
     typename F::Fib* fib = nullptr;
+    std::vector<typename F::Key> starts;
+    std::vector<uint32_t> hops;
     Shape shape;
-    ~Copy() { F::destroy(fib); }
+    ~Copy() {
+      if (fib) {
+        F::destroy(fib);
+      }
+    }
+    size_t bytes() const {
+      return shape.large ? copyBytes<F>(shape)
+                         : starts.capacity() * sizeof(typename F::Key) + hops.capacity() * 4;
+    }
   };
   // A change to make, with what the route was before it.
   struct Op {
@@ -186,14 +258,16 @@ struct Family {
   };
 
   const char* label;
-  std::atomic<typename F::Fib*>* published;
+  std::atomic<const typename F::View*>* published;
   const TenantFib::Sizing* sizing;
   Map routes;
-  std::unique_ptr<Copy> active;   // what `published` points to
-  std::unique_ptr<Copy> standby;  // nobody reads it; null when it has to be rebuilt
-  size_t builds = 0;              // copies built since create()
+  std::unique_ptr<Copy> active;  // what `published` points to
+  // Large form: the other copy, nobody reads it; null when it has to be
+  // rebuilt.  Always null in the array form (each apply builds a new array).
+  std::unique_ptr<Copy> standby;
+  size_t builds = 0;  // DPDK table copies built since create()
 
-  // The shape for n routes given the form the family has now (the tree
+  // The shape for n routes given the form the family has now (the array
   // becomes a table above small_routes and comes back below half of it).
   Shape shapeFor(const Map& m, bool large_now) const {
     const size_t n = m.size();
@@ -209,7 +283,7 @@ struct Family {
   // Whether the copies can take the family from its current size to n
   // routes in place: same form, room for them, not four times too big.
   bool fitsInPlace(size_t n) const {
-    if (!active || !standby) {
+    if (!active || !standby || !active->shape.large) {
       return false;
     }
     const Shape& s = active->shape;
@@ -219,6 +293,15 @@ struct Family {
 
   // Builds a copy holding m; the tbl8 groups double until they suffice.
   Result<std::unique_ptr<Copy>, std::string> build(const Map& m, Shape s) {
+    if (!s.large) {
+      auto c = std::make_unique<Copy>();
+      c->shape = s;
+      buildRanges<F>(m, c->starts, c->hops);
+      c->view.starts = c->starts.data();
+      c->view.hops = c->hops.data();
+      c->view.n = static_cast<uint32_t>(c->starts.size());
+      return c;
+    }
     for (;;) {
       const size_t bytes = copyBytes<F>(s);
       if (bytes > sizing->max_copy_bytes) {
@@ -229,6 +312,7 @@ struct Family {
       ++builds;
       c->shape = s;
       c->fib = F::create(s);
+      c->view.fib = c->fib;
       if (!c->fib) {
         return unexpected(std::string("cannot create the ") + label + " table (" +
                           std::to_string(bytes >> 20) + " MiB): " + errorText(rte_errno));
@@ -264,10 +348,7 @@ struct Family {
     return true;
   }
 
-  size_t bytes() const {
-    return (active ? copyBytes<F>(active->shape) : 0) +
-           (standby ? copyBytes<F>(standby->shape) : 0);
-  }
+  size_t bytes() const { return (active ? active->bytes() : 0) + (standby ? standby->bytes() : 0); }
 };
 
 }  // namespace
@@ -292,13 +373,15 @@ Result<bool, std::string> buildBoth(Family<F>& f, const Map& m) {
   if (!a) {
     return unexpected(a.error());
   }
-  auto b = f.build(m, (*a)->shape);
-  if (!b) {
-    return unexpected(b.error());
-  }
   f.active = std::move(*a);
-  f.standby = std::move(*b);
-  f.published->store(f.active->fib, std::memory_order_release);
+  if (f.active->shape.large) {
+    auto b = f.build(m, f.active->shape);
+    if (!b) {
+      return unexpected(b.error());
+    }
+    f.standby = std::move(*b);
+  }
+  f.published->store(&f.active->view, std::memory_order_release);
   f.routes = m;
   return true;
 }
@@ -327,10 +410,10 @@ Result<std::unique_ptr<TenantFib>, std::string> TenantFib::create(const std::str
   std::unique_ptr<TenantFib> fib(new TenantFib(std::move(impl)));
   Impl& i = *fib->impl_;
   i.v4.label = "IPv4";
-  i.v4.published = &fib->fib4_;
+  i.v4.published = &fib->table4_;
   i.v4.sizing = &i.sizing;
   i.v6.label = "IPv6";
-  i.v6.published = &fib->fib6_;
+  i.v6.published = &fib->table6_;
   i.v6.sizing = &i.sizing;
   if (auto r = buildBoth(i.v4, m4); !r) {
     return unexpected("FIB " + name + ": " + r.error());
@@ -456,7 +539,7 @@ class FamilyApply {
     } else {
       return;
     }
-    f_.published->store(f_.active->fib, std::memory_order_release);
+    f_.published->store(&f_.active->view, std::memory_order_release);
   }
 
   // After the grace period: the copy readers left gets the same changes.
@@ -477,6 +560,9 @@ class FamilyApply {
     }
     f_.standby.reset();
     f_.routes = std::move(*next_);
+    if (!f_.active->shape.large) {
+      return;  // an array is replaced whole: no second copy
+    }
     auto c = f_.build(f_.routes, f_.active->shape);
     if (!c) {
       spdlog::warn("FIB {}: cannot build the second {} copy ({}); rebuilt at the next change", name,

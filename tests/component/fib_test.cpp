@@ -1,5 +1,5 @@
 // TenantFib on real rte_fib / rte_fib6 tables (EAL --no-huge): longest-prefix
-// match in both forms (RIB tree, DIR-24-8 / TRIE), in-place changes, growth
+// match in both forms (range array, DIR-24-8 / TRIE), in-place changes, growth
 // and shrinking, failed applies, and a reader looking up while the writer
 // changes the routes.
 #include "dataplane/engine/fib.hpp"
@@ -68,7 +68,7 @@ Change withdraw(const char* p) {
   return {prefix(p), 0, true};
 }
 
-// The sizing that gives each form: the RIB tree (default, few routes) or the
+// The sizing that gives each form: the range array (default, few routes) or the
 // DIR-24-8 / TRIE table from the first route on.
 TenantFib::Sizing sizingFor(bool large) {
   TenantFib::Sizing s;
@@ -222,7 +222,7 @@ TEST_P(BothForms, AddReplaceWithdrawInPlace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, BothForms, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Large" : "Tree"; });
+                         [](const auto& info) { return info.param ? "Large" : "Array"; });
 
 TEST(TenantFib, RefusesWhatTheTablesCannotHold) {
   auto big = TenantFib::create("bignh", {{prefix("2001:db8::/32"), TenantFib::kMaxNextHop + 1}});
@@ -431,7 +431,7 @@ TEST(TenantFib, GrowsFromTenToOneHundredThousandAndBack) {
   EXPECT_EQ(lookup(f, "2001:dba:0:1388::1"), std::nullopt);  // 4995th /64: none
   EXPECT_EQ(lookup(f, "2001:db8:4::1"), 2u);
 
-  // Back down to the ten: the tree form comes back with its small size.
+  // Back down to the ten: the array form comes back with its small size.
   std::vector<Change> removed;
   for (const auto& c : added) {
     removed.push_back({c.prefix, 0, true});
