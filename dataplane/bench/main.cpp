@@ -46,6 +46,7 @@
 
 #include "config/config.hpp"
 #include "dataplane/bench/packets.hpp"
+#include "dataplane/bench/route_scale.hpp"
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/engine/fib.hpp"
 #include "dataplane/engine/pipeline.hpp"
@@ -69,7 +70,10 @@ constexpr uint64_t kVerifyBursts = 4;
 // vCPU preempted, a host interrupt): it is left out of the average.
 constexpr uint64_t kOutlierFactor = 10;
 constexpr unsigned kMbufs = 8191;
-constexpr unsigned kMemoryMb = 1024;
+// The 1M-route FIB (fib-lookup, --big-routes) and fib-load / fib-churn keep
+// two copies of each family's tables: about 1.5 GiB for 1M IPv4 routes
+// (docs/performance.md, "Route scale").
+constexpr unsigned kMemoryMb = 4096;
 
 // Addresses of the bench topology (see benchConfig()).
 const Mac kLan0Mac{0x02, 0, 0, 0, 0x01, 0x00};
@@ -121,7 +125,7 @@ const std::vector<Scenario> kScenarios = {
     {Kind::kDecap, "decap", true, false, "VXLAN in from peer A, route, LAN out", 40},
     {Kind::kEncap, "encap", false, true, "LAN in, route, VXLAN out to peer B", 50},
     {Kind::kFull, "full", true, true, "VXLAN in from peer A, route, VXLAN out to peer B", 150},
-    {Kind::kFibLookup, "fib-lookup", false, false, "TenantFib::lookup4 alone (no packets)", {}},
+    {Kind::kFibLookup, "fib-lookup", false, false, "TenantFib::find4 alone (no packets)", {}},
     {Kind::kMssNonSyn, "mss-non-syn", false, false,
      "MSS stage (mayBeTcpSyn + clampMss) on IPv4 TCP ACKs, minus the bare loop", 5},
     {Kind::kMssSyn, "mss-syn", false, false,
@@ -566,9 +570,9 @@ class Bench {
       builder_bytes_ = heapBytes() - heap_before;
     }
     if (big) {
-      // TablesBuilder builds every FIB with TenantFib's default limits (64Ki
-      // IPv4 rules), so the big FIB is built here with larger ones and put
-      // in place of the one the builder made, over the same next hops.
+      // The big FIB is built once here (not per scenario by the builder)
+      // and put in place of the one the builder made, over the same next
+      // hops.
       auto& te = tables->tenants.at(0);
       const auto routes = builder.rib(te.name)->installed();
       bigFib(routes);
@@ -643,8 +647,8 @@ class Bench {
     for (uint64_t b = 0; b < kWarmupBursts + bursts_; ++b) {
       const uint64_t t0 = rte_rdtsc();
       for (unsigned i = 0; i < kBurst; ++i) {
-        auto nh = fib->lookup4(dsts_[next].data());
-        misses += !nh || *nh != expect;
+        const uint32_t nh = fib->find4(dsts_[next].data());
+        misses += nh != expect;
         next = (next + 1) & (kDestinations - 1);
       }
       const uint64_t t1 = rte_rdtsc();
@@ -1113,7 +1117,8 @@ int main(int argc, char** argv) {
   bool hugepages = false;
   size_t big_routes = 1'000'000;
   uint64_t seed = 1;
-  std::vector<std::string> names{"all", "mss"};
+  std::vector<std::string> names{"all", "mss", "fib-load", "fib-churn"};
+  RouteScaleOptions scale;
   for (const auto& s : kScenarios) {
     names.push_back(s.name);
   }
@@ -1128,6 +1133,10 @@ int main(int argc, char** argv) {
   for (const auto& s : kScenarios) {
     help += std::string("\n  ") + s.name + ": " + s.what;
   }
+  help +=
+      "\n  fib-load: 1M IPv4 + 200k IPv6 routes into one tenant (create, then apply): s and MiB"
+      "\n  fib-churn: route changes per second applied while a second thread looks up"
+      "\n  (fib-load and fib-churn run alone, not in all)";
   app.add_option("--scenario", scenario, help)->check(CLI::IsMember(names))->capture_default_str();
   app.add_option("--sizes", sizes, "inner frame sizes in bytes (Ethernet header, no FCS)")
       ->delimiter(',')
@@ -1140,10 +1149,22 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{0}, size_t{4'000'000}))
       ->capture_default_str();
   app.add_option("--seed", seed, "random seed of routes and destinations")->capture_default_str();
+  app.add_option("--routes4", scale.routes4, "fib-load/fib-churn: IPv4 routes")
+      ->capture_default_str();
+  app.add_option("--routes6", scale.routes6, "fib-load/fib-churn: IPv6 routes")
+      ->capture_default_str();
+  app.add_option("--churn-batch", scale.batch, "fib-churn: changes per apply()")
+      ->check(CLI::Range(size_t{1}, size_t{1'000'000}))
+      ->capture_default_str();
+  app.add_option("--churn-seconds", scale.churn_seconds, "fib-churn: how long to change routes")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  scale.seed = seed;
+  const bool route_scale = scenario == "fib-load" || scenario == "fib-churn";
+  const unsigned memory_mb = kMemoryMb;
 
-  if (hugepages && !hugepagesAvailable(kMemoryMb)) {
-    note("mcgw-bench: fewer than " + std::to_string(kMemoryMb) +
+  if (hugepages && !hugepagesAvailable(memory_mb)) {
+    note("mcgw-bench: fewer than " + std::to_string(memory_mb) +
          " MiB of free hugepages: running with --no-huge");
     hugepages = false;
   }
@@ -1151,7 +1172,7 @@ int main(int argc, char** argv) {
                                "-l",
                                "0",
                                "-m",
-                               std::to_string(kMemoryMb),
+                               std::to_string(memory_mb),
                                "--no-pci",
                                "--no-telemetry",
                                "--vdev",
@@ -1173,6 +1194,13 @@ int main(int argc, char** argv) {
   eal_argv.push_back(nullptr);
   if (rte_eal_init(static_cast<int>(eal.size()), eal_argv.data()) < 0) {
     fail(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+  }
+  if (route_scale) {
+    std::printf("mcgw-bench %s: EAL -m %u, %s\n", scenario.c_str(), memory_mb,
+                hugepages ? "hugepages" : "--no-huge (4 KiB pages)");
+    (scenario == "fib-load" ? fibLoad : fibChurn)(scale);
+    rte_eal_cleanup();
+    return 0;
   }
   rte_mempool* pool = rte_pktmbuf_pool_create(
       "bench_mbufs", kMbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
