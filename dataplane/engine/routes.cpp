@@ -62,12 +62,11 @@ Result<uint32_t, std::string> NextHopTable::acquire(const NextHop& nh) {
   if (!free_.empty()) {
     index = free_.back();
     free_.pop_back();
-  } else if (high_ <= TenantFib::kMaxNextHop) {
+  } else if (high_ < kMaxNextHops) {
     index = high_++;
     refs_.resize(high_, 0);
   } else {
-    return unexpected(std::string("more than ") + std::to_string(TenantFib::kMaxNextHop + 1) +
-                      " next hops");
+    return unexpected(std::string("more than ") + std::to_string(kMaxNextHops) + " next hops");
   }
   // The entry is written before any FIB can return its index.
   page(index)[index & (kPageSize - 1)] = nh;

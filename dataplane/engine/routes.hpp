@@ -72,14 +72,18 @@ struct NextHop {
 };
 
 // One tenant's next hops.  Entries sit in pages of kPageSize that never move
-// (the page table has room for every index a FIB can hold), so a worker
-// reads an entry with two loads and no lock, and the table grows without
-// being republished.
+// (the page table has room for kMaxNextHops indexes: 32 KiB per tenant), so a
+// worker reads an entry with two loads and no lock, and the table grows
+// without being republished.
 class NextHopTable {
  public:
   static constexpr uint32_t kPageBits = 10;
   static constexpr uint32_t kPageSize = 1u << kPageBits;
-  static constexpr uint32_t kPages = (TenantFib::kMaxNextHop + 1) / kPageSize;
+  // Distinct next hops per tenant (routes share them: a full table from a
+  // few BGP peers needs a handful).  Within what a FIB can hold.
+  static constexpr uint32_t kMaxNextHops = 1u << 22;
+  static_assert(kMaxNextHops - 1 <= TenantFib::kMaxNextHop);
+  static constexpr uint32_t kPages = kMaxNextHops / kPageSize;
 
   NextHopTable() = default;
   ~NextHopTable();

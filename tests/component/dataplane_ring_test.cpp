@@ -1024,7 +1024,9 @@ TEST_F(DataplaneRing, RouteSwapsUnderTrafficLoseNothing) {
     f.sport = static_cast<uint16_t>(40000 + seq % 512);
     return f;
   };
-  // 200 swaps, or as many as fit in ~15 s (at least 20).
+  // 200 swaps and on until the traffic is all sent (a build that changes a
+  // route in place is quick: the swaps must span the traffic), or as many
+  // as fit in ~15 s (at least 20).
   const unsigned kSwaps = 200, kMinSwaps = 20;
   const auto deadline = Clock::now() + 15s;
   unsigned swaps = 0;
@@ -1032,7 +1034,8 @@ TEST_F(DataplaneRing, RouteSwapsUnderTrafficLoseNothing) {
   unsigned changed = 0;
   auto start = Clock::now();
   Traffic traffic(o);
-  while (swaps < kSwaps && (swaps < kMinSwaps || Clock::now() < deadline)) {
+  while ((swaps < kSwaps || traffic.sent() < o.min_packets) &&
+         (swaps < kMinSwaps || Clock::now() < deadline)) {
     ASSERT_NO_FATAL_FAILURE(publish(swaps % 2 == 0 ? *b : *a));
     ++swaps;
     const auto nh = dp_->tables()->tenants[0].fib->lookup4(probe);
