@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ class ForwardingState : public Subsystem {
   // brought to them in place; only a line's next hop (its MAC is in the
   // line's outer headers) needs new tables, which share the FIBs.
   Result<bool, std::string> updateNeighbors(const config::Config& config);
+  // Routes from a source (FRR, the address plan), changed in place in the
+  // FIBs: no tables to publish.  All or nothing; one writer at a time.
+  Result<bool, std::string> applyRoutes(std::span<const engine::RouteUpdate> updates) {
+    return builder_.apply(updates, [this] { dataplane_.synchronize(); });
+  }
   // Drops the FIBs and the neighbour table (DPDK memory) before the EAL goes.
   void clear() { builder_.clear(); }
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
