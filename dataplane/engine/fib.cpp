@@ -405,6 +405,10 @@ Result<std::unique_ptr<TenantFib>, std::string> TenantFib::create(const std::str
       return unexpected("FIB " + name + ": next hop " + std::to_string(r.next_hop) + " of " +
                         r.prefix.toString() + " is too large");
     }
+    if (r.prefix.length > (r.prefix.address.family == config::Family::V4 ? 32 : 128)) {
+      return unexpected("FIB " + name + ": prefix length " + std::to_string(r.prefix.length) +
+                        " is beyond its family's");
+    }
     (r.prefix.address.family == config::Family::V4 ? m4 : m6)[r.prefix.network()] = r.next_hop;
   }
   std::unique_ptr<TenantFib> fib(new TenantFib(std::move(impl)));
@@ -591,6 +595,12 @@ Result<bool, std::string> TenantFib::apply(std::span<const Change> changes,
     if (!c.withdraw && c.next_hop > kMaxNextHop) {
       return unexpected("FIB " + i.name + ": next hop " + std::to_string(c.next_hop) + " of " +
                         c.prefix.toString() + " is too large");
+    }
+    // A /33 IPv4 prefix would wrap the array form's host bits and make
+    // rte_fib fail as if out of room: refused before anything changes.
+    if (c.prefix.length > (c.prefix.address.family == config::Family::V4 ? 32 : 128)) {
+      return unexpected("FIB " + i.name + ": prefix length " + std::to_string(c.prefix.length) +
+                        " is beyond its family's");
     }
     (c.prefix.address.family == config::Family::V4 ? c4 : c6).push_back(&c);
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "dataplane/proto/checksum.hpp"
 
@@ -229,6 +230,24 @@ struct TablesBuilder::Topology {
   std::set<std::string> peers;
   std::map<uint16_t, std::string> tunnel_peer;  // slot -> peer
   std::map<uint16_t, std::string> port_name;    // DPDK port id -> name
+
+  // Whether a route resolved against `other` resolves the same here (same
+  // tunnel slots, ports, subnets): then kept routes need no re-resolving.
+  bool resolvesAs(const Topology& other) const {
+    auto lans = [](const std::map<std::string, std::vector<Lan>>& m) {
+      std::map<std::string,
+               std::vector<std::tuple<std::string, uint16_t, std::vector<config::IpPrefix>>>>
+          out;
+      for (const auto& [tenant, v] : m) {
+        for (const auto& l : v) {
+          out[tenant].emplace_back(l.name, l.id, l.subnets);
+        }
+      }
+      return out;
+    };
+    return tunnel_slot == other.tunnel_slot && peers == other.peers &&
+           port_name == other.port_name && lans(lan) == lans(other.lan);
+  }
 
   Result<NextHop, std::string> resolve(const std::string& tenant, const Via& via) const {
     NextHop nh;
@@ -761,6 +780,22 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     }
     staged.push_back(tenant);
     auto sources = input.routes.find(tc.name);
+    // Sources the input does not name keep their routes, re-resolved here
+    // by name against the new topology; a route whose peer or port went is
+    // withdrawn from the RIB (and comes back if a later build resolves it).
+    const bool same_topology = topology_ && topo->resolvesAs(*topology_);
+    if (auto kept_specs = specs_.find(tc.name); !same_topology && kept_specs != specs_.end()) {
+      for (const auto& [source, by_prefix] : kept_specs->second) {
+        if (sources != input.routes.end() && sources->second.count(source)) {
+          continue;
+        }
+        for (const auto& [p, spec] : by_prefix) {
+          if (!stageRoute(*tenant, *topo, source, p, &spec.vias, spec.distance)) {
+            (void)stageRoute(*tenant, *topo, source, p, nullptr, 0);  // cannot fail
+          }
+        }
+      }
+    }
     if (sources == input.routes.end()) {
       continue;
     }
@@ -817,6 +852,23 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   std::erase_if(tenants_, [&](const auto& e) {
     return std::find(tenant_order_.begin(), tenant_order_.end(), e.first) == tenant_order_.end();
   });
+  std::erase_if(specs_, [&](const auto& e) {
+    return std::find(tenant_order_.begin(), tenant_order_.end(), e.first) == tenant_order_.end();
+  });
+  for (const auto& [tenant, sources] : input.routes) {
+    if (!tenants_.count(tenant)) {
+      continue;
+    }
+    for (const auto& [source, specs] : sources) {
+      auto& kept_specs = specs_[tenant][source];
+      kept_specs.clear();
+      for (const auto& spec : specs) {
+        RouteSpec copy = spec;
+        copy.prefix = spec.prefix.network();
+        kept_specs[copy.prefix] = std::move(copy);
+      }
+    }
+  }
   for (auto& te : t->tenants) {
     const Tenant& tenant = *tenants_.at(te.name);
     te.fib = tenant.fib;
@@ -854,6 +906,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
 
 void TablesBuilder::clear() {
   tenants_.clear();
+  specs_.clear();
   tenant_order_.clear();
   topology_.reset();
   neighbors_.reset();
@@ -876,6 +929,21 @@ Result<bool, std::string> TablesBuilder::apply(std::span<const RouteUpdate> upda
       abortTenants(staged);
       return unexpected("route " + u.prefix.toString() + ": there is no tenant " + u.tenant);
     }
+    // What a source (FPM, the plan) sends is checked before it is staged.
+    std::string bad;
+    if (u.prefix.length > (u.prefix.address.family == config::Family::V4 ? 32 : 128)) {
+      bad = "prefix length " + std::to_string(u.prefix.length) + " is beyond its family's";
+    } else if (!u.withdraw && u.source != RouteSource::kLocal) {
+      for (const auto& v : u.vias) {
+        if (v.kind == Via::Kind::kLocal) {
+          bad = "only the gateway's own addresses (source local) go to the gateway itself";
+        }
+      }
+    }
+    if (!bad.empty()) {
+      abortTenants(staged);
+      return unexpected("route " + u.prefix.toString() + " of tenant " + u.tenant + ": " + bad);
+    }
     Tenant* tenant = it->second.get();
     if (std::find(staged.begin(), staged.end(), tenant) == staged.end()) {
       staged.push_back(tenant);
@@ -887,7 +955,18 @@ Result<bool, std::string> TablesBuilder::apply(std::span<const RouteUpdate> upda
       return unexpected(r.error());
     }
   }
-  return commitTenants(staged, synchronize);
+  if (auto r = commitTenants(staged, synchronize); !r) {
+    return r;
+  }
+  for (const auto& u : updates) {
+    auto& by_prefix = specs_[u.tenant][u.source];
+    if (u.withdraw) {
+      by_prefix.erase(u.prefix.network());
+    } else {
+      by_prefix[u.prefix.network()] = RouteSpec{u.prefix.network(), u.vias, u.distance};
+    }
+  }
+  return true;
 }
 
 Result<bool, std::string> TablesBuilder::updateNeighbors(

@@ -341,6 +341,11 @@ class TablesBuilder {
   std::unique_ptr<Topology> topology_;     // what the last build resolved names against
   std::shared_ptr<NeighborTable> neighbors_;
   std::map<std::string, std::optional<Mac>> line_macs_;  // "peer/line" -> next hop's MAC
+  // What each source gave, by name (peer, port, address), per tenant: a
+  // build re-resolves the sources its input does not name (FRR, the plan)
+  // against the new topology, so that none keeps a tunnel slot or a DPDK
+  // port id that a reload freed and handed to something else.
+  std::map<std::string, std::map<RouteSource, std::map<config::IpPrefix, RouteSpec>>> specs_;
   std::atomic<bool> writing_{false};
 };
 

@@ -1654,6 +1654,96 @@ TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
   EXPECT_FALSE(builder_.rib("blue")->best(good.prefix));
 }
 
+// Routes of a source a reload does not name (FRR) keep their next hops by
+// name: when their peer goes, they leave the FIB, and a tunnel that takes
+// the freed counter slot later (another peer, another tenant) never carries
+// them; when the peer comes back, so do they.
+TEST_F(DataplaneRing, KeptRoutesFollowTheirPeerNotItsOldSlot) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  RouteUpdate frr;
+  frr.tenant = "blue";
+  frr.source = RouteSource::kFrr;
+  frr.distance = 20;
+  frr.prefix = prefix4(10, 60, 0, 0, 16);
+  frr.vias = {viaPeer("c")};
+  ASSERT_TRUE(builder_.apply(std::vector<RouteUpdate>{frr}, sync()).ok());
+  const uint8_t dst[4] = {10, 60, 1, 1};
+  auto viaOf = [&](const std::string& tenant, const std::string& prefix) {
+    std::string via;
+    for (const auto& r : builder_.routes()) {
+      if (r.tenant == tenant && r.prefix == prefix && r.source == "frr") {
+        via = r.via;
+      }
+    }
+    return via;
+  };
+  ASSERT_EQ(viaOf("blue", "10.60.0.0/16"), "peer c");
+  ASSERT_TRUE(builder_.fib("blue")->lookup4(dst));
+  const uint16_t c_blue = builder_.tunnelSlots().slots().at("c/blue");
+
+  // Peer c goes: its route leaves the FIB and show routes.
+  const std::string peer_b =
+      std::string(kPeersBC).substr(0, std::string(kPeersBC).find("  - name: c"));
+  config::ConfigPtr only_b = load(configYaml(route("10.2.0.0/16", "b"), peer_b));
+  ASSERT_TRUE(only_b);
+  ASSERT_NO_FATAL_FAILURE(publish(*only_b));
+  EXPECT_FALSE(builder_.fib("blue")->lookup4(dst));
+  EXPECT_EQ(viaOf("blue", "10.60.0.0/16"), "");
+
+  // Tenant red and peer d (red only) arrive: red's tunnels take free slots,
+  // c/blue's among them.
+  const std::string peer_d = R"(  - name: d
+    inner-mac: 02:00:00:00:0d:01
+    tenants: [red]
+    lines:
+      - name: d1
+        port: wan1
+        local-vtep: 198.51.100.1
+        remote-vtep: 192.0.2.4
+        next-hop: 198.51.100.254
+)";
+  const std::string red = "  - name: red\n    vni: 5002\n";
+  config::ConfigPtr with_d = load(configYaml(route("10.2.0.0/16", "b") + red, peer_b + peer_d));
+  ASSERT_TRUE(with_d);
+  ASSERT_NO_FATAL_FAILURE(publish(*with_d));
+  std::string taker;  // b/red here: b carries every tenant
+  for (const auto& [name, slot] : builder_.tunnelSlots().slots()) {
+    taker = slot == c_blue ? name : taker;
+  }
+  EXPECT_EQ(taker, "b/red") << "a tunnel of another tenant took c/blue's old slot";
+  EXPECT_FALSE(builder_.fib("blue")->lookup4(dst)) << "blue's route must not use d/red";
+  EXPECT_EQ(viaOf("blue", "10.60.0.0/16"), "");
+
+  // Peer c back: the route is back, through c.
+  config::ConfigPtr with_c =
+      load(configYaml(route("10.2.0.0/16", "b") + red, std::string(kPeersBC) + peer_d));
+  ASSERT_TRUE(with_c);
+  ASSERT_NO_FATAL_FAILURE(publish(*with_c));
+  EXPECT_EQ(viaOf("blue", "10.60.0.0/16"), "peer c");
+  const auto nh = builder_.fib("blue")->lookup4(dst);
+  ASSERT_TRUE(nh);
+  const NextHop& hop = builder_.rib("blue")->nextHops().at(*nh);
+  EXPECT_EQ(hop.kind, NextHop::Kind::kTunnel);
+  EXPECT_EQ(hop.tunnel, builder_.tunnelSlots().slots().at("c/blue"));
+
+  // What a source sends is checked: a /33 IPv4 prefix and a route to the
+  // gateway itself from FRR are refused, nothing applied.
+  RouteUpdate too_long = frr, local = frr;
+  too_long.prefix.length = 33;
+  local.prefix = prefix4(10, 61, 0, 0, 16);
+  local.vias = {Via{Via::Kind::kLocal, {}, {}, {}}};
+  auto r1 = builder_.apply(std::vector<RouteUpdate>{too_long}, sync());
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.error(),
+            "route 10.60.0.0/33 of tenant blue: prefix length 33 is beyond its family's");
+  auto r2 = builder_.apply(std::vector<RouteUpdate>{local}, sync());
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.error(),
+            "route 10.61.0.0/16 of tenant blue: only the gateway's own addresses (source local) go "
+            "to the gateway itself");
+  EXPECT_FALSE(builder_.fib("blue")->lookup4(std::array<uint8_t, 4>{10, 61, 0, 1}.data()));
+}
+
 // A build runs on a thread of its own (not the one that started the
 // dataplane), and while it runs, another writer is refused: here from inside
 // the build's own grace period, when it waits for the workers.
