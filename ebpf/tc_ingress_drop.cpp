@@ -38,7 +38,8 @@ void filterOpts(bpf_tc_opts& opts) {
 // libbpf prints the kernel's message for them ("Exclusivity flag on, cannot
 // modify") to stderr as a warning.  Silences libbpf for such a call; the
 // caller reports real failures itself.  (The setting is process-wide; in
-// mcgwd only the control thread calls libbpf.)
+// mcgwd one thread at a time calls libbpf: the control loop, or a reload on
+// its background thread while the loop's gateway sources and API wait.)
 template <typename Call>
 int quietly(Call call) {
   const libbpf_print_fn_t previous = libbpf_set_print(nullptr);

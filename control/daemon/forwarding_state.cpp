@@ -41,6 +41,12 @@ Result<bool, std::string> ForwardingState::updateNeighbors(const config::Config&
   if (!lines) {
     return unexpected(lines.error());
   }
+  if (const size_t left_out = builder_.neighborsLeftOut(); left_out != neighbors_left_out_) {
+    if (left_out > 0) {  // logged when the number changes, not per event
+      spdlog::warn("the fast path's neighbour table is full: {} neighbour(s) left out", left_out);
+    }
+    neighbors_left_out_ = left_out;
+  }
   if (!*lines) {
     return false;
   }

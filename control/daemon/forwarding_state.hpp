@@ -80,6 +80,7 @@ class ForwardingState : public Subsystem {
   lines::UnderlayLines& lines_;
   engine::TablesBuilder builder_;
   std::unique_ptr<engine::ForwardingTables> prepared_;
+  size_t neighbors_left_out_ = 0;  // last logged
 };
 
 }  // namespace mcgw::daemon

@@ -427,14 +427,23 @@ Result<bool, std::string> commitTenants(const std::vector<Tenant*>& tenants,
   if (!error.empty()) {
     // Those already changed go back: their reverse changes free what the
     // forward ones took.
+    // A FIB that cannot be changed back (out of memory) keeps the new
+    // routes, and so does its RIB: a RIB put back over a changed FIB would
+    // free next-hop indexes the FIB still returns.
+    std::vector<Tenant*> stuck;
     for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
       if (auto r = (*it)->fib->apply((*it)->rib.reverse(), synchronize); !r) {
-        error +=
-            "; and tenant " + (*it)->rib.name() + "'s FIB could not be changed back: " + r.error();
+        error += "; and tenant " + (*it)->rib.name() +
+                 "'s FIB could not be changed back (it keeps the new routes): " + r.error();
+        stuck.push_back(*it);
       }
     }
     for (Tenant* t : tenants) {
-      t->rib.abort();
+      if (std::count(stuck.begin(), stuck.end(), t)) {
+        t->rib.commit();
+      } else {
+        t->rib.abort();
+      }
     }
   } else {
     for (Tenant* t : tenants) {
@@ -983,10 +992,9 @@ Result<bool, std::string> TablesBuilder::updateNeighbors(
   neighbors_->sync(want, synchronize, &refused);
   const auto macs = lineMacs(input, want);
   const bool lines_changed = macs != line_macs_;
-  if (refused) {
-    return unexpected("the fast path's neighbour table is full: " + std::to_string(refused) +
-                      " neighbours left out");
-  }
+  // A full table leaves some neighbours out (neighborsLeftOut); what went
+  // in, and a line's changed MAC, still count.
+  neighbors_left_out_ = refused;
   return lines_changed;
 }
 

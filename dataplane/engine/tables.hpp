@@ -311,6 +311,9 @@ class TablesBuilder {
   Result<bool, std::string> updateNeighbors(const TablesInput& input,
                                             const TenantFib::Synchronize& synchronize);
 
+  // Neighbours the last updateNeighbors could not add (the table is full).
+  size_t neighborsLeftOut() const { return neighbors_left_out_; }
+
   // Drops every table it keeps (FIBs and the neighbour table are DPDK
   // memory: before the EAL goes).  The next build starts afresh.
   void clear();
@@ -347,6 +350,7 @@ class TablesBuilder {
   // port id that a reload freed and handed to something else.
   std::map<std::string, std::map<RouteSource, std::map<config::IpPrefix, RouteSpec>>> specs_;
   std::atomic<bool> writing_{false};
+  size_t neighbors_left_out_ = 0;
 };
 
 }  // namespace mcgw::engine
