@@ -1,5 +1,7 @@
 #include "control/daemon/forwarding_state.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace mcgw::daemon {
 
 std::map<std::string, engine::OpenPort> ForwardingState::openPorts(
