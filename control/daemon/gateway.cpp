@@ -65,7 +65,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   }
   gw->ports_ = std::move(*ports);
   gw->kernel_ = std::make_unique<kernel::KernelSides>(*gw->ports_, gw->config_);
-  auto neighbors = kernel::NeighborResolver::open(*gw->kernel_, gw->config_);
+  auto neighbors = kernel::NeighborResolver::open(*gw->kernel_, *gw->dataplane_, gw->config_);
   if (!neighbors) {
     return fail(neighbors.error());
   }
@@ -81,12 +81,17 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
           },
       .closing = [g](const std::string& name) { g->kernel_->forget(name); },
   });
+  // A change in the kernel neighbour table: the tables take the new MACs.
+  gw->neighbors_->setOnChange([g] {
+    if (auto r = g->forwarding_->updateNeighbors(*g->config_); !r) {
+      spdlog::error("neighbour change: {}", r.error());
+    }
+  });
   gw->kernel_->setUp();
   gw->neighbors_->keepNextHopsResolved();
   if (auto r = gw->forwarding_->publish(*gw->config_); !r) {
     return fail(r.error());
   }
-  gw->tick();
   spdlog::info("fast path: {} worker(s), {} tunnel(s), {} line(s)", gw->dataplane_->workers(),
                gw->dataplane_->tables()->tunnels.size(), gw->dataplane_->tables()->lines.size());
   return gw;
@@ -120,41 +125,23 @@ std::vector<Subsystem*> Gateway::subsystems() const {
   return {ports_.get(), lines_.get(), forwarding_.get(), kernel_.get(), neighbors_.get()};
 }
 
-void Gateway::tick() {
-  const engine::ForwardingTables* t = dataplane_->tables();
-  if (!t) {
-    return;
-  }
-  neighbors_->resolveMisses(dataplane_->takeMisses(), *t);
-  lines_->poll(*t);
-  if (ticks_++ % 5 == 0) {
-    lines_->refresh(*t);
-  }
+void Gateway::attach(core::EventLoop& loop) {
+  neighbors_->attach(loop);
+  lines_->attach(loop);
 }
 
-void Gateway::onNeighborEvents() {
-  if (neighbors_ && neighbors_->receive()) {
-    if (auto r = forwarding_->updateNeighbors(*config_); !r) {
-      spdlog::error("neighbour change: {}", r.error());
-    }
-  }
-}
-
-std::vector<int> Gateway::pathMtuFds() const {
-  return lines_ ? lines_->pathMtuFds() : std::vector<int>{};
-}
-
-void Gateway::onPathMtuReadable(int fd) {
-  if (lines_) {
-    lines_->onPathMtuReadable(fd, dataplane_->tables());
-  }
+void Gateway::setPaused(bool paused) {
+  neighbors_->setPaused(paused);
+  lines_->setPaused(paused);
 }
 
 Result<std::string, std::string> Gateway::setLineAdmin(const std::string& peer,
                                                        const std::string& line, bool up) {
   auto r = lines_->setAdmin(peer, line, up);
   if (r) {
-    tick();
+    if (const engine::ForwardingTables* t = dataplane_->tables()) {
+      lines_->refresh(*t);  // now, not at the next refresh
+    }
   }
   return r;
 }

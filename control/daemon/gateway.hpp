@@ -18,6 +18,7 @@
 #include "config/config.hpp"
 #include "config/loader.hpp"
 #include "control/api/views.hpp"
+#include "control/core/event_loop.hpp"
 #include "control/daemon/daemon_facts.hpp"
 #include "control/daemon/forwarding_state.hpp"
 #include "control/daemon/last_good.hpp"
@@ -86,17 +87,14 @@ class Gateway {
   // A one-line summary for systemd's STATUS=.
   std::string summary() const;
 
-  // Periodic work of the control loop (every 20 ms): neighbour misses from
-  // the workers become resolution requests to the kernel; every 100 ms line
-  // health from the ports' link state and the operator's admin state.
-  void tick();
-  // The kernel neighbour table's notifications (fd to poll, and the handler).
-  int neighborFd() const { return neighbors_ ? neighbors_->fd() : -1; }
-  void onNeighborEvents();
-  // Path MTU discovery's sockets (ICMP listener, probers) to poll, and the
-  // handler for a readable one.
-  std::vector<int> pathMtuFds() const;
-  void onPathMtuReadable(int fd);
+  // Registers the subsystems' own sources (the kernel neighbour socket and
+  // the miss timer, path MTU discovery's sockets and poll, the line refresh)
+  // on loop, which must outlive the gateway.  Once, on the loop's thread.
+  void attach(core::EventLoop& loop);
+  // Stops (true) or resumes (false) every source attach() registered, so
+  // that a reload may run off the loop with the gateway to itself.  Loop
+  // thread only.
+  void setPaused(bool paused);
   // `mcgwctl line PEER LINE up|down`: administratively takes a line out of
   // (or back into) use.  Not persisted: a restart brings every line back.
   Result<std::string, std::string> setLineAdmin(const std::string& peer, const std::string& line,
@@ -132,7 +130,6 @@ class Gateway {
   std::unique_ptr<kernel::NeighborResolver> neighbors_;
   std::unique_ptr<lines::UnderlayLines> lines_;
   std::unique_ptr<ForwardingState> forwarding_;
-  unsigned ticks_ = 0;
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

@@ -1,8 +1,8 @@
 // mcgwd: the gateway daemon.  One thread (the EAL main lcore) runs the control
-// loop (control/core/event_loop.hpp): signals, the operator API, the kernel's
-// neighbour and path MTU sockets, the 20 ms tick, the systemd watchdog.
+// loop (control/core/event_loop.hpp): signals, the operator API, the systemd
+// watchdog and STATUS=, and the gateway's subsystems, which register their
+// own sources (Gateway::attach).
 #include <signal.h>
-#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -37,8 +37,9 @@ namespace {
 // --strict), which the unit does not restart on (RestartPreventExitStatus=78).
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
-// The control loop's period: neighbour misses reach the kernel this fast.
-constexpr auto kTick = std::chrono::milliseconds(20);
+// How often the gateway's summary is compared with the last STATUS= sent
+// (port link changes are seen only by asking).
+constexpr auto kStatePeriod = std::chrono::milliseconds(100);
 constexpr int kExitConfig = 78;
 
 // Every log line is one line of text, whatever string reached it (a config
@@ -287,31 +288,6 @@ int main(int argc, char** argv) {
   }
   Gateway& gw = **started;
 
-  // Path MTU discovery's sockets change with the config and the lines
-  // (Gateway::publish, from a reload, a neighbour change or a line taken
-  // down): their sources are dropped while a reload runs (before it can close
-  // them) and made again after it, and after other gateway work when a
-  // socket changed.  A socket is known by its number and its inode, since a
-  // new one may get the number of one just closed (whose epoll registration
-  // went with it).
-  std::vector<std::pair<int, ino_t>> pmtu_fds;
-  std::vector<mcgw::core::Source> pmtu_sources;
-  auto watchPathMtu = [&](bool again) {
-    std::vector<std::pair<int, ino_t>> fds;
-    for (int fd : gw.pathMtuFds()) {
-      struct stat st {};
-      fds.emplace_back(fd, ::fstat(fd, &st) == 0 ? st.st_ino : 0);
-    }
-    if (!again && fds == pmtu_fds) {
-      return;
-    }
-    pmtu_sources.clear();
-    pmtu_fds = std::move(fds);
-    for (const auto& [fd, ino] : pmtu_fds) {
-      pmtu_sources.push_back(loop.onReadable(fd, "path MTU socket " + std::to_string(fd),
-                                             [&gw, fd = fd] { gw.onPathMtuReadable(fd); }));
-    }
-  };
   std::string last_summary = gw.summary();
   auto showState = [&] {
     if (std::string s = gw.summary(); s != last_summary) {
@@ -323,7 +299,6 @@ int main(int argc, char** argv) {
 
   mcgw::api::Server server([&](const std::string& cmd, const json& args) {
     json r = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
-    watchPathMtu(false);
     showState();
     return r;
   });
@@ -341,10 +316,10 @@ int main(int argc, char** argv) {
 
   // Reloads run off the loop (a big file takes seconds to load and build):
   // the loop keeps its timers, the watchdog and signals, while nothing else
-  // touches the gateway, which is not thread-safe: its sources and the API
-  // wait (the kernel queues what arrives) and resume after.
-  mcgw::core::Source tick;
-  mcgw::core::Source neighbors;
+  // touches the gateway, which is not thread-safe: its sources (one call
+  // pauses them all), the state check and the API wait (the kernel queues
+  // what arrives) and resume after.
+  mcgw::core::Source state_check;
   bool reloading = false;
   bool stop_after_reload = false;
   bool hangup_after_reload = false;
@@ -352,17 +327,14 @@ int main(int argc, char** argv) {
   auto reloadOffLoop = [&](std::function<void()> work,
                            std::function<void(std::exception_ptr)> then) {
     reloading = true;
-    tick.setEnabled(false);
-    neighbors.setEnabled(false);
-    pmtu_sources.clear();
-    pmtu_fds.clear();
+    gw.setPaused(true);
+    state_check.setEnabled(false);
     server.setPaused(true);
     loop.runOffLoop(std::move(work), [&, then = std::move(then)](std::exception_ptr error) {
       reloading = false;
-      tick.setEnabled(true);
-      neighbors.setEnabled(true);
+      gw.setPaused(false);
+      state_check.setEnabled(true);
       server.setPaused(false);
-      watchPathMtu(true);
       then(error);
       showState();
       if (stop_after_reload) {
@@ -442,19 +414,9 @@ int main(int argc, char** argv) {
     notify("STATUS=cannot take signals");
     return kExitFailure;
   }
-  if (gw.neighborFd() >= 0) {
-    neighbors = loop.onReadable(gw.neighborFd(), "kernel neighbours", [&] {
-      gw.onNeighborEvents();
-      watchPathMtu(false);
-      showState();
-    });
-  }
-  watchPathMtu(true);
-  tick = loop.every(kTick, "control tick", [&] {
-    gw.tick();
-    watchPathMtu(false);
-    showState();
-  });
+  gw.attach(loop);
+  state_check =
+      loop.every(kStatePeriod, "state check", showState, mcgw::core::Priority::kBackground);
   std::optional<TimerProbe> probe;
   if (measure_timer_ms > 0) {
     probe.emplace(loop, std::chrono::milliseconds(measure_timer_ms));
@@ -473,18 +435,14 @@ int main(int argc, char** argv) {
     exit_code = kExitFailure;
     loop.finishOffLoop();  // a reload under way ends before the gateway does
   }
-  const mcgw::core::TimerStats ts = tick.timerStats();
-  spdlog::info("control tick: {} expirations ({} missed), lateness max {} us", ts.expirations,
-               ts.missed, ts.max_lateness.count());
   if (probe) {
     probe->report();
     const auto longest = mcgw::core::EventLoop::longestRun();
     spdlog::info("event loop: longest handler run {} us ({})", longest.took.count(), longest.name);
   }
-  // The gateway's descriptors leave the loop before the gateway closes them.
-  tick.reset();
-  neighbors.reset();
-  pmtu_sources.clear();
+  // The gateway's sources leave the loop with their subsystems, before
+  // their descriptors close.
+  state_check.reset();
   probe.reset();
 
   notify("STOPPING=1\nSTATUS=stopping");

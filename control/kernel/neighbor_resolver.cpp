@@ -8,12 +8,12 @@
 namespace mcgw::kernel {
 
 Result<std::unique_ptr<NeighborResolver>, std::string> NeighborResolver::open(
-    const KernelSides& sides, config::ConfigPtr config) {
+    const KernelSides& sides, engine::Dataplane& dataplane, config::ConfigPtr config) {
   auto monitor = NeighborMonitor::open();
   if (!monitor) {
     return unexpected("kernel neighbour table: " + monitor.error());
   }
-  std::unique_ptr<NeighborResolver> r(new NeighborResolver(sides, std::move(config)));
+  std::unique_ptr<NeighborResolver> r(new NeighborResolver(sides, dataplane, std::move(config)));
   r->monitor_ = std::move(*monitor);
   return r;
 }
@@ -24,6 +24,28 @@ NeighborResolver::~NeighborResolver() {
       if (auto r = rtnl::deleteNeighbor(ifindex, address); !r) {
         spdlog::warn("{}", r.error());
       }
+    }
+  }
+}
+
+void NeighborResolver::attach(core::EventLoop& loop) {
+  netlink_source_ = loop.onReadable(monitor_->fd(), "kernel neighbours", [this] {
+    if (receive() && on_change_) {
+      on_change_();
+    }
+  });
+  miss_timer_ = loop.every(kMissPeriod, "neighbour misses", [this] {
+    // No tables yet: nothing can have missed.
+    if (const engine::ForwardingTables* t = dataplane_.tables()) {
+      resolveMisses(dataplane_.takeMisses(), *t);
+    }
+  });
+}
+
+void NeighborResolver::setPaused(bool paused) {
+  for (core::Source* s : {&netlink_source_, &miss_timer_}) {
+    if (*s) {
+      s->setEnabled(!paused);
     }
   }
 }

@@ -1,8 +1,13 @@
 // Next-hop MACs from the kernel: follows the kernel neighbour table, keeps
 // the next hops the config names resolved (managed entries), and asks the
 // kernel to resolve the hosts the workers could not reach, within bounds.
+// On the control loop (attach) it registers its own sources: the netlink
+// socket of the neighbour table, and a 20 ms timer that takes the workers'
+// misses.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,9 +16,11 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "control/core/event_loop.hpp"
 #include "control/daemon/subsystem.hpp"
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/netlink.hpp"
+#include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/pipeline.hpp"
 #include "dataplane/engine/tables.hpp"
 
@@ -21,14 +28,22 @@ namespace mcgw::kernel {
 
 class NeighborResolver : public daemon::Subsystem {
  public:
+  // dataplane: where the workers' misses come from.
   static Result<std::unique_ptr<NeighborResolver>, std::string> open(const KernelSides& sides,
+                                                                     engine::Dataplane& dataplane,
                                                                      config::ConfigPtr config);
   ~NeighborResolver() override;  // removes the entries it created
 
-  int fd() const { return monitor_->fd(); }
-  // Reads the kernel's notifications; true when the table changed (then
-  // missing next hops were asked for again).
-  bool receive();
+  // Called on the loop after the kernel table changed (missing next hops
+  // were asked for again by then): the tables take the new MACs.
+  void setOnChange(std::function<void()> changed) { on_change_ = std::move(changed); }
+  // Registers the netlink socket and the miss timer on loop, which must
+  // outlive this resolver.  Once.
+  void attach(core::EventLoop& loop);
+  // Paused: neither source is dispatched (the kernel queues notifications,
+  // the workers' miss ring keeps the latest), so that a reload off the loop
+  // has the resolver to itself.
+  void setPaused(bool paused);
   // The next hops the config names (lines' underlay next hops, static
   // routes' LAN next hops) are kept resolved by the kernel.
   void keepNextHopsResolved();
@@ -44,6 +59,8 @@ class NeighborResolver : public daemon::Subsystem {
   size_t hostEntries() const { return host_managed_.size(); }
   uint64_t resolutionsRefused() const { return resolutions_refused_; }
 
+  // How often the workers' misses become resolution requests.
+  static constexpr std::chrono::milliseconds kMissPeriod{20};
   static constexpr unsigned kMaxResolutionsPerTick = 64;
   static constexpr size_t kMaxHostResolutions = 1024;
 
@@ -54,12 +71,16 @@ class NeighborResolver : public daemon::Subsystem {
   void abort() override { next_.reset(); }
 
  private:
-  NeighborResolver(const KernelSides& sides, config::ConfigPtr config)
-      : sides_(sides), config_(std::move(config)) {}
+  NeighborResolver(const KernelSides& sides, engine::Dataplane& dataplane, config::ConfigPtr config)
+      : sides_(sides), dataplane_(dataplane), config_(std::move(config)) {}
+  // Reads the kernel's notifications; true when the table changed (then
+  // missing next hops were asked for again).
+  bool receive();
   void reassert();
 
   using Entry = std::pair<int, config::IpAddress>;  // ifindex, address
   const KernelSides& sides_;
+  engine::Dataplane& dataplane_;
   config::ConfigPtr config_;
   config::ConfigPtr next_;
   std::unique_ptr<NeighborMonitor> monitor_;
@@ -67,6 +88,10 @@ class NeighborResolver : public daemon::Subsystem {
   std::set<Entry> managed_own_;   // ... whose entries we created
   std::set<Entry> host_managed_;  // hosts asked for by misses
   uint64_t resolutions_refused_ = 0;
+  std::function<void()> on_change_;
+  // Last: they leave the loop before the monitor's socket closes.
+  core::Source netlink_source_;
+  core::Source miss_timer_;
 };
 
 }  // namespace mcgw::kernel

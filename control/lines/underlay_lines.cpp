@@ -27,6 +27,44 @@ UnderlayLines::UnderlayLines(engine::Dataplane& dataplane, const ports::PortSet&
                  }});
 }
 
+UnderlayLines::~UnderlayLines() = default;
+
+void UnderlayLines::attach(core::EventLoop& loop) {
+  loop_ = &loop;
+  pmtu_timer_ = loop.every(kPathMtuPeriod, "path MTU poll", [this] { pollPathMtu(); });
+  refresh_timer_ = loop.every(kRefreshPeriod, "line refresh", [this] {
+    if (const engine::ForwardingTables* t = dataplane_.tables()) {
+      refresh(*t);
+    }
+  });
+  watchPathMtu();
+}
+
+void UnderlayLines::setPaused(bool paused) {
+  paused_ = paused;
+  for (core::Source* s : {&pmtu_timer_, &refresh_timer_}) {
+    if (*s) {
+      s->setEnabled(!paused);
+    }
+  }
+  if (paused) {
+    pmtu_sources_.clear();
+  } else {
+    watchPathMtu();
+  }
+}
+
+void UnderlayLines::watchPathMtu() {
+  pmtu_sources_.clear();
+  if (!loop_ || paused_) {
+    return;
+  }
+  for (int fd : pmtu_->fds()) {
+    pmtu_sources_.push_back(loop_->onReadable(fd, "path MTU socket " + std::to_string(fd),
+                                              [this, fd] { onPathMtuReadable(fd); }));
+  }
+}
+
 bool UnderlayLines::linkUp(uint16_t port_id) const {
   auto it = port_link_.find(port_id);
   return it != port_link_.end() && it->second;
@@ -99,7 +137,12 @@ void UnderlayLines::configurePathMtu(const engine::ForwardingTables& t) {
     sl.configured_mtu = l.mtu;
     lines.push_back(std::move(sl));
   }
+  // configure() may close sockets (and open others that take their
+  // numbers): their sources go first, or epoll could lose track of a new
+  // socket.  Paused, there are none to drop; resume registers the new ones.
+  pmtu_sources_.clear();
   pmtu_->configure(config_->path_mtu, lines, pmtu::Clock::now());
+  watchPathMtu();
   for (const auto& e : pmtu_->errors()) {
     if (std::find(pmtu_errors_.begin(), pmtu_errors_.end(), e) == pmtu_errors_.end()) {
       spdlog::warn("path MTU: {}", e);
@@ -127,17 +170,21 @@ void UnderlayLines::applyPathMtu(const engine::ForwardingTables& t) {
   refreshMss(t);
 }
 
-void UnderlayLines::poll(const engine::ForwardingTables& tables) {
+void UnderlayLines::pollPathMtu() {
+  const engine::ForwardingTables* t = dataplane_.tables();
+  if (!t) {
+    return;  // no lines yet
+  }
   pmtu_->poll(pmtu::Clock::now());
-  applyPathMtu(tables);
+  applyPathMtu(*t);
 }
 
-void UnderlayLines::onPathMtuReadable(int fd, const engine::ForwardingTables* tables) {
+void UnderlayLines::onPathMtuReadable(int fd) {
   const auto now = pmtu::Clock::now();
   pmtu_->onReadable(fd, now);
   pmtu_->poll(now);
-  if (tables) {
-    applyPathMtu(*tables);
+  if (const engine::ForwardingTables* t = dataplane_.tables()) {
+    applyPathMtu(*t);
   }
 }
 

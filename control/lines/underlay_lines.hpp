@@ -1,8 +1,12 @@
 // The underlay lines: whether each is usable, its path MTU (from
 // control/pmtu) and the MSS clamp of the tunnels over them, all pushed into
 // the fast path's live state; and the operator's admin state of each line.
+// On the control loop (attach) it registers its own sources: path MTU
+// discovery's sockets (again whenever it replaces them), the path MTU poll
+// and the line refresh.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "control/core/event_loop.hpp"
 #include "control/daemon/subsystem.hpp"
 #include "control/pmtu/service.hpp"
 #include "control/ports/port_set.hpp"
@@ -30,6 +35,12 @@ class UnderlayLines : public daemon::Subsystem {
  public:
   UnderlayLines(engine::Dataplane& dataplane, const ports::PortSet& ports,
                 config::ConfigPtr config);
+  ~UnderlayLines() override;
+
+  // How often path MTU discovery's timers and probes run, and how often the
+  // line state is taken from its inputs (link state is polled).
+  static constexpr std::chrono::milliseconds kPathMtuPeriod{20};
+  static constexpr std::chrono::milliseconds kRefreshPeriod{100};
 
   void addStateInput(LineStateInput input) { inputs_.push_back(std::move(input)); }
 
@@ -39,10 +50,14 @@ class UnderlayLines : public daemon::Subsystem {
   void beforePublish(const engine::ForwardingTables& tables);
   // Line state from the inputs, path MTU and MSS clamp into the fast path.
   void refresh(const engine::ForwardingTables& tables);
-  // Path MTU discovery's timers and probes, and its changes applied.
-  void poll(const engine::ForwardingTables& tables);
-  std::vector<int> pathMtuFds() const { return pmtu_->fds(); }
-  void onPathMtuReadable(int fd, const engine::ForwardingTables* tables);
+
+  // Registers path MTU discovery's sockets, the path MTU poll and the line
+  // refresh on loop, which must outlive these lines.  Once.
+  void attach(core::EventLoop& loop);
+  // Paused (a reload runs off the loop): the timers stop and the socket
+  // sources are dropped, since the reload may close the sockets; resumed,
+  // the sockets of the day are registered again.  Loop thread only.
+  void setPaused(bool paused);
 
   // `mcgwctl line PEER LINE up|down` (not persisted).  The caller refreshes.
   Result<std::string, std::string> setAdmin(const std::string& peer, const std::string& line,
@@ -65,6 +80,11 @@ class UnderlayLines : public daemon::Subsystem {
   void refreshMss(const engine::ForwardingTables& tables);
   void configurePathMtu(const engine::ForwardingTables& tables);
   void applyPathMtu(const engine::ForwardingTables& tables);
+  // Path MTU discovery's timers and probes, and its changes applied.
+  void pollPathMtu();
+  void onPathMtuReadable(int fd);
+  // One source per path MTU socket, when attached and not paused.
+  void watchPathMtu();
 
   engine::Dataplane& dataplane_;
   const ports::PortSet& ports_;
@@ -75,6 +95,12 @@ class UnderlayLines : public daemon::Subsystem {
   std::map<uint16_t, bool> port_link_;  // DPDK port id -> link up (at refresh)
   std::unique_ptr<pmtu::PathMtuService> pmtu_;
   std::vector<std::string> pmtu_errors_;  // logged once each
+  core::EventLoop* loop_ = nullptr;
+  bool paused_ = false;
+  // After pmtu_: they leave the loop before its sockets close.
+  std::vector<core::Source> pmtu_sources_;
+  core::Source pmtu_timer_;
+  core::Source refresh_timer_;
 };
 
 }  // namespace mcgw::lines

@@ -1,6 +1,8 @@
 // Path MTU discovery for the daemon: the tracker fed by the ICMP listener and
-// the prober.  The daemon polls fds(), calls onReadable() for a readable one
-// and poll() from its tick, and applies takeChanges() to the fast path.
+// the prober.  Its owner (lines::UnderlayLines) watches fds() on the control
+// loop, calls onReadable() for a readable one and poll() from a timer, and
+// applies takeChanges() to the fast path.  configure() is the one call that
+// closes or opens sockets.
 #pragma once
 
 #include <memory>
