@@ -63,9 +63,5 @@ class KernelSides : public daemon::Subsystem {
   unsigned tap_serial_ = 0;
 };
 
-// Keeps the kernel off an af_packet interface's received frames: a clsact
-// qdisc and a one-instruction cls_bpf filter at its tc ingress returning
-// TC_ACT_SHOT.  True when both were installed.
-bool dropKernelIngress(const std::string& ifname);
 
 }  // namespace mcgw::kernel
