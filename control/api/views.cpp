@@ -369,10 +369,12 @@ json tunnelsView(const GatewayState& s) {
 }
 
 // Every candidate route of every source (the RIB); `selected` marks the one
-// in the FIB.
+// in the FIB.  At most kMaxRoutesShown (one answer stays a few MB and the
+// loop is not held for long with a full FRR table); `total` says how many
+// there are.
 json routesView(const GatewayState& s) {
   json out = json::array();
-  for (const auto& r : s.forwarding.routes()) {
+  for (const auto& r : s.forwarding.routes(kMaxRoutesShown)) {
     out.push_back({{"tenant", r.tenant},
                    {"prefix", r.prefix},
                    {"via", r.via},
@@ -380,7 +382,12 @@ json routesView(const GatewayState& s) {
                    {"distance", r.distance},
                    {"selected", r.selected}});
   }
-  return {{"schema", "mcgw.routes/1"}, {"generation", s.forwarding.generation()}, {"routes", out}};
+  const size_t total = s.forwarding.candidateCount();
+  return {{"schema", "mcgw.routes/1"},
+          {"generation", s.forwarding.generation()},
+          {"total", total},
+          {"truncated", total > out.size()},
+          {"routes", out}};
 }
 
 json countersView(const GatewayState& s) {

@@ -37,6 +37,8 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
                                        const std::vector<engine::PortStatus>& ports);
 nlohmann::json statusView(const GatewayState& s, const daemon::DaemonFacts& d);
 nlohmann::json tunnelsView(const GatewayState& s);
+// `show routes` lists at most this many candidate routes (and says so).
+inline constexpr size_t kMaxRoutesShown = 100000;
 nlohmann::json routesView(const GatewayState& s);
 nlohmann::json countersView(const GatewayState& s);
 nlohmann::json neighborsView(const GatewayState& s);

@@ -201,6 +201,10 @@ std::string renderRoutes(json r) {
                   u(x, "distance"), str(x, "via").c_str());
     o << line;
   }
+  if (r.value("truncated", false)) {
+    o << "  (the first " << r["routes"].size() << " of " << u(r, "total")
+      << " routes; mcgwd lists no more)\n";
+  }
   return o.str();
 }
 

@@ -55,8 +55,11 @@ class ForwardingState : public Subsystem {
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
   // Every candidate route of every source (the RIB, `show routes`), how
   // many prefixes the RIBs hold, and the tables' generation.
-  std::vector<engine::RouteView> routes() const { return builder_.routes(); }
+  std::vector<engine::RouteView> routes(size_t limit = SIZE_MAX) const {
+    return builder_.routes(limit);
+  }
   size_t routeCount() const { return builder_.routeCount(); }
+  size_t candidateCount() const { return builder_.candidateCount(); }
   uint64_t generation() const { return tables()->generation; }
 
   // A reload: the new tables over the running and the prepared ports are

@@ -1036,7 +1036,7 @@ std::string viaText(const NextHopTable& table, const Topology& topo, uint32_t in
 
 }  // namespace
 
-std::vector<RouteView> TablesBuilder::routes() const {
+std::vector<RouteView> TablesBuilder::routes(size_t limit) const {
   std::vector<RouteView> out;
   if (!topology_) {
     return out;
@@ -1045,6 +1045,9 @@ std::vector<RouteView> TablesBuilder::routes() const {
     const Tenant& t = *tenants_.at(name);
     for (const auto& [prefix, cs] : t.rib.routes()) {
       for (size_t i = 0; i < cs.size(); ++i) {
+        if (out.size() >= limit) {
+          return out;
+        }
         out.push_back({name, prefix.toString(),
                        viaText(t.rib.nextHops(), *topology_, cs[i].next_hop),
                        toString(cs[i].source), cs[i].distance, i == 0});
@@ -1052,6 +1055,16 @@ std::vector<RouteView> TablesBuilder::routes() const {
     }
   }
   return out;
+}
+
+size_t TablesBuilder::candidateCount() const {
+  size_t n = 0;
+  for (const auto& [name, t] : tenants_) {
+    for (const auto& [prefix, cs] : t->rib.routes()) {
+      n += cs.size();
+    }
+  }
+  return n;
 }
 
 size_t TablesBuilder::routeCount() const {

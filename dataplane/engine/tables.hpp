@@ -324,8 +324,10 @@ class TablesBuilder {
 
   // For `show routes`, status and tests (the writer's side: not while a
   // build runs on another thread).
-  std::vector<RouteView> routes() const;
-  size_t routeCount() const;
+  // At most `limit` candidates, in tenant and prefix order.
+  std::vector<RouteView> routes(size_t limit = SIZE_MAX) const;
+  size_t routeCount() const;      // prefixes
+  size_t candidateCount() const;  // candidates of every source
   const TenantRib* rib(const std::string& tenant) const;
   std::shared_ptr<const TenantFib> fib(const std::string& tenant) const;
   const SlotMap& lineSlots() const { return line_slots_; }

@@ -1679,6 +1679,13 @@ TEST_F(DataplaneRing, KeptRoutesFollowTheirPeerNotItsOldSlot) {
   };
   ASSERT_EQ(viaOf("blue", "10.60.0.0/16"), "peer c");
   ASSERT_TRUE(builder_.fib("blue")->lookup4(dst));
+  // show routes can be cut short (it is, at 100,000 candidates).
+  const auto all = builder_.routes();
+  EXPECT_EQ(builder_.candidateCount(), all.size());
+  ASSERT_GT(all.size(), 2u);
+  const auto first_two = builder_.routes(2);
+  ASSERT_EQ(first_two.size(), 2u);
+  EXPECT_EQ(first_two[1].prefix, all[1].prefix);
   const uint16_t c_blue = builder_.tunnelSlots().slots().at("c/blue");
 
   // Peer c goes: its route leaves the FIB and show routes.
