@@ -37,9 +37,9 @@ Result<bool, std::string> ForwardingState::publish(
 
 Result<bool, std::string> ForwardingState::updateNeighbors(const config::Config& c) {
   auto ports = openPorts();
-  auto lines = builder_.updateNeighbors(
-      engine::TablesInput::fromConfig(c, ports, dataplane_.workers()),
-      [this] { dataplane_.synchronize(); });
+  auto lines =
+      builder_.updateNeighbors(engine::TablesInput::fromConfig(c, ports, dataplane_.workers()),
+                               [this] { dataplane_.synchronize(); });
   if (!lines) {
     return unexpected(lines.error());
   }

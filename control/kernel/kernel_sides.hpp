@@ -63,5 +63,4 @@ class KernelSides : public daemon::Subsystem {
   unsigned tap_serial_ = 0;
 };
 
-
 }  // namespace mcgw::kernel

@@ -3,6 +3,7 @@
 // and shrinking, failed applies, and a reader looking up while the writer
 // changes the routes.
 #include "dataplane/engine/fib.hpp"
+#include "tests/support/eal.hpp"
 
 #include <gtest/gtest.h>
 #include <rte_eal.h>
@@ -19,31 +20,9 @@
 namespace mcgw::engine {
 namespace {
 
-class Eal : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::string prefix = "fibtest" + std::to_string(::getpid());
-    // Large-form copies take 64 MiB each (two per family): room for a few.
-    std::vector<std::string> args{"fib_test",
-                                  "-l",
-                                  "0",
-                                  "--no-huge",
-                                  "--no-shconf",
-                                  "-m",
-                                  "1536",
-                                  "--no-pci",
-                                  "--file-prefix",
-                                  prefix,
-                                  "--log-level=*:error"};
-    std::vector<char*> argv;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-    }
-    ASSERT_GE(rte_eal_init(static_cast<int>(argv.size()), argv.data()), 0);
-  }
-  void TearDown() override { rte_eal_cleanup(); }
-};
-const auto* const kEal = ::testing::AddGlobalTestEnvironment(new Eal);
+// Large-form copies take 64 MiB each (two per family): room for a few.
+const auto* const kEal =
+    ::testing::AddGlobalTestEnvironment(new test::EalEnvironment("fib_test", 1536));
 
 using Change = TenantFib::Change;
 

@@ -17,6 +17,7 @@
 
 #include "control/core/event_loop.hpp"
 #include "dataplane/engine/fib.hpp"
+#include "tests/support/eal.hpp"
 
 namespace mcgw {
 namespace {
@@ -24,31 +25,9 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-class Eal : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::string prefix = "loadtimer" + std::to_string(::getpid());
-    // The FIB's two large copies of 1M routes take about 1.2 GiB.
-    std::vector<std::string> args{"route_load_timer_test",
-                                  "-l",
-                                  "0",
-                                  "--no-huge",
-                                  "--no-shconf",
-                                  "-m",
-                                  "3072",
-                                  "--no-pci",
-                                  "--file-prefix",
-                                  prefix,
-                                  "--log-level=*:error"};
-    std::vector<char*> argv;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-    }
-    ASSERT_GE(rte_eal_init(static_cast<int>(argv.size()), argv.data()), 0);
-  }
-  void TearDown() override { rte_eal_cleanup(); }
-};
-const auto* const kEal = ::testing::AddGlobalTestEnvironment(new Eal);
+// The FIB's two large copies of 1M routes take about 1.2 GiB.
+const auto* const kEal =
+    ::testing::AddGlobalTestEnvironment(new test::EalEnvironment("route_load_timer_test", 3072));
 
 // 1,000,000 distinct IPv4 prefixes of an Internet-like mix, one per /24
 // block from 11.0.0.0 upwards: mostly the /24 itself, some longer (/25-/32
