@@ -198,7 +198,9 @@ std::optional<Candidate> TenantRib::candidate(const config::IpPrefix& prefix,
   return std::nullopt;
 }
 
-std::vector<TenantFib::Change> TenantRib::changes() const {
+// The FIB changes between the best routes before staging and now: forward
+// (to apply what is staged) or back (to undo it once applied).
+std::vector<TenantFib::Change> TenantRib::difference(bool forward) const {
   std::vector<TenantFib::Change> out;
   for (const auto& [prefix, before] : before_) {
     auto it = routes_.find(prefix);
@@ -207,23 +209,18 @@ std::vector<TenantFib::Change> TenantRib::changes() const {
     if (now == was) {
       continue;
     }
-    out.push_back({prefix, now.value_or(0), !now});
+    const auto& to = forward ? now : was;
+    out.push_back({prefix, to.value_or(0), !to});
   }
   return out;
 }
 
+std::vector<TenantFib::Change> TenantRib::changes() const {
+  return difference(true);
+}
+
 std::vector<TenantFib::Change> TenantRib::reverse() const {
-  std::vector<TenantFib::Change> out;
-  for (const auto& [prefix, before] : before_) {
-    auto it = routes_.find(prefix);
-    const auto now = bestOf(it == routes_.end() ? nullptr : &it->second);
-    const auto was = bestOf(&before);
-    if (now == was) {
-      continue;
-    }
-    out.push_back({prefix, was.value_or(0), !was});
-  }
-  return out;
+  return difference(false);
 }
 
 void TenantRib::commit() {

@@ -177,6 +177,7 @@ class TenantRib {
 
  private:
   static std::optional<uint32_t> bestOf(const std::vector<Candidate>* cs);
+  std::vector<TenantFib::Change> difference(bool forward) const;
   std::string name_;
   std::shared_ptr<NextHopTable> next_hops_;
   std::map<config::IpPrefix, std::vector<Candidate>> routes_;
