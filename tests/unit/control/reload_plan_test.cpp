@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "tests/support/config_text.hpp"
 
 namespace mcgw::daemon {
 namespace {
@@ -47,14 +48,7 @@ peers:
 
 // kBase with `from` (which must occur once) replaced by `to`.
 std::string edited(std::string_view from, std::string_view to) {
-  std::string text(kBase);
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from;
-  if (at != std::string::npos) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
+  return test::replacedOnce(kBase, from, to);
 }
 
 config::ConfigPtr load(std::string_view text) {
