@@ -81,6 +81,13 @@ VXLAN_C_MAC = "02:00:00:00:0c:01"
 # this permanent neighbour MAC (mcgw accepts any inner destination MAC).
 VXLAN_C_NEXTHOP_MAC = "02:00:00:00:0c:fe"
 
+# BGP (Options.bgp): the gateways' AS numbers, and the IDC router behind
+# gateway A (Options.idc_router): its LAN address, AS, the range it announces
+# that the plan gives site A, and one the plan gives nobody.
+GWA_ASN, GWB_ASN, IDC_ASN = 65001, 65002, 64512
+IDC_ROUTER = "10.1.0.254"
+IDC_RANGE, IDC_FOREIGN_RANGE = "10.100.0.0/16", "10.200.0.0/16"
+
 ADDRESS_TABLE = """\
 node   iface   peer        IPv4              IPv6               role
 hosta  eth0    gwa lan0    10.1.0.10/24      fd00:a::10/64      host A, default via 10.1.0.1 / fd00:a::1
@@ -287,6 +294,115 @@ def icmp_echo(dst: str, src: str | None = None, count: int = 1, timeout: float =
     return count, rtts, dups
 
 
+
+# A steady UDP probe stream: the sender and the receiver run inside lab
+# namespaces as `/usr/bin/python3 mcgwlab.py probe-send|probe-recv ...`
+# (Lab.probe starts both).  Each datagram carries its sequence number and
+# when it was due (wall clock); the receiver writes one line per arrival.
+
+
+def probe_send(dst: str, port: int, rate: int, seconds: float) -> tuple[int, float, int]:
+    """Send rate x seconds datagrams to dst:port, each at its due time
+    (t0 + i / rate); returns (sent, t0 as wall clock, send errors)."""
+    fam = socket.AF_INET6 if _is_v6(dst) else socket.AF_INET
+    n = int(rate * seconds)
+    errors = 0
+    pad = bytes(48)
+    with socket.socket(fam, socket.SOCK_DGRAM) as s:
+        t0, w0 = time.monotonic(), time.time()
+        for i in range(n):
+            due = t0 + i / rate
+            d = due - time.monotonic()
+            if d > 0:
+                time.sleep(d)
+            try:
+                s.sendto(struct.pack("!Qd", i, w0 + i / rate) + pad, (dst, port))
+            except OSError:
+                errors += 1  # e.g. no route for a moment: that datagram is lost
+    return n, w0, errors
+
+
+def probe_recv(port: int, out: Path, v6: bool) -> None:
+    """Receive probe datagrams until SIGTERM; then write "seq due arrival"
+    lines to `out`."""
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    rec: list[tuple[int, float, float]] = []
+    with socket.socket(fam, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.bind(("::" if v6 else "0.0.0.0", port))
+        print("ready", flush=True)
+        try:
+            while True:
+                data = s.recv(2048)
+                t = time.time()
+                if len(data) >= 16:
+                    seq, due = struct.unpack("!Qd", data[:16])
+                    rec.append((seq, due, t))
+        finally:
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text("".join(f"{q} {d:.6f} {t:.6f}\n" for q, d, t in rec))
+            tmp.replace(out)
+
+
+@dataclass
+class ProbeResult:
+    """What a probe stream measured.  The loss window is the longest run of
+    consecutive lost datagrams, in ms of sending time (datagram count / rate)."""
+    rate: int
+    sent: int
+    received: int  # distinct sequence numbers
+    duplicates: int
+    lost: int
+    window_ms: float  # the longest run of lost datagrams, in ms
+    window_start: float | None  # when the first datagram of that run was due (wall clock)
+    arrival_gap_ms: float  # the longest time between two arrivals
+
+    def __str__(self) -> str:
+        return (f"{self.sent} sent at {self.rate}/s, {self.received} received, {self.lost} lost, "
+                f"loss window {self.window_ms:.0f} ms, longest gap between arrivals "
+                f"{self.arrival_gap_ms:.0f} ms, {self.duplicates} duplicates")
+
+
+class Probe:
+    """A running probe stream (Lab.probe)."""
+
+    def __init__(self, lab: "Lab", name: str, pid: int, rate: int, seconds: float, out: Path):
+        self.lab, self.name, self.pid, self.rate, self.seconds, self.out = lab, name, pid, rate, seconds, out
+
+    def wait(self, settle: float = 0.5) -> ProbeResult:
+        """Wait for the sender to finish, stop the receiver, compute."""
+        lab = self.lab
+        deadline = time.monotonic() + self.seconds + 30
+        while lab._alive(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lab.stop(f"{self.name}-send")
+        m = re.search(r"sent (\d+) start ([\d.]+) errors (\d+)",
+                      (lab.dir / f"{self.name}-send.log").read_text())
+        if not m:
+            raise LabError(f"probe sender: {(lab.dir / f'{self.name}-send.log').read_text()}")
+        sent = int(m.group(1))
+        time.sleep(settle)  # datagrams still in flight
+        lab.stop(f"{self.name}-recv")
+        deadline = time.monotonic() + 5
+        while not self.out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rows = [line.split() for line in self.out.read_text().splitlines() if line.strip()]
+        seqs = sorted({int(r[0]) for r in rows if int(r[0]) < sent})
+        arrivals = sorted(float(r[2]) for r in rows)
+        due = {int(r[0]): float(r[1]) for r in rows}
+        # Runs of missing sequence numbers, the start and end of the stream included.
+        best, start = 0, None
+        prev = -1
+        for q in seqs + [sent]:
+            if q - prev - 1 > best:
+                best = q - prev - 1
+                start = due[prev] + 1 / self.rate if prev >= 0 else float(m.group(2))
+            prev = q
+        agap = max((b - a for a, b in zip(arrivals, arrivals[1:])), default=0.0)
+        return ProbeResult(self.rate, sent, len(seqs), len(rows) - len(set(int(r[0]) for r in rows)),
+                           sent - len(seqs), best * 1000 / self.rate, start, agap * 1000)
+
+
 # --------------------------------------------------------------------------
 # the topology model
 
@@ -342,12 +458,22 @@ class Vxlan:
 
 
 @dataclass
+class Bridge:
+    """A Linux bridge in a node's namespace: a switch joining `members`
+    (interfaces of that node), with the node's own addresses on it."""
+    name: str
+    members: list[str]
+    addrs: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Node:
     name: str
     kind: str  # host | router | gateway
     routes: list[Route] = field(default_factory=list)
     sysctls: dict[str, str] = field(default_factory=dict)
     vxlans: list[Vxlan] = field(default_factory=list)
+    bridges: list[Bridge] = field(default_factory=list)
 
 
 @dataclass
@@ -372,6 +498,7 @@ class Peer:
     encap: str
     lines: list[Line]
     inner_mac: str | None = None
+    asn: int | None = None  # with Options.bgp: one eBGP session per line (None: no BGP, static routes)
 
 
 @dataclass
@@ -382,8 +509,21 @@ class Gateway:
     ports: list[Port]
     tenant: str
     vni: int
-    routes: list[tuple[str, str]]  # (prefix, peer)
+    routes: list[tuple[str, str]]  # (prefix, peer): the static routes
     peers: list[Peer]
+    asn: int | None = None  # with Options.bgp
+    router_id: str | None = None
+    # bgp.neighbors: routers on a LAN port ({"address", "asn", "port", "site"})
+    neighbors: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Vpc:
+    """A VPC of the address plan (`address-plan.clouds[lab].regions[r1].vpcs`)."""
+    name: str
+    prefixes: list[str]
+    site: str
+    tenant: str = "blue"
 
 
 @dataclass
@@ -391,6 +531,7 @@ class Topology:
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     gateways: dict[str, Gateway] = field(default_factory=dict)
+    vpcs: list[Vpc] = field(default_factory=list)  # the address plan (written with Options.bgp)
 
     def node(self, name: str, kind: str = "host", **kw) -> Node:
         n = Node(name, kind, **kw)
@@ -468,6 +609,25 @@ class Options:
     # The gateways' `path-mtu` config section (e.g. {"probe": True,
     # "probe-interval": 2}); None: left out (mcgwd's defaults).
     path_mtu: dict | None = None
+    # BGP through FRR (issue 13), the lab's default: FRR (zebra with the FPM
+    # module, bgpd, bfdd, staticd) runs in each gateway's namespace, started
+    # by the lab before mcgwd, which renders and applies its config.  Gateway
+    # A is AS 65001, B AS 65002; one eBGP session per line A<->B with BFD
+    # (bfd_interval_ms x bfd_multiplier); the configs carry the address plan
+    # (the VPCs of sites A, B and C) and keep as static routes only what BGP
+    # cannot give: site C's VPC (Linux VXLAN, no BGP) and, over an IPv4
+    # underlay, the other gateway's IPv6 VPC (a route's next hop must be a
+    # peer's VTEP, so IPv6 ranges ride IPv6 sessions).  False: static routes
+    # only, no FRR (as before issue 13).
+    bgp: bool = True
+    bfd_interval_ms: int = 100
+    bfd_multiplier: int = 3
+    # An IDC router behind gateway A (needs bgp): namespace `idc` is a switch
+    # (bridge br0) on gateway A's LAN between gwa and hosta, and a router
+    # (10.1.0.254, BIRD 2, AS 64512, eBGP to gwa) for `idchost`
+    # (10.100.0.10/24).  BIRD announces 10.100.0.0/16 (VPC idc-a of site A in
+    # the plan) and 10.200.0.0/16 (in no plan: gateway A refuses it).
+    idc_router: bool = False
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -477,6 +637,10 @@ class Options:
                              ("driver", ("af_xdp", "af_packet"))):
             if getattr(self, key) not in allowed:
                 raise LabError(f"{key} must be one of {', '.join(allowed)}, not {getattr(self, key)!r}")
+        if self.idc_router and not self.bgp:
+            raise LabError("idc_router needs bgp (the IDC router talks BGP to gateway A)")
+        if self.idc_router and (self.static_neighbors or self.kernel_static_neighbors):
+            raise LabError("idc_router: gateway A's LAN is a bridge; static neighbours are not supported with it")
 
     def mbufs_for(self, ports: int) -> int:
         """The af_xdp PMD keeps 2048 mbufs per RX queue in its fill ring
@@ -520,8 +684,21 @@ def standard_topology(o: Options) -> Topology:
     # LANs
     for site, gw, host in (("a", "gwa", "hosta"), ("b", "gwb", "hostb")):
         n = {"a": 1, "b": 2}[site]
-        t.link(host_if(host, [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
-               gw_if(gw, "lan0", [f"10.{n}.0.1/24", f"fd00:{site}::1/64"]), o.lan_mtu)
+        if site == "a" and o.idc_router:
+            # Gateway A's LAN is a switch: bridge br0 in namespace idc joins
+            # gwa's lan0 (idc/lana), hosta (idc/lanh) and the IDC router
+            # itself (br0 carries its LAN address 10.1.0.254).
+            t.node("idc", "router", sysctls=dict(router))
+            t.node("idchost", "host")
+            t.link(Iface("idc", "lana"), gw_if(gw, "lan0", ["10.1.0.1/24", "fd00:a::1/64"]), o.lan_mtu)
+            t.link(host_if(host, ["10.1.0.10/24", "fd00:a::10/64"]), Iface("idc", "lanh"), o.lan_mtu)
+            t.nodes["idc"].bridges.append(Bridge("br0", ["lana", "lanh"], [IDC_ROUTER + "/24", "fd00:a::fe/64"]))
+            t.link(host_if("idchost", ["10.100.0.10/24", "fd00:100::10/64"]),
+                   Iface("idc", "h0", ["10.100.0.1/24", "fd00:100::1/64"]), o.lan_mtu)
+            t.nodes["idchost"].routes += [Route("default", "10.100.0.1"), Route("default", "fd00:100::1")]
+        else:
+            t.link(host_if(host, [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
+                   gw_if(gw, "lan0", [f"10.{n}.0.1/24", f"fd00:{site}::1/64"]), o.lan_mtu)
         t.nodes[host].routes += [Route("default", f"10.{n}.0.1"), Route("default", f"fd00:{site}::1")]
     # Underlay: two lines per gateway, one to site C.
     lines = {("gwa", "wan1"): ("a1", 1), ("gwa", "wan2"): ("a2", 2),
@@ -589,20 +766,40 @@ def standard_topology(o: Options) -> Topology:
                     addr(*_peer_key(t.other_end(gw, wan))))
 
     ports = [Port("lan0", "lan", "lan0"), Port("wan1", "wan", "wan1"), Port("wan2", "wan", "wan2")]
+    # Static routes.  With BGP only what BGP cannot give stays: site C's VPC
+    # (Linux VXLAN, no BGP) and, over an IPv4 underlay, the other gateway's
+    # IPv6 VPC (IPv6 ranges ride IPv6 sessions; over an IPv6 underlay the
+    # sessions carry both families, with extended next hops).
+    b_routes = [("10.2.0.0/16", "site-b"), ("fd00:b::/64", "site-b")]
+    a_routes = [("10.1.0.0/16", "site-a"), ("fd00:a::/64", "site-a")]
+    if o.bgp:
+        b_routes = [] if v6 else [("fd00:b::/64", "site-b")]
+        a_routes = [] if v6 else [("fd00:a::/64", "site-a")]
     t.gateways["gwa"] = Gateway(
         "gwa", "gw-a", "site-a", ports, "blue", o.vni,
-        routes=[("10.2.0.0/16", "site-b"), ("fd00:b::/64", "site-b"),
-                ("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
+        routes=b_routes + [("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
         peers=[Peer("site-b", o.encap, [line("line1", "gwa", "wan1", "gwb", "wan1"),
-                                        line("line2", "gwa", "wan2", "gwb", "wan2")]),
+                                        line("line2", "gwa", "wan2", "gwb", "wan2")],
+                    asn=GWB_ASN if o.bgp else None),
                Peer("site-c", "vxlan", [line("line1", "gwa", "wan1", "sitec", "wan0"),
                                         line("line2", "gwa", "wan2", "sitec", "wan0")],
-                    inner_mac=VXLAN_C_MAC)])
+                    inner_mac=VXLAN_C_MAC)],
+        asn=GWA_ASN if o.bgp else None, router_id="10.255.0.1" if o.bgp else None,
+        neighbors=[{"address": IDC_ROUTER, "asn": IDC_ASN, "port": "lan0", "site": "site-a"}]
+        if o.idc_router else [])
     t.gateways["gwb"] = Gateway(
         "gwb", "gw-b", "site-b", ports, "blue", o.vni,
-        routes=[("10.1.0.0/16", "site-a"), ("fd00:a::/64", "site-a")],
+        routes=a_routes,
         peers=[Peer("site-a", o.encap, [line("line1", "gwb", "wan1", "gwa", "wan1"),
-                                        line("line2", "gwb", "wan2", "gwa", "wan2")])])
+                                        line("line2", "gwb", "wan2", "gwa", "wan2")],
+                    asn=GWA_ASN if o.bgp else None)],
+        asn=GWB_ASN if o.bgp else None, router_id="10.255.0.2" if o.bgp else None)
+    if o.bgp:
+        t.vpcs = [Vpc("vpc-a", ["10.1.0.0/16", "fd00:a::/64"], "site-a"),
+                  Vpc("vpc-b", ["10.2.0.0/16", "fd00:b::/64"], "site-b"),
+                  Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
+        if o.idc_router:
+            t.vpcs.append(Vpc("idc-a", [IDC_RANGE], "site-a"))
     return t
 
 
@@ -786,6 +983,12 @@ class Lab:
                 self.drop_icmp("rtr")
             self._write_configs()
             (self.dir / "topology.txt").write_text(self.describe())
+            # FRR runs before mcgwd, as frr.service does in production: mcgwd
+            # renders its config and applies it with frr-reload.py.
+            for g in self.frr_gateways():
+                self.start_frr(g)
+            if self.options.idc_router:
+                self.start_bird()
             self.state["phase"] = "up"
             self._save()
             if start_gateways:
@@ -828,6 +1031,19 @@ class Lab:
             sh("ip", "-n", ns, "link", "set", i.name, "up")
         for node in t.nodes.values():
             ns = self.ns(node.name)
+            for br in node.bridges:
+                # A plain switch: no STP (the ports forward at once), no
+                # multicast snooping (IPv6 ND must always get through).
+                sh("ip", "-n", ns, "link", "add", br.name, "type", "bridge", "stp_state", "0",
+                   "mcast_snooping", "0")
+                for m in br.members:
+                    sh("ip", "-n", ns, "link", "set", m, "master", br.name)
+                for a in br.addrs:
+                    sh("ip", "-n", ns, "addr", "add", a, "dev", br.name, *(["nodad"] if _is_v6(a) else []))
+                # What the node itself sends through the bridge to a gateway
+                # port carries complete checksums (see standard_topology).
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", br.name, "tx", "off")
+                sh("ip", "-n", ns, "link", "set", br.name, "up")
             for v in node.vxlans:
                 argv = ["ip", "-n", ns, "link", "add", v.name, "address", v.mac, "type", "vxlan",
                         "id", v.vni, "local", v.local, "remote", v.remote, "dstport", v.port,
@@ -954,8 +1170,21 @@ class Lab:
                 if ln.next_hop:
                     d["next-hop"] = ln.next_hop
                 lines.append(d)
-            peers.append({"name": p.name, "encapsulation": p.encap, "lines": lines,
+            peers.append({"name": p.name, "asn": p.asn, "encapsulation": p.encap, "lines": lines,
                           "inner-mac": p.inner_mac})
+        bgp = plan = None
+        if o.bgp and g.asn:
+            confdir, rundir = self.frr_dirs(node)
+            bgp = {"asn": g.asn, "router-id": g.router_id, "timers": {"keepalive": 3, "hold": 9},
+                   "bfd": {"enabled": True, "interval-ms": o.bfd_interval_ms, "multiplier": o.bfd_multiplier},
+                   "graceful-restart": True, "maximum-prefix": 10000,
+                   "neighbors": [dict(n) for n in g.neighbors],
+                   "fpm": {"address": "127.0.0.1", "port": 2620, "stale-time": 120},
+                   "frr": {"config-dir": str(confdir), "run-dir": str(rundir)}}
+        if o.bgp and t.vpcs:
+            plan = {"clouds": [{"name": "lab", "regions": [{"name": "r1", "vpcs": [
+                {"name": v.name, "prefixes": list(v.prefixes), "tenant": v.tenant, "site": v.site}
+                for v in t.vpcs]}]}]}
         return {
             "node": {"name": g.name, "site": g.site,
                      "description": f"mcgwlab {self.prefix.rstrip('-')}: gateway {node}"},
@@ -965,6 +1194,8 @@ class Lab:
             "tenants": [{"name": g.tenant, "vni": g.vni,
                          "routes": [{"prefix": pfx, "peer": peer} for pfx, peer in g.routes]}],
             "peers": peers,
+            "bgp": bgp,
+            "address-plan": plan,
             "api": {"socket": str(self.dir / f"{node}.sock")},
             "path-mtu": dict(o.path_mtu) if o.path_mtu else None,
             "logging": {"level": o.log_level},
@@ -1267,6 +1498,250 @@ class Lab:
         out = sh("ip", "-j", "-n", self.ns(node), *args).stdout
         return json.loads(out) if out.strip() else []
 
+
+    # ---- FRR in the gateways' namespaces (Options.bgp)
+
+    FRR_BIN = Path("/usr/lib/frr")
+    FRR_DAEMONS = ("zebra", "bgpd", "bfdd", "staticd")
+
+    def frr_gateways(self) -> list[str]:
+        """The gateways that run FRR: all of them with Options.bgp."""
+        gws = self.topo.gateways if self.topo else self.state.get("gateways", {})
+        return list(gws) if self.options.bgp else []
+
+    def frr_dirs(self, node: str) -> tuple[Path, Path]:
+        """FRR's config directory (daemons, vtysh.conf, the frr.conf mcgwd
+        writes, the daemons' logs) and run directory (vty sockets, zserv.api,
+        bfdd.sock, pidfiles) of a gateway: `bgp.frr` in its config."""
+        confdir = self.dir / f"{node}-frr"
+        return confdir, confdir / "run"
+
+    def _write_frr_files(self, node: str) -> None:
+        confdir, rundir = self.frr_dirs(node)
+        rundir.mkdir(parents=True, exist_ok=True)
+        # What Debian's frr.service would read from /etc/frr/daemons; the lab
+        # starts the daemons itself (start_frr) with these options.
+        opts = {d: " ".join(map(str, self._frr_argv(node, d)[1:])) for d in self.FRR_DAEMONS}
+        (confdir / "daemons").write_text(
+            f"# FRR daemons of lab gateway {node} (tests/lab/mcgwlab.py starts them with these options)\n"
+            + "".join(f"{d}=yes\n" for d in self.FRR_DAEMONS if d != "zebra")
+            + "vtysh_enable=yes\n"
+            + "".join(f'{d}_options="{opts[d]}"\n' for d in self.FRR_DAEMONS))
+        # frr-reload.py refuses to work without the integrated config.
+        (confdir / "vtysh.conf").write_text("service integrated-vtysh-config\n")
+        (confdir / "empty.conf").write_text("")
+        # The daemons drop root for user frr (as in production): they need to
+        # write here, and to reach the directory through its parents (a test's
+        # mkdtemp directory is 0700).
+        for path in [confdir, rundir, *confdir.iterdir()]:
+            shutil.chown(path, "frr", "frr")
+        for parent in confdir.parents:
+            mode = parent.stat().st_mode
+            if not mode & 0o001:
+                parent.chmod(mode | 0o001)
+
+    def _frr_argv(self, node: str, daemon: str) -> list:
+        confdir, rundir = self.frr_dirs(node)
+        argv = [self.FRR_BIN / daemon, "--vty_socket", rundir, "-z", rundir / "zserv.api",
+                "-i", rundir / f"{daemon}.pid", "-f", confdir / "empty.conf",
+                "--log", f"file:{confdir / (daemon + '.log')}", "-P", "0"]
+        if daemon == "zebra":
+            argv += ["-M", "dplane_fpm_nl"]
+        if daemon == "bfdd":
+            argv += ["--bfdctl", rundir / "bfdd.sock"]
+        return argv
+
+    def frr_pids(self, node: str) -> dict[str, int]:
+        """{daemon: pid} of the FRR daemons of `node` that run."""
+        out = {}
+        for d in self.FRR_DAEMONS:
+            pid = self._pidfile_pid(f"{node}-{d}")
+            if pid and self._alive(pid):
+                out[d] = pid
+        return out
+
+    def start_frr(self, node: str, daemons=None, timeout: float = 20) -> None:
+        """Start FRR's daemons (default all: zebra with dplane_fpm_nl, bgpd,
+        bfdd, staticd) in the gateway's namespace, in the foreground (the
+        lab's pidfiles, `down()` stops them), each with its own vty socket in
+        the run directory and an empty config.  When mcgwd has written
+        frr.conf already, the restarted daemons get it with `vtysh -b` (as
+        frr.service's boot does)."""
+        daemons = list(daemons or self.FRR_DAEMONS)
+        confdir, rundir = self.frr_dirs(node)
+        if not (confdir / "daemons").exists():
+            self._write_frr_files(node)
+        running = self.frr_pids(node)
+        # zebra first: the others connect to its zserv.api.
+        for d in sorted(daemons, key=lambda d: d != "zebra"):
+            if d in running:
+                raise LabError(f"{node}: FRR {d} runs already (pid {running[d]})")
+            if d == "zebra":
+                (rundir / "zserv.api").unlink(missing_ok=True)
+            (rundir / f"{d}.vty").unlink(missing_ok=True)
+            out = confdir / f"{d}.out"
+            pid = self._spawn(f"{node}-{d}", node, self._frr_argv(node, d), out)
+            deadline = time.monotonic() + timeout
+            want = [rundir / f"{d}.vty"] + ([rundir / "zserv.api"] if d == "zebra" else [])
+            while not all(w.exists() for w in want):
+                if not self._alive(pid):
+                    raise LabError(f"{node}: FRR {d} exited: {_tail(out)}\n{_tail(confdir / (d + '.log'))}")
+                if time.monotonic() > deadline:
+                    raise LabError(f"{node}: FRR {d} made no {want} within {timeout} s: "
+                                   f"{_tail(confdir / (d + '.log'))}")
+                time.sleep(0.05)
+        if (confdir / "frr.conf").exists():
+            r = self.run(node, "vtysh", "--vty_socket", rundir, "--config_dir", confdir, "-b",
+                         *(a for d in daemons for a in ("-d", d)), check=False)
+            if r.returncode != 0:
+                raise LabError(f"{node}: vtysh -b (frr.conf into {daemons}): {r.stdout}{r.stderr}")
+
+    def stop_frr(self, node: str, daemons=None, kill: bool = False, timeout: float = 10) -> None:
+        """Stop FRR's daemons of the gateway (default all): SIGTERM, or SIGKILL
+        with kill=True (a crash: nothing cleaned up, zebra's routes stay)."""
+        for d in daemons or self.FRR_DAEMONS:
+            pid = self._pidfile_pid(f"{node}-{d}")
+            if pid is None or not self._alive(pid):
+                continue
+            if kill:
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 5
+                while self._alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                (self.dir / "run" / f"{node}-{d}.pid").unlink(missing_ok=True)
+                self._children.pop(pid, None)
+            else:
+                self._stop_process(f"{node}-{d}", pid, timeout)
+
+    def vtysh(self, node: str, command: str, check: bool = True):
+        """A vtysh command against the gateway's FRR; parsed when it is a
+        `... json` command (None when FRR printed nothing), else the text."""
+        confdir, rundir = self.frr_dirs(node)
+        r = self.run(node, "vtysh", "--vty_socket", rundir, "--config_dir", confdir, "-c", command,
+                     check=check, timeout=30)
+        if command.rstrip().endswith("json"):
+            return json.loads(r.stdout) if r.stdout.strip() else None
+        return r.stdout
+
+    def bgp_states(self, node: str) -> dict[str, str]:
+        """{neighbour address: BGP state} from FRR's `show bgp neighbors json`."""
+        d = self.vtysh(node, "show bgp neighbors json", check=False) or {}
+        return {addr: n.get("bgpState", "?") for addr, n in d.items() if isinstance(n, dict)}
+
+    def wait_bgp(self, node: str, timeout: float = 60, count: int | None = None) -> dict[str, str]:
+        """Wait until FRR of `node` has BGP neighbours (`count` of them when
+        given) and every one is Established; returns their states."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.bgp_states(node)
+            if st and all(v == "Established" for v in st.values()) and (count is None or len(st) == count):
+                return st
+            if time.monotonic() > deadline:
+                raise LabError(f"{node}: BGP sessions not all Established after {timeout} s: {st}")
+            time.sleep(0.25)
+
+    # ---- the IDC router (Options.idc_router): BIRD 2 in namespace idc
+
+    def bird_paths(self) -> dict[str, Path]:
+        return {"conf": self.dir / "idc-bird.conf", "sock": self.dir / "run" / "idc-bird.ctl",
+                "pid": self.dir / "run" / "idc-bird.bird-pid", "log": self.dir / "idc-bird.log"}
+
+    def bird_config(self) -> str:
+        gwa = _ip(self.topo.iface("gwa", "lan0").addrs[0])
+        i = self.options.bfd_interval_ms
+        return f"""# BIRD 2 as the IDC router behind gateway A (tests/lab/mcgwlab.py, Options.idc_router)
+log "{self.bird_paths()['log']}" all;
+router id {IDC_ROUTER};
+protocol device {{ scan time 10; }}
+# The IDC's ranges, announced to gateway A: {IDC_RANGE} is in the address plan
+# (VPC idc-a of site A), {IDC_FOREIGN_RANGE} is in no plan (gateway A refuses it).
+# The hosts live in the connected {IDC_RANGE[:-4]}0/24 (idchost).
+protocol static idc {{
+  ipv4;
+  route {IDC_RANGE} blackhole;
+  route {IDC_FOREIGN_RANGE} blackhole;
+}}
+# What gateway A announces goes into the IDC router's kernel, so that the
+# IDC's hosts are answered through gateway A.
+protocol kernel {{
+  ipv4 {{ import none; export where source = RTS_BGP; }};
+}}
+protocol bfd {{
+  interface "br0" {{ min rx interval {i} ms; min tx interval {i} ms; multiplier {self.options.bfd_multiplier}; }};
+}}
+protocol bgp gwa {{
+  local {IDC_ROUTER} as {IDC_ASN};
+  neighbor {gwa} as {GWA_ASN};
+  hold time 9;
+  keepalive time 3;
+  bfd on;
+  ipv4 {{ import all; export where proto = "idc"; }};
+}}
+"""
+
+    def start_bird(self, timeout: float = 20) -> int:
+        """BIRD in namespace idc (foreground; `down()` stops it)."""
+        p = self.bird_paths()
+        p["conf"].write_text(self.bird_config())
+        p["log"].write_text("")
+        out = self.dir / "idc-bird.out"
+        pid = self._spawn("idc-bird", "idc", ["bird", "-f", "-c", p["conf"], "-s", p["sock"], "-P", p["pid"]],
+                          out)
+        deadline = time.monotonic() + timeout
+        while self.run("idc", "birdc", "-s", p["sock"], "show", "status", check=False).returncode != 0:
+            if not self._alive(pid):
+                raise LabError(f"BIRD exited: {_tail(out)}\n{_tail(p['log'])}")
+            if time.monotonic() > deadline:
+                raise LabError(f"BIRD does not answer on {p['sock']}: {_tail(p['log'])}")
+            time.sleep(0.1)
+        return pid
+
+    def birdc(self, *command: str) -> str:
+        """A birdc command against the IDC router's BIRD; its output."""
+        return self.run("idc", "birdc", "-s", self.bird_paths()["sock"], *command).stdout
+
+    # ---- a line cut silently: nft drops everything, the links stay up
+
+    NFT_CUT_TABLE = "mcgwlab_cut"
+
+    def cut(self, node: str, ifaces, on: bool = True) -> None:
+        """nft (netdev ingress) in `node` drops every frame that arrives on
+        each of `ifaces` (ARP included) while their links stay up; on=False
+        removes the rule.  The router's a1 and b1: line 1 silently dead both
+        ways (what the gateways send into it never leaves the router)."""
+        ns = self.ns(node)
+        sh("ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", self.NFT_CUT_TABLE, check=False)
+        if not on:
+            return
+        chains = "".join(f'  chain in_{i} {{ type filter hook ingress device "{i}" priority -500; '
+                         f"policy accept; counter drop; }}\n" for i in ifaces)
+        sh("ip", "netns", "exec", ns, "nft", "-f", "-", input=f"table netdev {self.NFT_CUT_TABLE} {{\n{chains}}}\n")
+
+    # ---- a steady UDP probe stream (loss windows)
+
+    def probe(self, sender: str, receiver: str, dst: str | None = None, port: int = 9999,
+              rate: int = 1000, seconds: float = 10.0) -> "Probe":
+        """Start a UDP probe stream of `rate` packets/s for `seconds` from
+        `sender` to `receiver` (address `dst`, default its first IPv4
+        address); each datagram carries a sequence number, the receiver
+        records when each arrived.  Probe.wait() returns the result."""
+        dst = dst or self.address(receiver, _is_v6(dst or ""))
+        self._probe_n = getattr(self, "_probe_n", 0) + 1
+        name = f"probe{self._probe_n}"
+        out = self.dir / f"{name}.arrivals"
+        me = Path(__file__).resolve()
+        self.start(f"{name}-recv", receiver, "/usr/bin/python3", me, "probe-recv", "--port", port,
+                   "--out", out, *(["-6"] if _is_v6(dst) else []))
+        log = self.dir / f"{name}-recv.log"
+        deadline = time.monotonic() + 10
+        while "ready" not in log.read_text():
+            if time.monotonic() > deadline:
+                raise LabError(f"probe receiver in {receiver} did not start: {log.read_text()}")
+            time.sleep(0.02)
+        pid = self.start(f"{name}-send", sender, "/usr/bin/python3", me, "probe-send", dst, "--port", port,
+                         "--rate", rate, "--seconds", seconds)
+        return Probe(self, name, pid, rate, seconds, out)
+
     # ---- down
 
     def down(self, remove_dir: bool = False) -> None:
@@ -1351,7 +1826,8 @@ def _options_from(args) -> Options:
                    kernel_addrs={"auto": None, "yes": True, "no": False}[args.kernel_addrs],
                    vni=args.vni, log_level=args.log_level, host_mtu=args.host_mtu,
                    rtr_mtu=dict(_kv(x, int) for x in args.rtr_mtu), rtr_drop_icmp=args.drop_icmp,
-                   path_mtu=dict(_kv(x, _yaml_value) for x in args.path_mtu) or None)
+                   path_mtu=dict(_kv(x, _yaml_value) for x in args.path_mtu) or None,
+                   bgp=args.bgp, idc_router=args.idc_router)
 
 
 def _kv(text: str, conv) -> tuple[str, object]:
@@ -1433,6 +1909,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--kernel-addrs", choices=["auto", "yes", "no"], default="auto",
                        help="gateway addresses on the kernel interfaces too (auto: af_xdp only)")
         p.add_argument("--vni", type=int, default=1000)
+        p.add_argument("--bgp", action=argparse.BooleanOptionalAction, default=Options.bgp,
+                       help="FRR in the gateways, routes A<->B by BGP (default); --no-bgp: static routes only")
+        p.add_argument("--idc-router", action="store_true",
+                       help="an IDC router (BIRD 2, namespace idc, with idchost) on gateway A's LAN")
         p.add_argument("--log-level", default="info")
         p.add_argument("--build-dir", help="where mcgwd/mcgwctl are (env MCGW_BUILD_DIR)")
 
@@ -1474,6 +1954,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-n", "--bytes", default="10M", help="bytes to transfer, K/M/G suffixes (default 10M)")
     p.add_argument("-t", "--time", type=float, help="transfer for this many seconds instead")
     p.add_argument("--json", action="store_true", help="print iperf3's JSON document")
+    p = sub.add_parser("vtysh", help="a vtysh command against a gateway's FRR: vtysh NODE 'show bgp summary'")
+    p.add_argument("node")
+    p.add_argument("command", nargs="+")
+    p = sub.add_parser("birdc", help="a birdc command against the IDC router's BIRD: birdc show route")
+    p.add_argument("command", nargs="+")
+    p = sub.add_parser("frr", help="start|stop a gateway's FRR daemons: frr stop gwa [zebra bgpd]")
+    p.add_argument("action", choices=["start", "stop", "kill"])
+    p.add_argument("node")
+    p.add_argument("daemons", nargs="*")
+    p = sub.add_parser("probe-send", help=argparse.SUPPRESS)  # runs inside a namespace
+    p.add_argument("dst")
+    p.add_argument("--port", type=int, default=9999)
+    p.add_argument("--rate", type=int, default=1000)
+    p.add_argument("--seconds", type=float, default=10)
+    p = sub.add_parser("probe-recv", help=argparse.SUPPRESS)  # runs inside a namespace
+    p.add_argument("--port", type=int, default=9999)
+    p.add_argument("--out", required=True)
+    p.add_argument("-6", dest="v6", action="store_true")
     p = sub.add_parser("icmp-echo", help=argparse.SUPPRESS)  # runs inside a namespace
     p.add_argument("dst")
     p.add_argument("--from", dest="src")
@@ -1495,6 +1993,13 @@ def main(argv: list[str] | None = None) -> int:
                                          df=args.df, tos=args.tos)
             print(len(rtts), sent, dups, " ".join(f"{r:.3f}" for r in rtts))
             return 0 if rtts else 1
+        if args.cmd == "probe-send":
+            n, w0, errors = probe_send(args.dst, args.port, args.rate, args.seconds)
+            print(f"sent {n} start {w0:.6f} errors {errors}", flush=True)
+            return 0
+        if args.cmd == "probe-recv":
+            probe_recv(args.port, Path(args.out), args.v6)
+            return 0
         if args.cmd == "table":
             print(ADDRESS_TABLE, end="")
             return 0
@@ -1523,6 +2028,20 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "status":
             return _print_status(lab, args.json)
+        if args.cmd == "vtysh":
+            out = lab.vtysh(args.node, " ".join(args.command))
+            print(json.dumps(out, indent=2) if not isinstance(out, str) else out, end="" if isinstance(out, str) else "\n")
+            return 0
+        if args.cmd == "birdc":
+            print(lab.birdc(*args.command), end="")
+            return 0
+        if args.cmd == "frr":
+            if args.action == "start":
+                lab.start_frr(args.node, args.daemons or None)
+            else:
+                lab.stop_frr(args.node, args.daemons or None, kill=args.action == "kill")
+            print(json.dumps(lab.frr_pids(args.node)))
+            return 0
         if args.cmd == "exec":
             cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
             if not cmd:
