@@ -3,7 +3,11 @@
 # traffic through it.  The lab is three sites in network namespaces: host A
 # behind gateway A, host B behind gateway B (both gateways run mcgwd; two
 # underlay lines each, through one underlay router), and site C, a Linux VXLAN
-# VTEP with host C behind it.  Then: ping and a 10 MiB TCP transfer (iperf3)
+# VTEP with host C behind it.  The gateways route A<->B by BGP: FRR runs in
+# each gateway's namespace (mcgwd renders and applies its config, and is its
+# forwarding plane over FPM), one eBGP session with BFD per line; only site
+# C's VPC (Linux VXLAN, no BGP) keeps static routes.  The script waits until
+# every session is Established.  Then: ping and a 10 MiB TCP transfer (iperf3)
 # between host A and host B and between host A and host C, and `mcgwctl
 # status` of both gateways.  Nothing is created in the root namespace
 # (tests/lab/mcgwlab.py builds the lab; docs/operations.md shows around it).
@@ -14,7 +18,8 @@
 #   --no-install / --no-build  skip those steps
 #   --encap vxlan|geneve, --underlay ipv4|ipv6, --driver af_xdp|af_packet,
 #   --host-mtu N, --static-neighbors, --kernel-static-neighbors,
-#   --rtr-mtu IF=MTU, --drop-icmp, --path-mtu KEY=VALUE
+#   --rtr-mtu IF=MTU, --drop-icmp, --path-mtu KEY=VALUE,
+#   --no-bgp (static routes, no FRR), --idc-router (BIRD behind gateway A)
 #                              passed on to `mcgwlab.py up`
 #
 # Exit status: 0 when every ping and transfer went through and both gateways
@@ -39,8 +44,9 @@ while [ $# -gt 0 ]; do
     --encap|--underlay|--driver|--vni|--log-level|--kernel-addrs|--host-mtu|--rtr-mtu|--path-mtu)
       [ $# -ge 2 ] || { echo "lab.sh: $1 needs a value" >&2; exit 2; }
       up_args+=("$1" "$2"); shift ;;
-    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors|--drop-icmp) up_args+=("$1") ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors|--drop-icmp|--bgp|--no-bgp|--idc-router)
+      up_args+=("$1") ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "lab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -83,6 +89,9 @@ mv "$dir.up.log" "$dir/up.log"
 cat "$dir/topology.txt"
 
 rc=0
+step "BGP: every session Established (FRR in gwa and gwb; mcgwlab.py wait-bgp)"
+"${lab[@]}" wait-bgp --timeout 60 || rc=1
+
 step "traffic: host A 10.1.0.10 (site A) <-> host B 10.2.0.10 (site B, through both mcgwd) and host C 10.3.0.10 (site C, Linux VXLAN)"
 for dst in 10.2.0.10 fd00:b::10 10.3.0.10 fd00:c::10; do
   "${lab[@]}" ping hosta "$dst" -c 3 -W 2 || rc=1
@@ -121,6 +130,7 @@ The lab is running (docs/operations.md, "The lab", shows around).  Try:
   ${lab[*]} ping hosta 10.2.0.10 -Q 0xb8
   ${lab[*]} iperf hosta hostb -6 -n 100M
   ${lab[*]} exec rtr -- tcpdump -ni a1 udp port 4789
+  ${lab[*]} vtysh gwa show bgp summary      (FRR; also: $mcgwctl --socket $dir/gwa.sock show routes --source frr)
   ip -n ${prefix}rtr link set a1 down; ip -n ${prefix}rtr link set b1 down     (cut line 1: the tunnel moves to line 2)
 Tear it down with:  $env$0 --down
 EOF

@@ -1957,6 +1957,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("vtysh", help="a vtysh command against a gateway's FRR: vtysh NODE 'show bgp summary'")
     p.add_argument("node")
     p.add_argument("command", nargs="+")
+    p = sub.add_parser("wait-bgp", help="wait until every gateway's BGP sessions are Established")
+    p.add_argument("--timeout", type=float, default=60)
     p = sub.add_parser("birdc", help="a birdc command against the IDC router's BIRD: birdc show route")
     p.add_argument("command", nargs="+")
     p = sub.add_parser("frr", help="start|stop a gateway's FRR daemons: frr stop gwa [zebra bgpd]")
@@ -2034,6 +2036,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.cmd == "birdc":
             print(lab.birdc(*args.command), end="")
+            return 0
+        if args.cmd == "wait-bgp":
+            if not lab.options.bgp:
+                print("mcgwlab: this lab runs without BGP (--no-bgp)")
+                return 0
+            t0 = time.monotonic()
+            for g in lab.frr_gateways():
+                st = lab.wait_bgp(g, timeout=max(1.0, args.timeout - (time.monotonic() - t0)))
+                print(f"{g}: BGP sessions Established: {' '.join(sorted(st))}")
             return 0
         if args.cmd == "frr":
             if args.action == "start":
