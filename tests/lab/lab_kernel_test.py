@@ -64,7 +64,8 @@ sendp([Ether(dst=dmac) / outer / tun / inner] * n, iface=iface)
 
 
 def variant(tmp: Path, driver: str, encap: str, underlay: str) -> None:
-    o = mcgwlab.Options(driver=driver, encap=encap, underlay=underlay)
+    # No FRR: the test's own listener (socat) takes TCP 179, where bgpd would listen.
+    o = mcgwlab.Options(driver=driver, encap=encap, underlay=underlay, bgp=False)
     prefix = f"mcgwlab-{secrets.token_hex(3)}-"
     lab = mcgwlab.Lab(prefix=prefix, workdir=tmp / prefix.rstrip("-"), options=o, build_dir=BUILD)
     name = f"{driver}/{encap}/{underlay}"
