@@ -994,6 +994,10 @@ class Lab:
             if start_gateways:
                 for g in self.topo.gateways:
                     self.start_gateway(g)
+                # With BGP the routes come once the sessions are up: traffic
+                # right after up() must find them (see wait_routes).
+                for g in self.frr_gateways():
+                    self.wait_routes(g)
         except BaseException:
             try:
                 self.down()
@@ -1639,6 +1643,41 @@ class Lab:
             if time.monotonic() > deadline:
                 raise LabError(f"{node}: BGP sessions not all Established after {timeout} s: {st}")
             time.sleep(0.25)
+
+    def wait_routes(self, node: str, timeout: float = 60) -> None:
+        """Wait until the gateway's BGP sessions are Established and mcgwd
+        has every VPC range of the other sites that BGP carries in its fast
+        path (`mcgwctl show routes --source frr --json`)."""
+        self.wait_bgp(node, timeout)
+        want = set(self.bgp_prefixes(node))
+        deadline = time.monotonic() + timeout
+        while True:
+            have = {r.get("prefix") for r in self.frr_routes(node)}
+            if want <= have:
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"{node}: mcgwd has not all BGP routes after {timeout} s: missing "
+                               f"{sorted(want - have)}")
+            time.sleep(0.25)
+
+    def bgp_prefixes(self, node: str) -> list[str]:
+        """The VPC ranges of the A-B peer that `node` should learn by BGP."""
+        t = self.topo or standard_topology(self.options)
+        g = t.gateways[node]
+        v6 = self.options.underlay == "ipv6"
+        mine = g.site
+        peers = {p.name for p in g.peers if p.asn}
+        return [pfx for v in t.vpcs if v.site in peers and v.site != mine
+                for pfx in v.prefixes if v6 or not _is_v6(pfx)]
+
+    def frr_routes(self, node: str) -> list[dict]:
+        """mcgwd's fast-path routes from FRR (`mcgwctl show routes --source frr --json`)."""
+        r = self.ctl(node, "show", "routes", "--source", "frr", "--json")
+        if r.returncode != 0:
+            raise LabError(f"{node}: mcgwctl show routes --source frr --json: exit {r.returncode}: "
+                           f"{r.stderr or r.stdout}")
+        doc = json.loads(r.stdout)
+        return doc.get("routes", []) if isinstance(doc, dict) else doc
 
     # ---- the IDC router (Options.idc_router): BIRD 2 in namespace idc
 
