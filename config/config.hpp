@@ -98,6 +98,9 @@ struct LineConfig {
   uint8_t outer_ttl = 64;
   // The underlay next hop when the remote VTEP is not on the port's subnet.
   std::optional<IpAddress> next_hop;
+  // Overrides of bgp.bfd for this line's BGP session.
+  std::optional<uint16_t> bfd_interval_ms;
+  std::optional<uint8_t> bfd_multiplier;
   bool operator==(const LineConfig&) const = default;
 };
 
@@ -119,8 +122,15 @@ struct PeerConfig {
 struct BgpNeighbor {
   IpAddress address;
   uint32_t asn = 0;
-  std::string port;
+  std::string port;  // a LAN port
+  // The site whose plan ranges the neighbour may announce (node.site when
+  // the file does not say).
+  std::string site;
   bool bfd = true;
+  // Overrides of bgp.bfd and bgp.maximum-prefix for this neighbour.
+  std::optional<uint16_t> bfd_interval_ms;
+  std::optional<uint8_t> bfd_multiplier;
+  std::optional<uint32_t> maximum_prefix;
   bool operator==(const BgpNeighbor&) const = default;
 };
 
@@ -133,9 +143,16 @@ struct BgpConfig {
   bool bfd_enabled = true;
   uint16_t bfd_interval_ms = 0;
   uint8_t bfd_multiplier = 0;
+  uint32_t maximum_prefix = 0;  // per session, unless a neighbour overrides it
+  bool graceful_restart = true;
   std::vector<BgpNeighbor> neighbors;
   IpAddress fpm_address;
   uint16_t fpm_port = 0;
+  // Routes outlive a dropped FPM connection by this long; those zebra has
+  // not sent again by then are swept.
+  uint32_t fpm_stale_time_s = 0;
+  std::string frr_config_dir;  // where frr.conf is written
+  std::string frr_run_dir;     // FRR's vty sockets and bfdd.sock
   bool operator==(const BgpConfig&) const = default;
 };
 

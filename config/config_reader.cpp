@@ -169,9 +169,17 @@ Config buildConfig(lyd_node* tree) {
                     R::addr(R::str(l, "remote-vtep")),
                     R::num<uint16_t>(l, "mtu", port_mtu),
                     R::num<uint8_t>(l, "outer-ttl"),
+                    std::nullopt,
+                    std::nullopt,
                     std::nullopt};
       if (auto nh = R::str(l, "next-hop"); !nh.empty()) {
         lc.next_hop = R::addr(nh);
+      }
+      if (R::child(l, "bfd-interval-ms")) {
+        lc.bfd_interval_ms = R::num<uint16_t>(l, "bfd-interval-ms");
+      }
+      if (R::child(l, "bfd-multiplier")) {
+        lc.bfd_multiplier = R::num<uint8_t>(l, "bfd-multiplier");
       }
       pc.lines.push_back(std::move(lc));
     }
@@ -190,13 +198,35 @@ Config buildConfig(lyd_node* tree) {
     c.bgp.bfd_enabled = R::flag(bfd, "enabled", true);
     c.bgp.bfd_interval_ms = R::num<uint16_t>(bfd, "interval-ms");
     c.bgp.bfd_multiplier = R::num<uint8_t>(bfd, "multiplier");
+    c.bgp.maximum_prefix = R::num<uint32_t>(b, "maximum-prefix");
+    c.bgp.graceful_restart = R::flag(b, "graceful-restart", true);
     for (lyd_node* n : R::children(R::child(b, "neighbors"), "neighbor")) {
-      c.bgp.neighbors.push_back({R::addr(R::str(n, "address")), R::num<uint32_t>(n, "asn"),
-                                 R::str(n, "port"), R::flag(n, "bfd", true)});
+      BgpNeighbor bn;
+      bn.address = R::addr(R::str(n, "address"));
+      bn.asn = R::num<uint32_t>(n, "asn");
+      bn.port = R::str(n, "port");
+      // A neighbour on this site's LAN announces this site's ranges unless
+      // it is said to stand for another site.
+      bn.site = R::str(n, "site", c.node.site);
+      bn.bfd = R::flag(n, "bfd", true);
+      if (R::child(n, "bfd-interval-ms")) {
+        bn.bfd_interval_ms = R::num<uint16_t>(n, "bfd-interval-ms");
+      }
+      if (R::child(n, "bfd-multiplier")) {
+        bn.bfd_multiplier = R::num<uint8_t>(n, "bfd-multiplier");
+      }
+      if (R::child(n, "maximum-prefix")) {
+        bn.maximum_prefix = R::num<uint32_t>(n, "maximum-prefix");
+      }
+      c.bgp.neighbors.push_back(std::move(bn));
     }
     lyd_node* fpm = R::child(b, "fpm");
     c.bgp.fpm_address = R::addr(R::str(fpm, "address"));
     c.bgp.fpm_port = R::num<uint16_t>(fpm, "port");
+    c.bgp.fpm_stale_time_s = R::num<uint32_t>(fpm, "stale-time");
+    lyd_node* frr = R::child(b, "frr");
+    c.bgp.frr_config_dir = R::str(frr, "config-dir", "/etc/frr");
+    c.bgp.frr_run_dir = R::str(frr, "run-dir", "/var/run/frr");
   }
 
   for (lyd_node* g : R::children(r.top("vrrp"), "group")) {

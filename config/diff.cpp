@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 
 namespace mcgw::config {
 
@@ -117,6 +118,27 @@ std::string peerDetail(const PeerConfig& a, const PeerConfig& b) {
   return d;
 }
 
+std::string bgpDetail(const BgpConfig& a, const BgpConfig& b) {
+  std::string d;
+  field(d, "enabled", a.enabled, b.enabled);
+  field(d, "asn", a.asn, b.asn);
+  field(d, "router-id", a.router_id, b.router_id);
+  field(d, "keepalive", a.keepalive_s, b.keepalive_s);
+  field(d, "hold", a.hold_s, b.hold_s);
+  field(d, "bfd.enabled", a.bfd_enabled, b.bfd_enabled);
+  field(d, "bfd.interval-ms", a.bfd_interval_ms, b.bfd_interval_ms);
+  field(d, "bfd.multiplier", a.bfd_multiplier, b.bfd_multiplier);
+  field(d, "maximum-prefix", a.maximum_prefix, b.maximum_prefix);
+  field(d, "graceful-restart", a.graceful_restart, b.graceful_restart);
+  field(d, "neighbors", a.neighbors, b.neighbors);
+  field(d, "fpm", std::make_pair(a.fpm_address, a.fpm_port),
+        std::make_pair(b.fpm_address, b.fpm_port));
+  field(d, "fpm.stale-time", a.fpm_stale_time_s, b.fpm_stale_time_s);
+  textField(d, "frr.config-dir", a.frr_config_dir, b.frr_config_dir);
+  textField(d, "frr.run-dir", a.frr_run_dir, b.frr_run_dir);
+  return d;
+}
+
 }  // namespace
 
 std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
@@ -149,8 +171,10 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
       tenantDetail);
   diffKeyed(
       out, "peer", a.peers, b.peers, [](const PeerConfig& p) { return p.name; }, peerDetail);
+  // FRR applies BGP changes in place (frr-reload.py): none needs a restart
+  // of mcgwd, not even the FPM address or FRR's directories.
   if (!(a.bgp == b.bgp)) {
-    out.push_back({"bgp", "", Kind::kChanged, "", false});
+    out.push_back({"bgp", "", Kind::kChanged, bgpDetail(a.bgp, b.bgp), false});
   }
   diffKeyed(
       out, "vrrp group", a.vrrp_groups, b.vrrp_groups,

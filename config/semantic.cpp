@@ -398,6 +398,65 @@ class Checker {
                                          " s must be at least 3 × keepalive (" +
                                          std::to_string(3 * c_.bgp.keepalive_s) + " s)");
     }
+    const std::string asn = std::to_string(c_.bgp.asn);
+    // Every line is a BGP session to the peer's VTEP on it; FRR knows a
+    // neighbour by its address alone.
+    std::map<IpAddress, std::string> sessions;
+    for (const auto& p : c_.peers) {
+      std::string path = "/mcgw:peers/peer" + keyPredicate("name", p.name);
+      if (!p.asn) {
+        error(path, "peer " + q(p.name) +
+                        " needs an 'asn': with bgp configured, mcgwd runs a BGP session to the "
+                        "peer over each of its lines");
+      } else if (*p.asn == c_.bgp.asn) {
+        error(path + "/asn", "peer " + q(p.name) + " has this site's own AS number " + asn +
+                                 " (bgp.asn); sessions to peer sites are eBGP and need the "
+                                 "peer's own AS number");
+      }
+      for (const auto& l : p.lines) {
+        std::string lpath = path + "/lines/line" + keyPredicate("name", l.name) + "/remote-vtep";
+        if (auto [it, fresh] = sessions.emplace(l.remote_vtep, p.name + "/" + l.name); !fresh) {
+          error(lpath, "remote-vtep " + l.remote_vtep.toString() + " is also used by line " +
+                           q(it->second) +
+                           "; with bgp each line is a BGP session to its remote-vtep, so each "
+                           "needs its own");
+        }
+      }
+    }
+    for (const auto& n : c_.bgp.neighbors) {
+      std::string path =
+          "/mcgw:bgp/neighbors/neighbor" + keyPredicate("address", n.address.toString());
+      if (n.asn == c_.bgp.asn) {
+        error(path + "/asn", "neighbor " + n.address.toString() +
+                                 " has this site's own AS number " + asn +
+                                 " (bgp.asn); mcgw runs eBGP only: give the neighbour's own AS "
+                                 "number");
+      }
+      if (auto it = sessions.find(n.address); it != sessions.end()) {
+        error(path + "/address", "neighbor " + n.address.toString() +
+                                     " is also the remote-vtep of line " + q(it->second) +
+                                     "; FRR keeps one session per address");
+      }
+      const PortConfig* port = c_.findPort(n.port);
+      if (!port) {
+        continue;  // the model has said so
+      }
+      if (port->role != PortRole::kLan) {
+        error(path + "/port", "neighbor " + n.address.toString() + " uses port " + q(n.port) +
+                                  " whose role is wan; extra neighbours are routers on a lan "
+                                  "port (peer sites are reached through peers[].lines)");
+        continue;
+      }
+      bool own = std::any_of(port->addresses.begin(), port->addresses.end(),
+                             [&](const InterfaceAddress& a) { return a.address == n.address; });
+      if (own) {
+        error(path + "/address", "neighbor " + n.address.toString() +
+                                     " is this gateway's own address on port " + q(n.port));
+      } else if (!onSubnet(*port, n.address)) {
+        error(path + "/address", "neighbor " + n.address.toString() +
+                                     " is not on a subnet of port " + q(n.port) + subnetsOf(*port));
+      }
+    }
   }
 
   void vrrp() {

@@ -46,7 +46,7 @@ tenants:
     vni: 1002
 peers:
   - name: site-b
-    encapsulation: vxlan
+    asn: 65002
     line-mode: active-backup
     tenants: [blue]
     lines:
@@ -85,7 +85,7 @@ logging:
 // Lines of kBase:  2 node.name   6 eal.workers   7 eal.hugepages   8 eal.memory-mb
 // 10 port lan0  11 role  12 vdev  13 mtu  14 addresses  15 tenant  16 port wan0
 // 18 vdev  19 addresses  22 tenant blue vni  24 route prefix  25 route peer
-// 26 tenant red  27 vni  30 encapsulation  31 line-mode  32 peer tenants  34 line line1
+// 26 tenant red  27 vni  30 asn  31 line-mode  32 peer tenants  34 line line1
 // 35 port  36 local-vtep  37 remote-vtep  43 hold  46 vrrp port  47 priority
 // 56 vpc-a prefixes  58 vpc-b prefixes  59 mapped-ranges  62 mapped  63 logging  64 level
 
@@ -124,6 +124,14 @@ std::string describe(const ConfigErrors& errors) {
     out += "  " + e.toString() + "\n";
   }
   return out;
+}
+
+// "    hold: 9" followed by a bgp.neighbors entry (lines 44..47 of the result;
+// its address on 45, port on 47, extra from 48).
+std::string withNeighbor(std::string_view address, std::string_view port,
+                         std::string_view extra = "") {
+  return "    hold: 9\n  neighbors:\n    - address: " + std::string(address) +
+         "\n      asn: 64512\n      port: " + std::string(port) + "\n" + std::string(extra);
 }
 
 std::vector<BrokenCase> brokenCases() {
@@ -174,7 +182,7 @@ std::vector<BrokenCase> brokenCases() {
       // --- enumerations and booleans
       {"BadRole", edited({{"    role: lan\n", "    role: lna\n"}}), 11, 11,
        "expected one of lan, wan, found \"lna\"", "port[name='lan0']/role"},
-      {"BadEncapsulation", edited({{"encapsulation: vxlan", "encapsulation: gre"}}), 30, 20,
+      {"BadEncapsulation", edited({{"asn: 65002", "asn: 65002\n    encapsulation: gre"}}), 31, 20,
        "one of vxlan, geneve", "peer[name='site-b']/encapsulation"},
       {"BadLineMode", edited({{"line-mode: active-backup", "line-mode: active-standby"}}), 31, 16,
        "one of active-backup, ecmp", "peer[name='site-b']/line-mode"},
@@ -359,6 +367,46 @@ std::vector<BrokenCase> brokenCases() {
        "next-hop 10.1.0.254 is not on the subnet of a lan port of tenant 'red' (the tenant has "
        "no lan port)",
        "tenant[name='red']/routes/route[prefix='10.8.0.0/16']/next-hop"},
+      // --- BGP sessions
+      {"PeerWithoutAsnUnderBgp", edited({{"    asn: 65002\n", ""}}), 29, 5,
+       "peer 'site-b' needs an 'asn': with bgp configured", "/mcgw:peers/peer[name='site-b']"},
+      {"PeerAsnIsOwnAsn", edited({{"asn: 65002", "asn: 65001"}}), 30, 10,
+       "peer 'site-b' has this site's own AS number 65001 (bgp.asn); sessions to peer sites "
+       "are eBGP",
+       "peer[name='site-b']/asn"},
+      {"BgpNeighborOnWanPort", edited({{"    hold: 9\n", withNeighbor("10.1.0.254", "wan0")}}), 47,
+       13, "neighbor 10.1.0.254 uses port 'wan0' whose role is wan",
+       "/mcgw:bgp/neighbors/neighbor[address='10.1.0.254']/port"},
+      {"BgpNeighborNotOnLanSubnet", edited({{"    hold: 9\n", withNeighbor("10.9.0.254", "lan0")}}),
+       45, 16,
+       "neighbor 10.9.0.254 is not on a subnet of port 'lan0' (port 'lan0' has 10.1.0.1/24)",
+       "neighbor[address='10.9.0.254']/address"},
+      {"BgpNeighborIsOwnAddress", edited({{"    hold: 9\n", withNeighbor("10.1.0.1", "lan0")}}), 45,
+       16, "neighbor 10.1.0.1 is this gateway's own address on port 'lan0'",
+       "neighbor[address='10.1.0.1']/address"},
+      {"BgpNeighborWithoutPort",
+       edited({{"    hold: 9\n",
+                "    hold: 9\n  neighbors:\n    - address: 10.1.0.254\n      asn: 64512\n"}}),
+       45, 0, "port", "neighbor[address='10.1.0.254']"},
+      {"BgpNeighborInOwnAs",
+       edited({{"    hold: 9\n",
+                "    hold: 9\n  neighbors:\n    - address: 10.1.0.254\n      asn: "
+                "65001\n      port: lan0\n"}}),
+       46, 12, "mcgw runs eBGP only", "neighbor[address='10.1.0.254']/asn"},
+      {"BgpNeighborBfdIntervalOutOfRange",
+       edited(
+           {{"    hold: 9\n", withNeighbor("10.1.0.254", "lan0", "      bfd-interval-ms: 5\n")}}),
+       48, 24, "10..60000", "neighbor[address='10.1.0.254']/bfd-interval-ms"},
+      {"LineBfdMultiplierOutOfRange",
+       edited({{"remote-vtep: 203.0.113.2\n",
+                "remote-vtep: 203.0.113.2\n        bfd-multiplier: 1\n"}}),
+       38, 25, "2..255", "line[name='line1']/bfd-multiplier"},
+      {"FrrConfigDirRelative",
+       edited({{"    hold: 9\n", "    hold: 9\n  frr:\n    config-dir: etc/frr\n"}}), 45, 17,
+       "expected an absolute path such as /etc/frr, found \"etc/frr\"", "/mcgw:bgp/frr/config-dir"},
+      {"FpmStaleTimeOutOfRange",
+       edited({{"    hold: 9\n", "    hold: 9\n  fpm:\n    stale-time: 0\n"}}), 45, 17, "1..3600",
+       "/mcgw:bgp/fpm/stale-time"},
       // --- fast path
       {"IdleSleepOutOfRange",
        edited({{"logging:\n", "fast-path:\n  idle-sleep-max-us: 100001\nlogging:\n"}}), 64, 22,

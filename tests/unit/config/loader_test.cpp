@@ -376,6 +376,70 @@ TEST(LoaderTest, BgpExampleGetsTimersAndNeighbors) {
   EXPECT_EQ(c->bgp.neighbors[0].address, ip("10.1.0.254"));
   EXPECT_EQ(c->bgp.neighbors[0].port, "lan0");
   EXPECT_EQ(c->bgp.fpm_port, 2620);
+  // What the example leaves out comes from the model.
+  EXPECT_EQ(c->bgp.maximum_prefix, 10000u);
+  EXPECT_TRUE(c->bgp.graceful_restart);
+  EXPECT_EQ(c->bgp.fpm_stale_time_s, 120u);
+  EXPECT_EQ(c->bgp.frr_config_dir, "/etc/frr");
+  EXPECT_EQ(c->bgp.frr_run_dir, "/var/run/frr");
+  EXPECT_EQ(c->bgp.neighbors[0].site, "idc-a");  // node.site
+  EXPECT_FALSE(c->bgp.neighbors[0].bfd_interval_ms.has_value());
+  EXPECT_FALSE(c->bgp.neighbors[0].bfd_multiplier.has_value());
+  EXPECT_FALSE(c->bgp.neighbors[0].maximum_prefix.has_value());
+  ASSERT_EQ(c->peers.size(), 1u);
+  EXPECT_FALSE(c->peers[0].lines[0].bfd_interval_ms.has_value());
+  EXPECT_FALSE(c->peers[0].lines[0].bfd_multiplier.has_value());
+}
+
+TEST(LoaderTest, BgpDefaultsAndOverrides) {
+  LoadResult r = loadConfigText(R"yaml(node: {name: gw, site: idc-a}
+ports:
+  - {name: lan0, role: lan, vdev: net_null0, addresses: [10.1.0.1/24, "fd00:1::1/64"]}
+  - {name: wan0, role: wan, vdev: net_null1, addresses: [203.0.113.1/29]}
+tenants:
+  - {name: blue, vni: 1001}
+peers:
+  - name: site-b
+    asn: 65002
+    lines:
+      - {name: l1, port: wan0, local-vtep: 203.0.113.1, remote-vtep: 203.0.113.2,
+         bfd-interval-ms: 50, bfd-multiplier: 5}
+      - {name: l2, port: wan0, local-vtep: 203.0.113.1, remote-vtep: 203.0.113.3}
+bgp:
+  asn: 65001
+  router-id: 10.255.0.1
+  maximum-prefix: 500
+  graceful-restart: false
+  neighbors:
+    - {address: 10.1.0.254, asn: 64512, port: lan0, site: aws-use1, bfd-interval-ms: 300,
+       bfd-multiplier: 4, maximum-prefix: 20}
+    - {address: "fd00:1::fe", asn: 64513, port: lan0}
+  fpm: {stale-time: 30}
+  frr: {config-dir: /run/mcgw/frr, run-dir: /run/mcgw/frr-run}
+)yaml",
+                                "bgp.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  const Config& c = **r;
+  EXPECT_EQ(c.bgp.bfd_interval_ms, 100);  // the model's default
+  EXPECT_EQ(c.bgp.bfd_multiplier, 3);
+  EXPECT_EQ(c.bgp.maximum_prefix, 500u);
+  EXPECT_FALSE(c.bgp.graceful_restart);
+  EXPECT_EQ(c.bgp.fpm_stale_time_s, 30u);
+  EXPECT_EQ(c.bgp.frr_config_dir, "/run/mcgw/frr");
+  EXPECT_EQ(c.bgp.frr_run_dir, "/run/mcgw/frr-run");
+  const auto& lines = c.peers[0].lines;
+  EXPECT_EQ(lines[0].bfd_interval_ms, std::optional<uint16_t>(50));
+  EXPECT_EQ(lines[0].bfd_multiplier, std::optional<uint8_t>(5));
+  EXPECT_FALSE(lines[1].bfd_interval_ms.has_value());
+  ASSERT_EQ(c.bgp.neighbors.size(), 2u);
+  const BgpNeighbor& n = c.bgp.neighbors[0];
+  EXPECT_EQ(n.site, "aws-use1");
+  EXPECT_EQ(n.bfd_interval_ms, std::optional<uint16_t>(300));
+  EXPECT_EQ(n.bfd_multiplier, std::optional<uint8_t>(4));
+  EXPECT_EQ(n.maximum_prefix, std::optional<uint32_t>(20));
+  EXPECT_EQ(c.bgp.neighbors[1].address, ip("fd00:1::fe"));
+  EXPECT_EQ(c.bgp.neighbors[1].site, "idc-a");
+  EXPECT_FALSE(c.bgp.neighbors[1].maximum_prefix.has_value());
 }
 
 TEST(LoaderTest, ChecksumIsSha256OfTheText) {
