@@ -483,14 +483,14 @@ void BfdControlClient::handle(const BfdControlDecoder::Message& m) {
 void BfdControlClient::apply(const BfdPeerState& s) {
   auto it = std::find_if(states_.begin(), states_.end(),
                          [&](const BfdPeerState& o) { return o.sameSession(s); });
+  const std::string what = s.peer.toString() + (s.multihop ? " (multihop" : " (single hop") +
+                           (s.interface.empty() ? "" : ", " + s.interface) + ")";
   if (it == states_.end()) {
+    spdlog::info("bfd: session to {} is {}", what, toString(s.state));
     states_.push_back(s);
   } else {
     if (it->state != s.state) {
-      spdlog::info("bfd: session to {} ({}{}) {} -> {}", s.peer.toString(),
-                   s.multihop ? "multihop" : "single hop",
-                   s.interface.empty() ? "" : ", " + s.interface, toString(it->state),
-                   toString(s.state));
+      spdlog::info("bfd: session to {} {} -> {}", what, toString(it->state), toString(s.state));
     }
     *it = s;
   }

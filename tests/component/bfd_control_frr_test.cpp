@@ -114,6 +114,7 @@ class BfdControlFrr : public ::testing::Test {
     loop_.reset();
     for (const char* side : {"a", "b"}) {
       if (!dir_.empty()) {
+        stop(sideDir(side) + "/bgpd.pid");
         stopBfdd(side);
         stop(sideDir(side) + "/zebra.pid");
       }
@@ -142,6 +143,19 @@ class BfdControlFrr : public ::testing::Test {
     const auto end = Clock::now() + std::chrono::seconds(10);
     while (::access((d + "/zserv.api").c_str(), F_OK) != 0) {
       ASSERT_LT(Clock::now(), end) << "zebra in " << ns(side) << " does not start";
+      ::usleep(50'000);
+    }
+  }
+
+  void startBgpd(const std::string& side) {
+    const std::string d = sideDir(side);
+    const std::string cmd = "cd " + d + " && ip netns exec " + ns(side) +
+                            " /usr/lib/frr/bgpd -d -z " + d + "/zserv.api --vty_socket " + d +
+                            " -i " + d + "/bgpd.pid -f /dev/null --log file:" + d + "/bgpd.log";
+    ASSERT_TRUE(sh(cmd)) << cmd;
+    const auto end = Clock::now() + std::chrono::seconds(10);
+    while (!vtysh(side, {"show bgp summary"})) {
+      ASSERT_LT(Clock::now(), end) << "bgpd in " << ns(side) << " does not answer";
       ::usleep(50'000);
     }
   }
@@ -360,6 +374,55 @@ TEST_F(BfdControlFrr, SnapshotOnConnectAndPause) {
   client_->setPaused(false);
   ASSERT_TRUE(runUntil([&] { return is("10.202.0.2", State::kAdminDown); }, milliseconds(3000)));
   EXPECT_TRUE(is("10.201.0.2", State::kUp));
+}
+
+// A session bgpd asks for ("neighbor X bfd", through zebra): bfdd reports
+// it like a configured one (bound to the interface, with bgpd's local
+// address once BGP is up), and when bgpd drops it bfdd sends no status, only
+// the config "delete": the client reports the session gone (kUnknown) and
+// forgets it.
+TEST_F(BfdControlFrr, BgpSessionAndItsDeletion) {
+  for (const char* side : {"a", "b"}) {
+    startZebra(side);
+    startBfdd(side);
+    startBgpd(side);
+  }
+  attachClient();
+  ASSERT_TRUE(runUntil([&] { return client_->connected(); }, milliseconds(5000)))
+      << client_->lastError();
+  for (const char* side : {"a", "b"}) {
+    const bool a = std::string(side) == "a";
+    const std::string them = a ? "10.201.0.2" : "10.201.0.1";
+    ASSERT_TRUE(vtysh(side, {"configure", a ? "router bgp 65001" : "router bgp 65002",
+                             a ? "bgp router-id 10.201.0.1" : "bgp router-id 10.201.0.2",
+                             "no bgp ebgp-requires-policy",
+                             "neighbor " + them + " remote-as " + (a ? "65002" : "65001"),
+                             "neighbor " + them + " bfd"}));
+  }
+  // bgpd first registers the peer alone, then again with its local address
+  // and interface once the BGP session is up (bfdd: "delete", then "add").
+  ASSERT_TRUE(runUntil(
+      [&] {
+        const auto* s = find("10.201.0.2");
+        return s != nullptr && s->state == State::kUp && s->local.has_value();
+      },
+      milliseconds(30000)))
+      << client_->lastError();
+  BfdPeerState session = *find("10.201.0.2");
+  EXPECT_FALSE(session.multihop);
+  EXPECT_EQ(session.local, ip("10.201.0.1"));
+  EXPECT_EQ(session.interface, "line0");
+  EXPECT_EQ(client_->states().size(), 1u);
+
+  const auto before = changes_.size();
+  ASSERT_TRUE(vtysh("a", {"configure", "router bgp 65001", "no neighbor 10.201.0.2 bfd"}));
+  ASSERT_TRUE(runUntil([&] { return client_->states().empty(); }, milliseconds(5000)));
+  ASSERT_GT(changes_.size(), before);
+  BfdPeerState gone = session;
+  gone.state = State::kUnknown;
+  gone.id = 0;
+  EXPECT_EQ(changes_.back().second, gone);
+  EXPECT_TRUE(client_->connected());
 }
 
 }  // namespace
