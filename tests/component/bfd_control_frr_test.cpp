@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -352,8 +353,9 @@ TEST_F(BfdControlFrr, SessionsUpDownAndBfddRestart) {
   EXPECT_EQ(disconnects_, 1);
 }
 
-// A client that subscribes while sessions exist gets their state at once
-// (one status per session), and a paused client reads what waited.
+// A client that subscribes while sessions are up gets their state at once
+// (one status per session, "up" from the first), and a paused client reads
+// what waited, in order, on resume.
 TEST_F(BfdControlFrr, SnapshotOnConnectAndPause) {
   startZebra("a");
   startZebra("b");
@@ -362,14 +364,31 @@ TEST_F(BfdControlFrr, SnapshotOnConnectAndPause) {
   configurePeers("a");
   configurePeers("b");
   attachClient();
-  ASSERT_TRUE(runUntil([&] { return client_->connected(); }, milliseconds(5000)))
-      << client_->lastError();
-  ASSERT_TRUE(runUntil([&] { return bothUp(); }, milliseconds(15000)));
+  ASSERT_TRUE(runUntil([&] { return bothUp(); }, milliseconds(15000))) << client_->lastError();
+
+  std::vector<BfdPeerState> late_changes;
+  BfdControlClient late(ctlPath("a"), [&](const BfdPeerState& s) { late_changes.push_back(s); },
+                        {});
+  late.attach(*loop_, milliseconds(100));
+  ASSERT_TRUE(runUntil([&] { return late_changes.size() >= 2; }, milliseconds(3000)))
+      << late.lastError();
+  EXPECT_TRUE(late.connected());
+  ASSERT_EQ(late.states().size(), 2u);
+  for (const auto& s : late_changes) {
+    EXPECT_EQ(s.state, State::kUp) << s.peer.toString();
+  }
 
   client_->setPaused(true);
   ASSERT_TRUE(vtysh(
       "a", {"configure", "bfd", "peer 10.202.0.2 multihop local-address 10.202.0.1", "shutdown"}));
-  runUntil([] { return false; }, milliseconds(500));
+  // The other client is not paused: it sees the change, so it was sent.
+  ASSERT_TRUE(runUntil(
+      [&] {
+        return std::any_of(late.states().begin(), late.states().end(), [](const auto& s) {
+          return s.peer == ip("10.202.0.2") && s.state == State::kAdminDown;
+        });
+      },
+      milliseconds(3000)));
   EXPECT_TRUE(is("10.202.0.2", State::kUp)) << "nothing dispatched while paused";
   client_->setPaused(false);
   ASSERT_TRUE(runUntil([&] { return is("10.202.0.2", State::kAdminDown); }, milliseconds(3000)));
