@@ -194,6 +194,11 @@ Failure decodeRoute(const nlmsghdr& nlh, Bytes body, FpmRoute& route) {
   if (rtm.rtm_dst_len > bits) {
     return text("rtm_dst_len ", rtm.rtm_dst_len, " beyond ", familyName(family));
   }
+  // A source-specific route (zebra supports them for IPv6) read as a plain
+  // one would catch traffic it is not meant for.
+  if (rtm.rtm_src_len != 0) {
+    return text("rtm_src_len ", rtm.rtm_src_len, ": source-specific routes are not supported");
+  }
   route.withdraw = nlh.nlmsg_type == RTM_DELROUTE;
   route.replace = !route.withdraw && (nlh.nlmsg_flags & NLM_F_REPLACE) != 0;
   route.table = rtm.rtm_table;
@@ -213,6 +218,8 @@ Failure decodeRoute(const nlmsghdr& nlh, Bytes body, FpmRoute& route) {
             if (Failure g = once("RTA_DST", seen_dst))
               return g;
             return readAddress("RTA_DST", family, value, dst);
+          case RTA_SRC:
+            return std::string("RTA_SRC: source-specific routes are not supported");
           case RTA_GATEWAY:
             if (Failure g = once("RTA_GATEWAY/RTA_VIA", seen_gw))
               return g;

@@ -463,6 +463,19 @@ TEST(FpmDecode, RefusesBadPrefixesAndGateways) {
   EXPECT_EQ(
       refusal(frame(message(RTM_NEWROUTE, 0, rtm(AF_INET6, 48), attr(RTA_DST, addr("10.1.0.0"))))),
       "message 0 (RTM_NEWROUTE): RTA_DST of 4 bytes for IPv6, expected 16");
+  Bytes source_specific = rtm(AF_INET6, 48);
+  source_specific[2] = 64;  // rtm_src_len
+  EXPECT_EQ(refusal(frame(message(RTM_NEWROUTE, 0, source_specific,
+                                  attr(RTA_DST, addr("2001:db8:100::")) + attr(RTA_OIF, u32(3))))),
+            "message 0 (RTM_NEWROUTE): rtm_src_len 64: source-specific routes are not supported");
+  EXPECT_EQ(
+      refusal(frame(message(RTM_NEWROUTE, 0, rtm(AF_INET6, 48),
+                            attr(RTA_DST, addr("2001:db8:100::")) +
+                                attr(RTA_SRC, addr("2001:db8:200::")) + attr(RTA_OIF, u32(3))))),
+      "message 0 (RTM_NEWROUTE): RTA_SRC: source-specific routes are not supported");
+  EXPECT_EQ(refusal(frame(message(RTM_NEWROUTE, 0, rtm(AF_INET, 16),
+                                  attr(RTA_DST, addr("10.1.0.0")) + attr(RTA_OIF, Bytes{3, 0})))),
+            "message 0 (RTM_NEWROUTE): RTA_OIF of 2 bytes, expected 4");
   EXPECT_EQ(refusal(frame(message(RTM_NEWROUTE, 0, rtm(AF_BRIDGE, 0), {}))),
             "message 0 (RTM_NEWROUTE): rtm_family 7 is neither IPv4 nor IPv6");
   EXPECT_EQ(refusal(frame(message(
