@@ -168,8 +168,10 @@ class FrrRenderTest(unittest.TestCase):
         f.start()
         return f
 
-    def apply(self, frr, name):
+    def apply(self, frr, name, sessions=None, bfd=None):
         """Loads golden name into frr and checks what FRR made of it."""
+        sessions = EXPECTED[name]["sessions"] if sessions is None else sessions
+        bfd_expected = EXPECTED[name]["bfd"] if bfd is None else bfd
         conf = os.path.join(frr.dir, "frr.conf")
         shutil.copyfile(os.path.join(GOLDEN_DIR, name + ".conf"), conf)
         os.chmod(conf, 0o644)
@@ -188,12 +190,12 @@ class FrrRenderTest(unittest.TestCase):
         peers = set()
         for family in summary.values():
             peers |= set(family.get("peers", {}).keys())
-        self.assertEqual(peers, EXPECTED[name]["sessions"], name)
+        self.assertEqual(peers, sessions, name)
 
         bfd = json.loads(run(frr.vtysh("show bfd peers json")).stdout)
         single_hop = {p["peer"]: (p["transmit-interval"], p["detect-multiplier"])
                       for p in bfd if not p.get("multihop", False)}
-        self.assertEqual(single_hop, EXPECTED[name]["bfd"], name)
+        self.assertEqual(single_hop, bfd_expected, name)
 
     def test_bgp_bfd_then_plan_then_back(self):
         frr = self.frr("bgp-bfd")
@@ -202,6 +204,70 @@ class FrrRenderTest(unittest.TestCase):
         # removes what the rendering no longer has.
         self.apply(frr, "plan-two-peers")
         self.apply(frr, "bgp-bfd")
+
+    def test_pair_session_bfd_and_filters(self):
+        """pair-a and pair-b, the two ends of one line, joined by a veth."""
+        run(["hostname", "gw1"])  # both goldens' node.name
+        a, b = Frr("pair-a"), Frr("pair-b")
+        self.addCleanup(b.stop)
+        self.addCleanup(a.stop)
+        a.start()
+        b.start()
+        run(["ip", "link", "add", "vA", "netns", a.ns, "type", "veth",
+             "peer", "name", "vB", "netns", b.ns])
+        for f, dev, addr in ((a, "vA", "192.0.2.1/24"), (b, "vB", "192.0.2.2/24")):
+            run(f.netns("ip", "addr", "add", addr, "dev", dev))
+            run(f.netns("ip", "link", "set", dev, "up"))
+        self.apply(a, "pair-a", {"192.0.2.2"}, {})
+        self.apply(b, "pair-b", {"192.0.2.1"}, {})
+
+        # The session comes up, and with it the line's multihop BFD session
+        # from the update-source (FRR 8.4 creates it only then).
+        deadline = time.monotonic() + 60
+        state, bfd = None, []
+        while time.monotonic() < deadline:
+            summary = json.loads(run(a.vtysh("show bgp summary json")).stdout)
+            state = summary["ipv4Unicast"]["peers"]["192.0.2.2"]["state"]
+            bfd = json.loads(run(a.vtysh("show bfd peers json")).stdout)
+            if state == "Established" and bfd and bfd[0]["status"] == "up":
+                break
+            time.sleep(0.5)
+        self.assertEqual(state, "Established", a.logs())
+        self.assertEqual(len(bfd), 1, bfd)
+        self.assertEqual((bfd[0]["peer"], bfd[0]["local"], bfd[0]["multihop"], bfd[0]["status"],
+                          bfd[0]["transmit-interval"], bfd[0]["detect-multiplier"]),
+                         ("192.0.2.2", "192.0.2.1", True, "up", 100, 3))
+
+        # A accepts site-b's plan range and refuses 10.22.0.0/16, which only
+        # B's plan gives site-b; B gets site-a's range.
+        def routes(f):
+            table = json.loads(run(f.vtysh("show bgp ipv4 unicast json")).stdout)
+            return set(table.get("routes", {}).keys())
+        b_routes = {"10.1.0.0/16", "10.2.0.0/16", "10.22.0.0/16"}
+        deadline = time.monotonic() + 20
+        while routes(b) != b_routes and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(routes(b), b_routes)
+        # B has had A's update, so A has had B's: A holds its own range and
+        # site-b's only.
+        time.sleep(1)
+        self.assertEqual(routes(a), {"10.1.0.0/16", "10.2.0.0/16"})
+        nexthops = json.loads(run(a.vtysh("show bgp ipv4 unicast 10.2.0.0/16 json")).stdout)
+        self.assertEqual([nh["ip"] for p in nexthops["paths"] for nh in p["nexthops"]],
+                         ["192.0.2.2"])
+
+        # B's side of the line goes down: A's BFD notices it within the
+        # detection time (100 ms x 3) and takes the BGP session down with it.
+        run(b.netns("ip", "link", "set", "vB", "down"))
+        start = time.monotonic()
+        while time.monotonic() - start < 5:
+            bfd = json.loads(run(a.vtysh("show bfd peers json")).stdout)
+            if bfd[0]["status"] != "up":
+                break
+            time.sleep(0.02)
+        print("\nBFD down %.0f ms after the peer's link went down (100 ms x 3)"
+              % ((time.monotonic() - start) * 1000))
+        self.assertEqual(bfd[0]["status"], "down")
 
     def test_ipv6_lines(self):
         self.apply(self.frr("ipv6-lines"), "ipv6-lines")

@@ -131,9 +131,20 @@ TEST(FrrRenderGolden, NoPlan) {
   expectGolden(*c, "no-plan");
 }
 
+// The two ends of one line; the component test lets their session come up.
+TEST(FrrRenderGolden, PairOfGateways) {
+  for (const char* name : {"pair-a", "pair-b"}) {
+    SCOPED_TRACE(name);
+    auto c = loadGoldenInput(name);
+    ASSERT_TRUE(c);
+    expectGolden(*c, name);
+  }
+}
+
 // Every golden ends with a newline, has no trailing spaces and no tabs.
 TEST(FrrRenderGolden, GoldensAreCleanText) {
-  for (const char* name : {"bgp-bfd", "plan-two-peers", "ipv6-lines", "no-plan"}) {
+  for (const char* name :
+       {"bgp-bfd", "plan-two-peers", "ipv6-lines", "no-plan", "pair-a", "pair-b"}) {
     SCOPED_TRACE(name);
     const std::string text = readFile(kGoldenDir / (std::string(name) + ".conf"));
     ASSERT_FALSE(text.empty());
