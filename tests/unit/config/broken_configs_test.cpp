@@ -407,6 +407,8 @@ std::vector<BrokenCase> brokenCases() {
       {"FpmStaleTimeOutOfRange",
        edited({{"    hold: 9\n", "    hold: 9\n  fpm:\n    stale-time: 0\n"}}), 45, 17, "1..3600",
        "/mcgw:bgp/fpm/stale-time"},
+      {"FpmPortZero", edited({{"    hold: 9\n", "    hold: 9\n  fpm:\n    port: 0\n"}}), 45, 11,
+       "1..65535", "/mcgw:bgp/fpm/port"},
       // --- fast path
       {"IdleSleepOutOfRange",
        edited({{"logging:\n", "fast-path:\n  idle-sleep-max-us: 100001\nlogging:\n"}}), 64, 22,
