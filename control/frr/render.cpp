@@ -33,8 +33,9 @@ bool isV6(const config::IpAddress& a) {
   return a.family == Family::V6;
 }
 
-std::string bfdProfile(const BgpSession& s) {
-  return "mcgw-" + std::to_string(s.bfd_interval_ms) + "x" + std::to_string(s.bfd_multiplier);
+// One BFD profile per distinct (interval, multiplier): "mcgw-100x3".
+std::string bfdProfile(uint16_t interval_ms, uint8_t multiplier) {
+  return "mcgw-" + std::to_string(interval_ms) + "x" + std::to_string(multiplier);
 }
 
 // Names of the filters.  Site and peer names are YANG `name`s (a letter,
@@ -146,38 +147,74 @@ std::vector<BgpSession> bgpSessions(const Config& config) {
   return out;
 }
 
-std::vector<IpPrefix> siteRanges(const Config& config, std::string_view site) {
+namespace {
+
+using RangesBySite = std::map<std::string, std::vector<IpPrefix>, std::less<>>;
+
+// siteRanges of every site the plan names, in one pass over the plan (a plan
+// may hold tens of thousands of VPCs).
+RangesBySite rangesBySite(const Config& config) {
   const auto& plan = config.address_plan;
-  // A mapped range stands for its real range where the real range lives: at
-  // its own site, or wherever the plan puts a VPC with that prefix when the
-  // mapping names no site.
-  auto mappedFor = [&](const IpPrefix& p) -> const config::MappedRange* {
-    for (const auto& m : plan.mapped_ranges) {
-      if (m.real == p && (m.site == site || m.site.empty())) {
-        return &m;
-      }
-    }
-    return nullptr;
-  };
-  std::vector<IpPrefix> out;
+  std::map<IpPrefix, std::vector<const config::MappedRange*>> by_real;
+  for (const auto& m : plan.mapped_ranges) {
+    by_real[m.real].push_back(&m);
+  }
+  RangesBySite out;
   for (const auto& v : plan.vpcs) {
-    if (v.site != site) {
-      continue;
+    if (v.site.empty()) {
+      continue;  // served by no site: nobody announces it
     }
+    auto& ranges = out[v.site];
     for (const auto& p : v.prefixes) {
-      const config::MappedRange* m = mappedFor(p);
-      out.push_back(m ? m->mapped : p);
+      // A mapped range stands for its real range where the real range
+      // lives: at the mapping's site, or at the site of the VPC with that
+      // prefix when the mapping names none.
+      const config::MappedRange* mapped = nullptr;
+      if (auto it = by_real.find(p); it != by_real.end()) {
+        for (const config::MappedRange* m : it->second) {
+          if (m->site == v.site || m->site.empty()) {
+            mapped = m;
+            break;
+          }
+        }
+      }
+      ranges.push_back(mapped ? mapped->mapped : p);
     }
   }
   // The real range of a legacy overlap is not a VPC of the plan (the plan
   // is overlap-free); its site is reached at the mapped range.
   for (const auto& m : plan.mapped_ranges) {
-    if (m.site == site) {
-      out.push_back(m.mapped);
+    if (!m.site.empty()) {
+      out[m.site].push_back(m.mapped);
+    }
+  }
+  for (auto& [site, ranges] : out) {
+    sortUnique(ranges);
+  }
+  return out;
+}
+
+const std::vector<IpPrefix>& rangesOf(const RangesBySite& all, std::string_view site) {
+  static const std::vector<IpPrefix> kNone;
+  auto it = all.find(site);
+  return it == all.end() ? kNone : it->second;
+}
+
+std::vector<IpPrefix> remoteRanges(const Config& config, const RangesBySite& all) {
+  std::vector<IpPrefix> out;
+  for (const auto& [site, ranges] : all) {
+    if (site != config.node.site) {
+      out.insert(out.end(), ranges.begin(), ranges.end());
     }
   }
   sortUnique(out);
   return out;
+}
+
+}  // namespace
+
+std::vector<IpPrefix> siteRanges(const Config& config, std::string_view site) {
+  return rangesOf(rangesBySite(config), site);
 }
 
 std::vector<IpPrefix> announcedRanges(const Config& config) {
@@ -198,23 +235,7 @@ std::vector<IpPrefix> announcedRanges(const Config& config) {
 }
 
 std::vector<IpPrefix> remoteRanges(const Config& config) {
-  std::set<std::string> sites;
-  for (const auto& v : config.address_plan.vpcs) {
-    sites.insert(v.site);
-  }
-  for (const auto& m : config.address_plan.mapped_ranges) {
-    sites.insert(m.site);
-  }
-  sites.erase(config.node.site);
-  sites.erase("");
-  std::vector<IpPrefix> out;
-  for (const auto& site : sites) {
-    for (const auto& p : siteRanges(config, site)) {
-      out.push_back(p);
-    }
-  }
-  sortUnique(out);
-  return out;
+  return remoteRanges(config, rangesBySite(config));
 }
 
 std::string renderFrrConfig(const Config& config) {
@@ -223,13 +244,14 @@ std::string renderFrrConfig(const Config& config) {
   }
   const auto& bgp = config.bgp;
   const std::vector<BgpSession> sessions = bgpSessions(config);
+  const RangesBySite ranges = rangesBySite(config);
   const std::vector<IpPrefix> announced = announcedRanges(config);
   // Without a plan nothing says which ranges a site owns: every route is
   // accepted and the maximum-prefix limit is the only guard.
   const bool open_import = config.address_plan.vpcs.empty();
   const bool any_v6 = std::any_of(sessions.begin(), sessions.end(),
                                   [](const BgpSession& s) { return isV6(s.address); });
-  const std::vector<IpPrefix> remote = remoteRanges(config);
+  const std::vector<IpPrefix> remote = remoteRanges(config, ranges);
   std::set<std::string> sites, sites_v6;
   bool any_neighbor = false, any_neighbor_v6 = false;
   std::set<std::pair<uint16_t, uint8_t>> profiles;
@@ -267,7 +289,7 @@ std::string renderFrrConfig(const Config& config) {
   if (!profiles.empty()) {
     out << "bfd\n";
     for (const auto& [interval, multiplier] : profiles) {
-      out << " profile mcgw-" << interval << "x" << int(multiplier) << "\n";
+      out << " profile " << bfdProfile(interval, multiplier) << "\n";
       if (interval != kBfdDefaultIntervalMs) {
         out << "  receive-interval " << interval << "\n"
             << "  transmit-interval " << interval << "\n";
@@ -295,7 +317,7 @@ std::string renderFrrConfig(const Config& config) {
       if (open_import) {
         permits.push_back(v6 ? "::/0 le 128" : "0.0.0.0/0 le 32");
       } else {
-        for (const auto& p : ofFamily(siteRanges(config, site), v6)) {
+        for (const auto& p : ofFamily(rangesOf(ranges, site), v6)) {
           permits.push_back(withMoreSpecifics(p));
         }
       }
@@ -355,7 +377,8 @@ std::string renderFrrConfig(const Config& config) {
       out << n << " capability extended-nexthop\n";
     }
     if (s.bfd) {
-      out << n << " bfd\n" << n << " bfd profile " << bfdProfile(s) << "\n";
+      out << n << " bfd\n"
+          << n << " bfd profile " << bfdProfile(s.bfd_interval_ms, s.bfd_multiplier) << "\n";
     }
   }
   for (bool v6 : {false, true}) {

@@ -291,10 +291,17 @@ def main():
     if not os.path.exists(os.path.join(FRR_LIB, "frr-reload.py")):
         print("FRR is not installed (%s/frr-reload.py)" % FRR_LIB, file=sys.stderr)
         return 1
-    # A UTS namespace of our own: the test sets its hostname (see above).
+    # A UTS namespace of our own: the test sets its hostname (see above),
+    # never the system's.
     if os.environ.get("MCGW_FRR_RENDER_UTS") != "1":
         env = dict(os.environ, MCGW_FRR_RENDER_UTS="1")
         return subprocess.call(["unshare", "--uts", sys.executable] + sys.argv, env=env)
+    # Started by the call above (unshare execs us): our parent is that
+    # first run, in the system's UTS namespace.
+    if os.readlink("/proc/self/ns/uts") == os.readlink("/proc/%d/ns/uts" % os.getppid()):
+        print("not in a UTS namespace of our own; refusing to set the hostname",
+              file=sys.stderr)
+        return 1
     suite = unittest.defaultTestLoader.loadTestsFromTestCase(FrrRenderTest)
     result = unittest.TextTestRunner(verbosity=2 if args.v else 1).run(suite)
     return 0 if result.wasSuccessful() else 1

@@ -656,5 +656,37 @@ TEST(FpmDecode, NextHopObjects) {
             (FpmNextHopObject{true, 7, AF_UNSPEC, false, std::nullopt, {}}));
 }
 
+// Smaller cases zebra can send: an IPv4 route with one IPv6 gateway (RTA_VIA),
+// a next-hop object of family 0 with an IPv6 gateway (seen from zebra 8.4 after
+// it had learned the kernel's objects), NLM_F_REPLACE on a DELROUTE (no
+// meaning there).
+TEST(FpmDecode, ViaFamilyZeroAndDeleteFlags) {
+  Bytes via;
+  put(via, uint16_t{AF_INET6});
+  via = via + addr("fe80::1");
+  auto r = decodeFpmFrame(frame(
+      message(RTM_NEWROUTE, 0, rtm(AF_INET, 24),
+              attr(RTA_DST, addr("203.0.113.0")) + attr(RTA_VIA, via) + attr(RTA_OIF, u32(7))) +
+      message(RTM_NEWNEXTHOP, 0, nhm(AF_UNSPEC),
+              attr(NHA_ID, u32(9)) + attr(NHA_GATEWAY, addr("2001:db8:1::100")) +
+                  attr(NHA_OIF, u32(3))) +
+      message(RTM_DELROUTE, NLM_F_REPLACE, rtm(AF_INET, 24, RTN_UNSPEC),
+              attr(RTA_DST, addr("203.0.113.0")))));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ(describe((*r)[0]),
+            "NEW 203.0.113.0/24 table 254 proto 196 type 1 metric 0 via fe80::1 dev 7");
+  EXPECT_EQ(describe((*r)[1]), "NEWNH 9 family 0 via 2001:db8:1::100 dev 3");
+  EXPECT_EQ(describe((*r)[2]), "DEL 203.0.113.0/24 table 254 proto 196 type 0 metric 0");
+  EXPECT_FALSE(std::get<FpmRoute>((*r)[2]).replace);
+  // RTA_VIA of a family that is neither.
+  Bytes bad_via;
+  put(bad_via, uint16_t{AF_BRIDGE});
+  bad_via = bad_via + addr("192.0.2.1");
+  EXPECT_EQ(refusal(frame(message(RTM_NEWROUTE, 0, rtm(AF_INET, 24),
+                                  attr(RTA_DST, addr("203.0.113.0")) + attr(RTA_VIA, bad_via)))),
+            "message 0 (RTM_NEWROUTE): RTA_VIA of family 7");
+}
+
 }  // namespace
 }  // namespace mcgw::frr
