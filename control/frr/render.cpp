@@ -114,6 +114,9 @@ std::vector<BgpSession> bgpSessions(const Config& config) {
   }
   const auto& bgp = config.bgp;
   for (const auto& p : config.peers) {
+    if (!p.asn) {
+      continue;  // no BGP to this peer: static routes only
+    }
     for (const auto& l : p.lines) {
       BgpSession s;
       s.kind = BgpSession::Kind::kLine;
@@ -123,7 +126,7 @@ std::vector<BgpSession> bgpSessions(const Config& config) {
       s.site = p.name;
       s.address = l.remote_vtep;
       s.local = l.local_vtep;
-      s.asn = p.asn.value_or(0);
+      s.asn = *p.asn;
       s.bfd = bgp.bfd_enabled;
       s.bfd_interval_ms = l.bfd_interval_ms.value_or(bgp.bfd_interval_ms);
       s.bfd_multiplier = l.bfd_multiplier.value_or(bgp.bfd_multiplier);
