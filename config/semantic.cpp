@@ -399,16 +399,16 @@ class Checker {
                                          std::to_string(3 * c_.bgp.keepalive_s) + " s)");
     }
     const std::string asn = std::to_string(c_.bgp.asn);
-    // Every line is a BGP session to the peer's VTEP on it; FRR knows a
-    // neighbour by its address alone.
+    // Every line of a peer with an AS number is a BGP session to the peer's
+    // VTEP on it (a peer without one, such as a Linux VXLAN VTEP, has no
+    // BGP: static routes); FRR knows a neighbour by its address alone.
     std::map<IpAddress, std::string> sessions;
     for (const auto& p : c_.peers) {
       std::string path = "/mcgw:peers/peer" + keyPredicate("name", p.name);
       if (!p.asn) {
-        error(path, "peer " + q(p.name) +
-                        " needs an 'asn': with bgp configured, mcgwd runs a BGP session to the "
-                        "peer over each of its lines");
-      } else if (*p.asn == c_.bgp.asn) {
+        continue;
+      }
+      if (*p.asn == c_.bgp.asn) {
         error(path + "/asn", "peer " + q(p.name) + " has this site's own AS number " + asn +
                                  " (bgp.asn); sessions to peer sites are eBGP and need the "
                                  "peer's own AS number");

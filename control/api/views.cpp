@@ -205,9 +205,11 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
         if (s.dataplane.lineUp(l.slot) && l.resolved) {
           usable = true;
         } else {
+          std::string bfd = s.frr ? s.frr->lineDownReason(l.peer, l.name) : "";
           why.push_back(l.name + ": " +
                         (!l.resolved                         ? "next-hop MAC unknown"
                          : s.lines.adminDown(l.peer, l.name) ? "administratively down"
+                         : !bfd.empty()                      ? bfd
                                                              : "link down"));
         }
       }
@@ -222,6 +224,11 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
   }
   for (const auto& e : s.kernel.errors()) {
     reasons.push_back(e);
+  }
+  if (s.frr) {
+    for (auto& p : s.frr->problems()) {
+      reasons.push_back(std::move(p));
+    }
   }
   if (d.fallback) {
     const auto& errors = d.fallback->file_errors;
@@ -240,6 +247,16 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
     reasons.push_back("cannot keep the last good copy of the config: " + d.last_good_error);
   }
   return reasons;
+}
+
+// Candidate routes per source, and prefixes in the FIBs.
+json routeCounts(const GatewayState& s) {
+  json by_source = json::object();
+  const auto counts = s.forwarding.candidatesBySource();
+  for (size_t i = 0; i < engine::kRouteSourceCount; ++i) {
+    by_source[engine::toString(static_cast<engine::RouteSource>(i))] = counts[i];
+  }
+  return {{"prefixes", s.forwarding.routeCount()}, {"by_source", by_source}};
 }
 
 json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
@@ -300,7 +317,9 @@ json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
             {"running_last_good", fallback}}},
           {"ports", ports},
           {"fast_path", fastPathStatus(s)},
-          {"path_mtu", pathMtuStatus(s)}};
+          {"path_mtu", pathMtuStatus(s)},
+          {"bgp", s.frr ? s.frr->status() : json({{"enabled", false}})},
+          {"routes", routeCounts(s)}};
 }
 
 json tunnelsView(const GatewayState& s) {
@@ -372,9 +391,9 @@ json tunnelsView(const GatewayState& s) {
 // in the FIB.  At most kMaxRoutesShown (one answer stays a few MB and the
 // loop is not held for long with a full FRR table); `total` says how many
 // there are.
-json routesView(const GatewayState& s) {
+json routesView(const GatewayState& s, const engine::RouteFilter& filter) {
   json out = json::array();
-  for (const auto& r : s.forwarding.routes(kMaxRoutesShown)) {
+  for (const auto& r : s.forwarding.routes(kMaxRoutesShown, filter)) {
     out.push_back({{"tenant", r.tenant},
                    {"prefix", r.prefix},
                    {"via", r.via},
@@ -382,7 +401,7 @@ json routesView(const GatewayState& s) {
                    {"distance", r.distance},
                    {"selected", r.selected}});
   }
-  const size_t total = s.forwarding.candidateCount();
+  const size_t total = s.forwarding.candidateCount(filter);
   return {{"schema", "mcgw.routes/1"},
           {"generation", s.forwarding.generation()},
           {"total", total},

@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "control/daemon/daemon_facts.hpp"
 #include "control/daemon/forwarding_state.hpp"
+#include "control/frr/frr_routing.hpp"
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
@@ -30,6 +31,7 @@ struct GatewayState {
   const kernel::NeighborResolver& neighbors;
   const lines::UnderlayLines& lines;
   const daemon::ForwardingState& forwarding;
+  const frr::FrrRouting* frr = nullptr;  // BGP through FRR
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().
@@ -39,7 +41,7 @@ nlohmann::json statusView(const GatewayState& s, const daemon::DaemonFacts& d);
 nlohmann::json tunnelsView(const GatewayState& s);
 // `show routes` lists at most this many candidate routes (and says so).
 inline constexpr size_t kMaxRoutesShown = 100000;
-nlohmann::json routesView(const GatewayState& s);
+nlohmann::json routesView(const GatewayState& s, const engine::RouteFilter& filter = {});
 nlohmann::json countersView(const GatewayState& s);
 nlohmann::json neighborsView(const GatewayState& s);
 

@@ -131,6 +131,11 @@ int main(int argc, char** argv) {
   show_tunnels->add_flag("--json", as_json, "JSON (schema mcgw.tunnels/1)");
   auto* show_routes = show->add_subcommand("routes", "The fast path's routes per tenant");
   show_routes->add_flag("--json", as_json, "JSON (schema mcgw.routes/1)");
+  std::string route_tenant, route_source, route_prefix;
+  show_routes->add_option("--tenant", route_tenant, "Only this tenant's routes");
+  show_routes->add_option("--source", route_source,
+                          "Only routes of this source (local, connected, static, frr, plan)");
+  show_routes->add_option("--prefix", route_prefix, "Only prefixes inside this one");
   auto* show_neighbors = show->add_subcommand(
       "neighbors", "Next-hop MACs the fast path uses (kernel-resolved and static)");
   show_neighbors->add_flag("--json", as_json, "JSON (schema mcgw.neighbors/1)");
@@ -146,6 +151,10 @@ int main(int argc, char** argv) {
   line_cmd->add_option("STATE", line_state, "up or down")
       ->required()
       ->check(CLI::IsMember({"up", "down"}));
+
+  auto* audit = app.add_subcommand(
+      "audit", "Compare FRR's RIB with the fast path's routes from FRR (exit 1 on a difference)");
+  audit->add_flag("--json", as_json, "JSON (schema mcgw.audit/1)");
 
   auto* reload = app.add_subcommand(
       "reload", "Re-read the config file; an invalid file is refused and changes nothing");
@@ -196,8 +205,36 @@ int main(int argc, char** argv) {
       const char* request;
       std::string (*render)(json);
     };
+    if (*show_routes) {
+      json args = json::object();
+      for (const auto& [key, value] :
+           {std::pair<const char*, std::string*>{"tenant", &route_tenant},
+            {"source", &route_source},
+            {"prefix", &route_prefix}}) {
+        if (!value->empty()) {
+          args[key] = *value;
+        }
+      }
+      auto r = request(socket, "show-routes", rc, args);
+      if (!r) {
+        return rc;
+      }
+      const json& res = (*r)["result"];
+      std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n"
+                            : forTerminal(mcgw::cli::renderRoutes(res)));
+      return kOk;
+    }
+    if (*audit) {
+      auto r = request(socket, "audit", rc);
+      if (!r) {
+        return rc;
+      }
+      const json& res = (*r)["result"];
+      std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n"
+                            : forTerminal(mcgw::cli::renderAudit(res)));
+      return res.value("differences", json::array()).empty() ? kOk : kFailed;
+    }
     for (const View& v : {View{show_tunnels, "show-tunnels", mcgw::cli::renderTunnels},
-                          View{show_routes, "show-routes", mcgw::cli::renderRoutes},
                           View{show_counters, "show-counters", mcgw::cli::renderCounters},
                           View{show_neighbors, "show-neighbors", mcgw::cli::renderNeighbors}}) {
       if (*v.cmd) {

@@ -25,6 +25,53 @@ std::string str(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "-";
 }
 
+// BGP through FRR: config, FPM, routes, neighbours, BFD.
+void renderBgp(std::ostringstream& o, json& b) {
+  json& fc = b["frr_config"];
+  o << "\nBGP      AS " << b.value("asn", 0u) << ", router-id " << str(b, "router_id")
+    << "; FRR config " << str(fc, "state") << " (" << str(fc, "file") << ")\n";
+  if (b["fpm"].is_object()) {
+    json& f = b["fpm"];
+    o << "  FPM "
+      << (f.value("connected", false) ? "connected from " + str(f, "peer")
+                                      : std::string("NOT CONNECTED"))
+      << " (listening " << str(f, "listening") << "), " << f.value("frames", uint64_t{0})
+      << " frames, " << f.value("frames_refused", uint64_t{0}) << " refused\n";
+  }
+  json& r = b["routes"];
+  o << "  routes from FRR: " << r.value("received", uint64_t{0}) << " received, "
+    << r.value("installed", uint64_t{0}) << " installed, " << r.value("refused", uint64_t{0})
+    << " refused, " << r.value("stale", uint64_t{0}) << " stale\n";
+  for (auto& x : b["refused"]) {
+    o << "    refused " << str(x, "prefix") << ": " << str(x, "reason") << "\n";
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-40s %-12s %-12s %10s %8s %8s\n", "NEIGHBOUR", "AS", "STATE",
+                "UP", "ACCEPTED", "REFUSED");
+  o << line;
+  for (auto& n : b["neighbors"]) {
+    std::string who =
+        n.contains("peer") ? str(n, "peer") + "/" + str(n, "line") : "site " + str(n, "site");
+    who = str(n, "address") + " (" + who + ")";
+    std::string refused =
+        n.contains("prefixes_refused") ? std::to_string(n.value("prefixes_refused", 0)) : "-";
+    std::snprintf(line, sizeof line, "  %-40s %-12u %-12s %10s %8lld %8s\n", who.c_str(),
+                  n.value("asn", 0u), str(n, "state").c_str(),
+                  n.contains("uptime_s") ? duration(n.value("uptime_s", int64_t{0})).c_str() : "-",
+                  static_cast<long long>(n.value("prefixes_accepted", int64_t{0})),
+                  refused.c_str());
+    o << line;
+  }
+  json& bfd = b["bfd"];
+  o << "  BFD (" << str(bfd, "socket")
+    << "): " << (bfd.value("connected", false) ? "connected" : "NOT CONNECTED") << "\n";
+  for (auto& x : bfd["sessions"]) {
+    std::string where =
+        x.contains("line") ? " (" + str(x, "peer_site") + "/" + str(x, "line") + ")" : "";
+    o << "    " << str(x, "peer") << where << " " << str(x, "state") << "\n";
+  }
+}
+
 }  // namespace
 
 std::string renderStatus(json s) {
@@ -122,6 +169,16 @@ std::string renderStatus(json s) {
     for (const auto& e : pm["errors"]) {
       o << "  ! " << e.get<std::string>() << "\n";
     }
+  }
+  if (s.contains("routes") && s["routes"].is_object()) {
+    o << "\nRoutes   " << s["routes"].value("prefixes", uint64_t{0}) << " prefixes;";
+    for (auto& [source, n] : s["routes"]["by_source"].items()) {
+      o << " " << source << " " << n.get<uint64_t>();
+    }
+    o << "\n";
+  }
+  if (s.contains("bgp") && s["bgp"].is_object() && s["bgp"].value("enabled", false)) {
+    renderBgp(o, s["bgp"]);
   }
   return o.str();
 }
@@ -293,6 +350,22 @@ std::string renderNeighbors(json n) {
                   str(x, "address").c_str(), str(x, "mac").c_str(), str(x, "source").c_str(),
                   x.value("in_fast_path", true) ? "yes" : "no");
     o << line;
+  }
+  return o.str();
+}
+
+std::string renderAudit(json a) {
+  std::ostringstream o;
+  const auto& diffs = a["differences"];
+  o << "FRR RIB " << a.value("frr_routes", uint64_t{0}) << " routes, fast path "
+    << a.value("fast_path_routes", uint64_t{0}) << " routes from FRR: ";
+  if (diffs.empty()) {
+    o << "no difference\n";
+    return o.str();
+  }
+  o << diffs.size() << " difference(s)\n";
+  for (auto& d : diffs) {
+    o << "  " << str(d, "prefix") << ": " << str(d, "difference") << "\n";
   }
   return o.str();
 }

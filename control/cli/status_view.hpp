@@ -15,5 +15,7 @@ std::string renderTunnels(nlohmann::json tunnels);
 std::string renderRoutes(nlohmann::json routes);
 std::string renderCounters(nlohmann::json counters);
 std::string renderNeighbors(nlohmann::json neighbors);
+// `mcgwctl audit`: FRR's RIB against the fast path's routes from FRR.
+std::string renderAudit(nlohmann::json audit);
 
 }  // namespace mcgw::cli

@@ -55,8 +55,15 @@ class ForwardingState : public Subsystem {
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
   // Every candidate route of every source (the RIB, `show routes`), how
   // many prefixes the RIBs hold, and the tables' generation.
-  std::vector<engine::RouteView> routes(size_t limit = SIZE_MAX) const {
-    return builder_.routes(limit);
+  std::vector<engine::RouteView> routes(size_t limit = SIZE_MAX,
+                                        const engine::RouteFilter& filter = {}) const {
+    return builder_.routes(limit, filter);
+  }
+  std::array<size_t, engine::kRouteSourceCount> candidatesBySource() const {
+    return builder_.candidatesBySource();
+  }
+  size_t candidateCount(const engine::RouteFilter& filter) const {
+    return builder_.candidateCount(filter);
   }
   size_t routeCount() const { return builder_.routeCount(); }
   size_t candidateCount() const { return builder_.candidateCount(); }

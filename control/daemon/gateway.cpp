@@ -74,6 +74,37 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   gw->forwarding_ = std::make_unique<ForwardingState>(*gw->dataplane_, *gw->ports_, *gw->kernel_,
                                                       *gw->neighbors_, *gw->lines_);
   Gateway* g = gw.get();
+  gw->frr_ = std::make_unique<frr::FrrRouting>(
+      gw->config_,
+      [g](std::span<const engine::RouteUpdate> updates) {
+        return g->forwarding_->applyRoutes(updates);
+      },
+      [g] {
+        if (const engine::ForwardingTables* t = g->dataplane_->tables()) {
+          g->lines_->refresh(*t);
+        }
+      });
+  gw->frr_->setRouteLister([g] {
+    engine::RouteFilter f;
+    f.source = engine::RouteSource::kFrr;
+    return g->forwarding_->routes(SIZE_MAX, f);
+  });
+  gw->frr_->setWanInterfaces([g] {
+    std::vector<std::string> out;
+    for (const auto& pc : g->config_->ports) {
+      if (pc.role == config::PortRole::kWan) {
+        if (const kernel::KernelSide* k = g->kernel_->find(pc.name)) {
+          out.push_back(k->ifname);
+        }
+      }
+    }
+    return out;
+  });
+  // A line whose BFD session to the peer gateway is down is not used.
+  gw->lines_->addStateInput(
+      {"bfd", [g](const engine::LineEntry& l, const engine::ForwardingTables&) {
+         return g->frr_->lineUp(l.peer, l.name);
+       }});
   gw->ports_->setHooks({
       .withdraw =
           [g](const std::set<std::string>& closing) {
@@ -98,6 +129,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 }
 
 Gateway::~Gateway() {
+  frr_.reset();  // its sources and sockets first
   lines_.reset();
   dataplane_.reset();   // workers stop before their ports close
   forwarding_.reset();  // the FIBs and the neighbour table (DPDK memory), before the EAL goes
@@ -112,7 +144,7 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_, *dataplane_, *ports_, *kernel_, *neighbors_, *lines_, *forwarding_};
+  return {*config_, *dataplane_, *ports_, *kernel_, *neighbors_, *lines_, *forwarding_, frr_.get()};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -122,17 +154,20 @@ DaemonFacts Gateway::facts() const {
 }
 
 std::vector<Subsystem*> Gateway::subsystems() const {
-  return {ports_.get(), lines_.get(), forwarding_.get(), kernel_.get(), neighbors_.get()};
+  return {ports_.get(),  lines_.get(),     forwarding_.get(),
+          kernel_.get(), neighbors_.get(), frr_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {
   neighbors_->attach(loop);
   lines_->attach(loop);
+  frr_->attach(loop);
 }
 
 void Gateway::setPaused(bool paused) {
   neighbors_->setPaused(paused);
   lines_->setPaused(paused);
+  frr_->setPaused(paused);
 }
 
 Result<std::string, std::string> Gateway::setLineAdmin(const std::string& peer,
@@ -256,8 +291,8 @@ json Gateway::status() const {
 json Gateway::tunnels() const {
   return api::tunnelsView(state());
 }
-json Gateway::routes() const {
-  return api::routesView(state());
+json Gateway::routes(const engine::RouteFilter& filter) const {
+  return api::routesView(state(), filter);
 }
 json Gateway::counters() const {
   return api::countersView(state());

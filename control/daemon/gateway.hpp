@@ -1,5 +1,5 @@
 // The gateway's composition root: it starts the subsystems of the control
-// core (ports, kernel sides, neighbours, lines, forwarding tables), runs a
+// core (ports, kernel sides, neighbours, lines, forwarding tables, FRR), runs a
 // reload through their phases (subsystem.hpp) and answers the operator from
 // their state (control/api/views.hpp).  SIGHUP, `mcgwctl reload` and tests
 // all call Gateway::reload().
@@ -23,6 +23,7 @@
 #include "control/daemon/forwarding_state.hpp"
 #include "control/daemon/last_good.hpp"
 #include "control/daemon/subsystem.hpp"
+#include "control/frr/frr_routing.hpp"
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
@@ -100,9 +101,12 @@ class Gateway {
   Result<std::string, std::string> setLineAdmin(const std::string& peer, const std::string& line,
                                                 bool up);
   nlohmann::json tunnels() const;
-  nlohmann::json routes() const;
+  nlohmann::json routes(const engine::RouteFilter& filter = {}) const;
   nlohmann::json counters() const;
   nlohmann::json neighbors() const;
+  // `mcgwctl audit`: FRR's RIB against the fast path's; answered later, on
+  // the loop thread.
+  void audit(std::function<void(nlohmann::json)> reply) { frr_->audit(std::move(reply)); }
 
  private:
   Gateway() = default;
@@ -130,6 +134,7 @@ class Gateway {
   std::unique_ptr<kernel::NeighborResolver> neighbors_;
   std::unique_ptr<lines::UnderlayLines> lines_;
   std::unique_ptr<ForwardingState> forwarding_;
+  std::unique_ptr<frr::FrrRouting> frr_;
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

@@ -366,6 +366,15 @@ int main(int argc, char** argv) {
   // `mcgwctl reload`: the same, answered when done.
   server.answerLater(
       [&](const std::string& cmd, const json& args, const mcgw::api::Server::Reply& reply) {
+        if (cmd == "audit") {
+          // FRR's RIB is read by vtysh off the loop; compared on it.
+          if (!args.empty()) {
+            reply(mcgw::api::errorResponse("audit takes no arguments"));
+          } else {
+            gw.audit(reply);
+          }
+          return true;
+        }
         if (cmd != "reload") {
           return false;
         }

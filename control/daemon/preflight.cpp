@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace mcgw::daemon {
@@ -34,6 +35,64 @@ uint64_t freeHugeMb(const fs::path& sys) {
     total += readNumber(d.path() / "free_hugepages") * kb / 1024;
   }
   return total;
+}
+
+// FRR's daemons file (read by frr.service): the daemons mcgw needs are on,
+// and zebra loads the FPM module.
+Check daemonsFileCheck(const config::Config& c, const fs::path& file) {
+  Check k{"FRR daemons file", false, ""};
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    k.detail = file.string() +
+               " does not exist: FRR is not installed there (apt-get install frr) "
+               "or bgp.frr.config-dir points elsewhere";
+    return k;
+  }
+  std::map<std::string, std::string> values;
+  std::istringstream in(slurp(file));
+  for (std::string line; std::getline(in, line);) {
+    auto hash = line.find('#');
+    if (hash != std::string::npos) {
+      line.resize(hash);
+    }
+    auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      continue;
+    }
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    auto trim = [](std::string& t) {
+      t.erase(0, t.find_first_not_of(" \t\"'"));
+      t.erase(t.find_last_not_of(" \t\"'\r") + 1);
+    };
+    trim(key);
+    trim(value);
+    values[key] = value;
+  }
+  std::vector<std::string> fixes;
+  std::vector<std::string> needed{"bgpd", "staticd"};
+  if (c.bgp.bfd_enabled) {
+    needed.push_back("bfdd");
+  }
+  for (const auto& d : needed) {
+    if (values[d] != "yes") {
+      fixes.push_back("set " + d + "=yes");
+    }
+  }
+  if (values["zebra_options"].find("dplane_fpm_nl") == std::string::npos) {
+    fixes.push_back("add \"-M dplane_fpm_nl\" to zebra_options");
+  }
+  k.ok = fixes.empty();
+  if (k.ok) {
+    k.detail = file.string() + ": bgpd, staticd" + (c.bgp.bfd_enabled ? ", bfdd" : "") +
+               " on, zebra loads dplane_fpm_nl";
+  } else {
+    k.detail = file.string() + ":";
+    for (size_t i = 0; i < fixes.size(); ++i) {
+      k.detail += (i ? "; " : " ") + fixes[i];
+    }
+    k.detail += " (then systemctl restart frr)";
+  }
+  return k;
 }
 
 }  // namespace
@@ -111,6 +170,12 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
              ? "zebra, bgpd" + std::string(c.bgp.bfd_enabled ? ", bfdd" : "") +
                    " and dplane_fpm_nl present"
              : "bgp is configured but FRR is missing " + missing + " (apt-get install frr)"});
+    bool reload = fs::exists(fs::path(roots.frr) / "frr-reload.py");
+    out.push_back({"frr-reload.py", reload,
+                   reload ? "present"
+                          : "mcgwd applies FRR's config with frr-reload.py: apt-get install "
+                            "frr-pythontools"});
+    out.push_back(daemonsFileCheck(c, fs::path(c.bgp.frr_config_dir) / "daemons"));
   }
   return out;
 }

@@ -67,6 +67,46 @@ json setLine(Gateway& gw, const json& args) {
   return ok({{"message", *r}});
 }
 
+// `show routes`, optionally only one tenant's, one source's, or the
+// prefixes inside one.
+json showRoutes(Gateway& gw, const json& args) {
+  engine::RouteFilter filter;
+  for (const char* name : {"tenant", "source", "prefix"}) {
+    if (args.contains(name) && !args[name].is_string()) {
+      return api::errorResponse(std::string("show-routes: argument \"") + name +
+                                "\" must be a string");
+    }
+  }
+  if (args.contains("tenant")) {
+    filter.tenant = args["tenant"].get<std::string>();
+  }
+  if (args.contains("source")) {
+    const auto want = args["source"].get<std::string>();
+    std::string known;
+    for (size_t i = 0; i < engine::kRouteSourceCount; ++i) {
+      auto src = static_cast<engine::RouteSource>(i);
+      known += std::string(known.empty() ? "" : ", ") + engine::toString(src);
+      if (want == engine::toString(src)) {
+        filter.source = src;
+      }
+    }
+    if (!filter.source) {
+      return api::errorResponse("show-routes: unknown source " + text::quote(want) +
+                                "; known: " + known);
+    }
+  }
+  if (args.contains("prefix")) {
+    const auto text = args["prefix"].get<std::string>();
+    auto p = config::IpPrefix::parse(text);
+    if (!p) {
+      return api::errorResponse("show-routes: " + text::quote(text) +
+                                " is not a prefix such as 10.2.0.0/16");
+    }
+    filter.within = p->network();
+  }
+  return ok(gw.routes(filter));
+}
+
 // The commands that take no arguments, and what answers them.
 template <json (Gateway::*View)() const>
 Command view(const char* name) {
@@ -83,7 +123,9 @@ const std::vector<Command>& commands() {
          return ok({{"file", c->source}, {"checksum", c->checksum}, {"text", gw.configText()}});
        }},
       view<&Gateway::tunnels>("show-tunnels"),
-      view<&Gateway::routes>("show-routes"),
+      {"show-routes",
+       {"tenant", "source", "prefix"},
+       [](Gateway& gw, const json& args, const auto&) { return showRoutes(gw, args); }},
       view<&Gateway::counters>("show-counters"),
       view<&Gateway::neighbors>("show-neighbors"),
       {"reload",

@@ -322,6 +322,7 @@ BfdControlClient::BfdControlClient(std::string socket_path, OnChange on_change,
       on_disconnect_(std::move(on_disconnect)) {}
 
 BfdControlClient::~BfdControlClient() {
+  drain_.reset();
   io_.reset();
   retry_timer_.reset();
   if (fd_ >= 0) {
@@ -340,9 +341,18 @@ void BfdControlClient::setPaused(bool paused) {
   if (io_) {
     io_.setEnabled(!paused);
   }
-  if (!paused && retry_due_) {
+  if (paused) {
+    drain_.reset();
+    return;
+  }
+  if (retry_due_) {
     retry_due_ = false;
     connectNow();
+  }
+  // Messages read before the pause: on a later iteration, not inside the
+  // caller's setPaused().
+  if (fd_ >= 0 && loop_ != nullptr) {
+    drain_ = loop_->defer("bfd-control-drain", [this] { drain(); });
   }
 }
 
@@ -424,7 +434,12 @@ void BfdControlClient::onReadable(uint32_t events) {
     return;
   }
   decoder_.feed(std::span<const uint8_t>(read_buf_.data(), static_cast<size_t>(n)));
-  while (fd_ >= 0) {
+  drain();
+}
+
+void BfdControlClient::drain() {
+  // A callback may pause the client: what is left waits in the decoder.
+  while (fd_ >= 0 && !paused_) {
     auto m = decoder_.next();
     if (!m) {
       break;
@@ -483,14 +498,14 @@ void BfdControlClient::handle(const BfdControlDecoder::Message& m) {
 void BfdControlClient::apply(const BfdPeerState& s) {
   auto it = std::find_if(states_.begin(), states_.end(),
                          [&](const BfdPeerState& o) { return o.sameSession(s); });
+  const std::string what = s.peer.toString() + (s.multihop ? " (multihop" : " (single hop") +
+                           (s.interface.empty() ? "" : ", " + s.interface) + ")";
   if (it == states_.end()) {
+    spdlog::info("bfd: session to {} is {}", what, toString(s.state));
     states_.push_back(s);
   } else {
     if (it->state != s.state) {
-      spdlog::info("bfd: session to {} ({}{}) {} -> {}", s.peer.toString(),
-                   s.multihop ? "multihop" : "single hop",
-                   s.interface.empty() ? "" : ", " + s.interface, toString(it->state),
-                   toString(s.state));
+      spdlog::info("bfd: session to {} {} -> {}", what, toString(it->state), toString(s.state));
     }
     *it = s;
   }
@@ -516,6 +531,7 @@ void BfdControlClient::drop(const BfdPeerState& key) {
 void BfdControlClient::fail(std::string why) {
   const bool was_up = subscribed_;
   io_.reset();
+  drain_.reset();
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;

@@ -141,6 +141,7 @@ class BfdControlClient {
  private:
   void connectNow();
   void onReadable(uint32_t events);
+  void drain();
   void handle(const BfdControlDecoder::Message& m);
   void apply(const BfdPeerState& s);
   void drop(const BfdPeerState& key);
@@ -155,6 +156,7 @@ class BfdControlClient {
   int fd_ = -1;
   core::Source io_;
   core::Source retry_timer_;
+  core::Source drain_;  // resumed: the messages read before the pause
   bool paused_ = false;
   bool retry_due_ = false;  // the retry came while paused
   bool subscribed_ = false;

@@ -1036,15 +1036,21 @@ std::string viaText(const NextHopTable& table, const Topology& topo, uint32_t in
 
 }  // namespace
 
-std::vector<RouteView> TablesBuilder::routes(size_t limit) const {
+std::vector<RouteView> TablesBuilder::routes(size_t limit, const RouteFilter& filter) const {
   std::vector<RouteView> out;
   if (!topology_) {
     return out;
   }
   for (const auto& name : tenant_order_) {
+    if (!filter.tenant.empty() && filter.tenant != name) {
+      continue;
+    }
     const Tenant& t = *tenants_.at(name);
     for (const auto& [prefix, cs] : t.rib.routes()) {
       for (size_t i = 0; i < cs.size(); ++i) {
+        if (!filter.matches(name, prefix, cs[i].source)) {
+          continue;
+        }
         if (out.size() >= limit) {
           return out;
         }
@@ -1055,6 +1061,33 @@ std::vector<RouteView> TablesBuilder::routes(size_t limit) const {
     }
   }
   return out;
+}
+
+std::array<size_t, kRouteSourceCount> TablesBuilder::candidatesBySource() const {
+  std::array<size_t, kRouteSourceCount> n{};
+  for (const auto& [name, t] : tenants_) {
+    for (const auto& [prefix, cs] : t->rib.routes()) {
+      for (const auto& c : cs) {
+        ++n[static_cast<size_t>(c.source)];
+      }
+    }
+  }
+  return n;
+}
+
+size_t TablesBuilder::candidateCount(const RouteFilter& filter) const {
+  size_t n = 0;
+  for (const auto& [name, t] : tenants_) {
+    if (!filter.tenant.empty() && filter.tenant != name) {
+      continue;
+    }
+    for (const auto& [prefix, cs] : t->rib.routes()) {
+      for (const auto& c : cs) {
+        n += filter.matches(name, prefix, c.source) ? 1 : 0;
+      }
+    }
+  }
+  return n;
 }
 
 size_t TablesBuilder::candidateCount() const {

@@ -118,6 +118,19 @@ struct RxQueue {
 
 // A route as `mcgwctl show routes` lists it: every candidate of every
 // source, the selected one (in the FIB) first.
+// Which candidates a listing shows: all by default.
+struct RouteFilter {
+  std::string tenant;                      // "" = every tenant
+  std::optional<RouteSource> source;       // only this source's
+  std::optional<config::IpPrefix> within;  // only prefixes inside this one (or equal)
+  bool matches(const std::string& tenant_name, const config::IpPrefix& prefix,
+               RouteSource s) const {
+    return (tenant.empty() || tenant == tenant_name) && (!source || *source == s) &&
+           (!within || (within->address.family == prefix.address.family &&
+                        within->length <= prefix.length && within->contains(prefix.address)));
+  }
+};
+
 struct RouteView {
   std::string tenant;
   std::string prefix;
@@ -325,7 +338,11 @@ class TablesBuilder {
   // For `show routes`, status and tests (the writer's side: not while a
   // build runs on another thread).
   // At most `limit` candidates, in tenant and prefix order.
-  std::vector<RouteView> routes(size_t limit = SIZE_MAX) const;
+  std::vector<RouteView> routes(size_t limit = SIZE_MAX, const RouteFilter& filter = {}) const;
+  // How many candidates match filter (all of them: not limited).
+  size_t candidateCount(const RouteFilter& filter) const;
+  // Candidates per source (RouteSource order), in one walk.
+  std::array<size_t, kRouteSourceCount> candidatesBySource() const;
   size_t routeCount() const;      // prefixes
   size_t candidateCount() const;  // candidates of every source
   const TenantRib* rib(const std::string& tenant) const;

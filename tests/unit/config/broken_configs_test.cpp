@@ -368,8 +368,6 @@ std::vector<BrokenCase> brokenCases() {
        "no lan port)",
        "tenant[name='red']/routes/route[prefix='10.8.0.0/16']/next-hop"},
       // --- BGP sessions
-      {"PeerWithoutAsnUnderBgp", edited({{"    asn: 65002\n", ""}}), 29, 5,
-       "peer 'site-b' needs an 'asn': with bgp configured", "/mcgw:peers/peer[name='site-b']"},
       {"PeerAsnIsOwnAsn", edited({{"asn: 65002", "asn: 65001"}}), 30, 10,
        "peer 'site-b' has this site's own AS number 65001 (bgp.asn); sessions to peer sites "
        "are eBGP",
@@ -407,6 +405,8 @@ std::vector<BrokenCase> brokenCases() {
       {"FpmStaleTimeOutOfRange",
        edited({{"    hold: 9\n", "    hold: 9\n  fpm:\n    stale-time: 0\n"}}), 45, 17, "1..3600",
        "/mcgw:bgp/fpm/stale-time"},
+      {"FpmPortZero", edited({{"    hold: 9\n", "    hold: 9\n  fpm:\n    port: 0\n"}}), 45, 11,
+       "1..65535", "/mcgw:bgp/fpm/port"},
       // --- fast path
       {"IdleSleepOutOfRange",
        edited({{"logging:\n", "fast-path:\n  idle-sleep-max-us: 100001\nlogging:\n"}}), 64, 22,

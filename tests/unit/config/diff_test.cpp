@@ -210,6 +210,45 @@ TEST(DiffTest, ForwardingKeysChangeWithoutRestart) {
   }
 }
 
+// FRR applies BGP changes in place (frr-reload.py): none needs a restart.
+TEST(DiffTest, BgpChangesNeedNoRestart) {
+  const std::string bgp = edited("  - name: site-b\n", "  - name: site-b\n    asn: 65002\n") +
+                          "bgp:\n  asn: 65001\n  router-id: 10.255.0.1\n";
+  auto with = [&](const std::string& from, const std::string& to) {
+    return test::replacedOnce(bgp, from, to);
+  };
+  const ReloadCase cases[] = {
+      {"bgp enabled", edited("  - name: site-b\n", "  - name: site-b\n    asn: 65002\n"), bgp,
+       "bgp", "", "enabled false -> true"},
+      {"maximum-prefix", bgp, bgp + "  maximum-prefix: 500\n", "bgp", "",
+       "maximum-prefix 10000 -> 500"},
+      {"graceful restart", bgp, bgp + "  graceful-restart: false\n", "bgp", "",
+       "graceful-restart true -> false"},
+      {"BFD interval", bgp, bgp + "  bfd:\n    interval-ms: 50\n", "bgp", "",
+       "bfd.interval-ms 100 -> 50"},
+      {"FPM stale time", bgp, bgp + "  fpm:\n    stale-time: 30\n", "bgp", "",
+       "fpm.stale-time 120 -> 30"},
+      {"FRR directories", bgp, bgp + "  frr:\n    config-dir: /run/frr\n", "bgp", "",
+       "frr.config-dir /etc/frr -> /run/frr"},
+      {"a line's BFD", bgp,
+       with("remote-vtep: 203.0.113.2\n", "remote-vtep: 203.0.113.2\n        bfd-multiplier: 5\n"),
+       "peer", "site-b", "lines"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    ConfigPtr a = load(c.before);
+    ConfigPtr b = load(c.after);
+    ASSERT_TRUE(a && b);
+    std::vector<ConfigChange> changes = diffConfigs(*a, *b);
+    ASSERT_EQ(changes.size(), 1u) << describe(changes);
+    EXPECT_FALSE(changes[0].needs_restart) << changes[0].toString();
+    EXPECT_EQ(changes[0].section, c.section);
+    EXPECT_EQ(changes[0].name, c.entry);
+    EXPECT_EQ(changes[0].kind, Kind::kChanged);
+    EXPECT_NE(changes[0].detail.find(c.detail), std::string::npos) << changes[0].toString();
+  }
+}
+
 TEST(DiffTest, EalChangeNeedsRestart) {
   ConfigPtr a = load(kBase);
   ConfigPtr b = load(edited("memory-mb: 128", "memory-mb: 256"));

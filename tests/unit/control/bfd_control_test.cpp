@@ -1,9 +1,17 @@
 // bfdd's control socket codec on literal bytes, and the notifications'
 // JSON as bfdd 8.4.4 sent it (captured from /usr/lib/frr/bfdd).
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -343,6 +351,187 @@ TEST(BfdNotify, StateNames) {
   EXPECT_STREQ(toString(State::kInit), "init");
   EXPECT_STREQ(toString(State::kAdminDown), "adm-down");
   EXPECT_STREQ(toString(State::kUnknown), "unknown");
+}
+
+// The client against a stand-in for bfdd on a Unix socket of the test's own:
+// what it sends, what it keeps, and how it drops a stream it cannot use.
+class BfdClientFake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mcgw-bfdunit-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/bfdd.sock";
+    auto loop = core::EventLoop::create();
+    ASSERT_TRUE(loop.ok()) << loop.error();
+    loop_ = std::move(*loop);
+  }
+  void TearDown() override {
+    client_.reset();
+    loop_.reset();
+    if (conn_ >= 0) {
+      ::close(conn_);
+    }
+    if (listen_ >= 0) {
+      ::close(listen_);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void listenNow() {
+    listen_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    std::strncpy(sun.sun_path, path_.c_str(), sizeof sun.sun_path - 1);
+    ASSERT_EQ(::bind(listen_, reinterpret_cast<sockaddr*>(&sun), sizeof sun), 0);
+    ASSERT_EQ(::listen(listen_, 4), 0);
+  }
+  // Accepts the client and reads its request.
+  std::vector<uint8_t> acceptRequest() {
+    if (conn_ >= 0) {
+      ::close(conn_);
+    }
+    // The loop runs (the client's retry timer) until the client is there.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    pollfd p{listen_, POLLIN, 0};
+    while (::poll(&p, 1, 0) == 0 && std::chrono::steady_clock::now() < end) {
+      loop_->runOnce(std::chrono::microseconds(2000));
+    }
+    EXPECT_EQ(p.revents & POLLIN, POLLIN) << "the client did not connect";
+    conn_ = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+    EXPECT_GE(conn_, 0);
+    std::vector<uint8_t> req(16);
+    EXPECT_EQ(::recv(conn_, req.data(), req.size(), MSG_WAITALL), 16);
+    return req;
+  }
+  void send(const std::vector<uint8_t>& b) {
+    ASSERT_EQ(::send(conn_, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size()));
+  }
+  void pump(int iterations = 20) {
+    for (int i = 0; i < iterations; ++i) {
+      loop_->runOnce(std::chrono::microseconds(2000));
+    }
+  }
+  void attach() {
+    client_ = std::make_unique<BfdControlClient>(
+        path_, [this](const BfdPeerState& s) { changes_.push_back(s); },
+        [this] { ++disconnects_; });
+    client_->attach(*loop_, std::chrono::milliseconds(5));
+  }
+
+  std::string dir_, path_;
+  int listen_ = -1, conn_ = -1;
+  std::unique_ptr<core::EventLoop> loop_;
+  std::unique_ptr<BfdControlClient> client_;
+  std::vector<BfdPeerState> changes_;
+  int disconnects_ = 0;
+};
+
+TEST_F(BfdClientFake, SubscribesKeepsStatesAndForgetsDeleted) {
+  listenNow();
+  attach();
+  const auto req = acceptRequest();
+  EXPECT_EQ(req, encodeNotifyRequest(1, kBfdNotifyPeerState | kBfdNotifyConfig));
+  EXPECT_FALSE(client_->connected());
+  send(frame(1, 1, kResponseOk));
+  send(frame(4, 0, kAdd));
+  send(frame(4, 0, kSingleHopUp));
+  send(frame(4, 0, kMultihopDown));
+  pump();
+  ASSERT_TRUE(client_->connected()) << client_->lastError();
+  ASSERT_EQ(client_->states().size(), 2u);
+  EXPECT_EQ(client_->states()[0].state, State::kUp);
+  EXPECT_EQ(client_->states()[1].state, State::kDown);
+  // A change replaces the session's entry.
+  send(frame(4, 0, kSingleHopAdminDown));
+  pump();
+  ASSERT_EQ(client_->states().size(), 2u);
+  EXPECT_EQ(client_->states()[0].state, State::kAdminDown);
+  // Bad JSON is skipped, the stream goes on.
+  send(frame(4, 0, "{oops"));
+  send(frame(4, 0, kDelete));
+  pump();
+  EXPECT_TRUE(client_->connected());
+  EXPECT_EQ(client_->lastError(), "bad notification from bfdd: not JSON");
+  ASSERT_EQ(client_->states().size(), 1u);
+  EXPECT_EQ(client_->states()[0].peer, ip("10.77.0.2"));
+  ASSERT_EQ(changes_.size(), 4u);
+  EXPECT_EQ(changes_[3].peer, ip("10.78.0.2"));
+  EXPECT_EQ(changes_[3].state, State::kUnknown);
+  EXPECT_EQ(disconnects_, 0);
+}
+
+TEST_F(BfdClientFake, UnusableStreamDisconnectsAndRetries) {
+  attach();  // nothing listens yet
+  pump(5);
+  EXPECT_FALSE(client_->connected());
+  EXPECT_NE(client_->lastError().find("connect " + path_), std::string::npos);
+  EXPECT_EQ(disconnects_, 0);  // never had a working connection
+  listenNow();
+  (void)acceptRequest();  // the retry connects
+  send(frame(1, 1, kResponseOk));
+  send(frame(4, 0, kSingleHopUp));
+  pump();
+  ASSERT_TRUE(client_->connected());
+  ASSERT_EQ(client_->states().size(), 1u);
+  send(frame(4, 0, kSingleHopUp, 2));
+  pump();
+  EXPECT_FALSE(client_->connected());
+  EXPECT_TRUE(client_->states().empty());
+  EXPECT_EQ(disconnects_, 1);
+  EXPECT_EQ(client_->lastError(), "bfdd's stream is unusable: message version 2 (only 1 is known)");
+  // It comes back by itself; a refusal is not a subscription.
+  const auto req = acceptRequest();
+  EXPECT_EQ(req[5], 2);  // the next request id
+  send(frame(1, 2, R"({"status":"error","error":"nope"})"));
+  pump();
+  EXPECT_FALSE(client_->connected());
+  EXPECT_EQ(disconnects_, 1);
+}
+
+TEST_F(BfdClientFake, PausedReadsNothingUntilResumed) {
+  listenNow();
+  attach();
+  (void)acceptRequest();
+  send(frame(1, 1, kResponseOk));
+  pump();
+  ASSERT_TRUE(client_->connected());
+  client_->setPaused(true);
+  send(frame(4, 0, kMultihopDown));
+  pump();
+  EXPECT_TRUE(client_->states().empty());
+  client_->setPaused(false);
+  pump();
+  ASSERT_EQ(client_->states().size(), 1u);
+  EXPECT_EQ(client_->states()[0].state, State::kDown);
+}
+
+// A handler that pauses the client stops the dispatch at once, even within
+// one read; the rest comes after resume, in order.
+TEST_F(BfdClientFake, PauseFromTheHandlerStopsDispatch) {
+  listenNow();
+  std::vector<BfdPeerState> seen;
+  client_ = std::make_unique<BfdControlClient>(path_, [&](const BfdPeerState& s) {
+    seen.push_back(s);
+    client_->setPaused(true);
+  });
+  client_->attach(*loop_, std::chrono::milliseconds(5));
+  (void)acceptRequest();
+  auto burst = frame(1, 1, kResponseOk);
+  for (const char* j : {kSingleHopUp, kMultihopDown}) {
+    const auto f = frame(4, 0, j);
+    burst.insert(burst.end(), f.begin(), f.end());
+  }
+  send(burst);
+  pump();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].peer, ip("10.77.0.2"));
+  client_->setPaused(false);
+  pump();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].peer, ip("10.78.0.2"));
+  EXPECT_EQ(client_->states().size(), 2u);
 }
 
 }  // namespace

@@ -48,15 +48,18 @@ class PreflightTest : public ::testing::Test {
   PreflightRoots roots_;
 };
 
-const char* kHuge =
-    "node: {name: a, site: b}\neal: {hugepages: true, memory-mb: 512}\n"
-    "ports:\n  - {name: p0, role: lan, pci: '0000:00:08.0'}\n"
-    "  - {name: p1, role: wan, vdev: 'net_af_packet0,iface=veth1'}\n"
-    "  - {name: p2, role: wan, vdev: 'net_af_xdp0,iface=gone0'}\n"
-    "bgp: {asn: 65001, router-id: 1.1.1.1}\n";
+// FRR's config directory (its daemons file) is `frr_dir`.
+std::string huge(const fs::path& frr_dir) {
+  return "node: {name: a, site: b}\neal: {hugepages: true, memory-mb: 512}\n"
+         "ports:\n  - {name: p0, role: lan, pci: '0000:00:08.0'}\n"
+         "  - {name: p1, role: wan, vdev: 'net_af_packet0,iface=veth1'}\n"
+         "  - {name: p2, role: wan, vdev: 'net_af_xdp0,iface=gone0'}\n"
+         "bgp: {asn: 65001, router-id: 1.1.1.1, frr: {config-dir: " +
+         frr_dir.string() + "}}\n";
+}
 
 TEST_F(PreflightTest, NamesWhatIsMissing) {
-  auto checks = preflight(*load(kHuge), roots_);
+  auto checks = preflight(*load(huge(dir_.path() / "etc-frr")), roots_);
   const Check* huge = find(checks, "hugepages");
   ASSERT_TRUE(huge);
   EXPECT_FALSE(huge->ok);
@@ -81,6 +84,31 @@ TEST_F(PreflightTest, NamesWhatIsMissing) {
   EXPECT_NE(frr->detail.find("zebra, bgpd, staticd, bfdd, zebra module dplane_fpm_nl"),
             std::string::npos)
       << frr->detail;
+  const Check* reload = find(checks, "frr-reload.py");
+  ASSERT_TRUE(reload);
+  EXPECT_FALSE(reload->ok);
+  EXPECT_NE(reload->detail.find("apt-get install frr-pythontools"), std::string::npos);
+  const Check* daemons = find(checks, "FRR daemons file");
+  ASSERT_TRUE(daemons);
+  EXPECT_FALSE(daemons->ok);
+  EXPECT_NE(daemons->detail.find("etc-frr/daemons does not exist"), std::string::npos)
+      << daemons->detail;
+}
+
+TEST_F(PreflightTest, SaysWhatTheDaemonsFileLacks) {
+  fs::create_directories(dir_.path() / "etc-frr");
+  // Debian's default file: bgpd and bfdd off, zebra without the FPM module.
+  writeFile((dir_.path() / "etc-frr/daemons").string(),
+            "bgpd=no\nospfd=no\nbfdd=no\nstaticd=yes\n"
+            "zebra_options=\"  -A 127.0.0.1 -s 90000000\"\n");
+  auto checks = preflight(*load(huge(dir_.path() / "etc-frr")), roots_);
+  const Check* daemons = find(checks, "FRR daemons file");
+  ASSERT_TRUE(daemons);
+  EXPECT_FALSE(daemons->ok);
+  EXPECT_NE(daemons->detail.find("set bgpd=yes; set bfdd=yes; add \"-M dplane_fpm_nl\" to "
+                                 "zebra_options (then systemctl restart frr)"),
+            std::string::npos)
+      << daemons->detail;
 }
 
 TEST_F(PreflightTest, PassesWhenEverythingIsThere) {
@@ -97,9 +125,14 @@ TEST_F(PreflightTest, PassesWhenEverythingIsThere) {
     writeFile(roots_.frr + "/" + d, "");
   }
   writeFile(roots_.frr_modules + "/dplane_fpm_nl.so", "");
-  auto checks = preflight(*load(kHuge), roots_);
-  // hugepages, one per port (driver or interface), FRR.
-  ASSERT_EQ(checks.size(), 5u);
+  writeFile(roots_.frr + "/frr-reload.py", "");
+  fs::create_directories(dir_.path() / "etc-frr");
+  writeFile((dir_.path() / "etc-frr/daemons").string(),
+            "bgpd=yes\nbfdd=yes # BFD\nstaticd=yes\n"
+            "zebra_options=\"  -A 127.0.0.1 -s 90000000 -M dplane_fpm_nl\"\n");
+  auto checks = preflight(*load(huge(dir_.path() / "etc-frr")), roots_);
+  // hugepages, one per port (driver or interface), FRR, frr-reload.py, daemons file.
+  ASSERT_EQ(checks.size(), 7u);
   for (const auto& c : checks) {
     EXPECT_TRUE(c.ok) << c.what << ": " << c.detail;
   }
