@@ -98,6 +98,15 @@ def tunnel_lines(lab, gw) -> tuple[dict, list]:
     return {ln["name"]: ln for ln in t["lines"]}, t["active_lines"]
 
 
+def bfd_state(lab, gw, line: str) -> str | None:
+    """The state of the BFD session of line `line` of gw's A-B peer in
+    mcgwctl status (`bgp.bfd.sessions[]`), None without one."""
+    for s in bgp_status(lab, gw).get("bfd", {}).get("sessions", []):
+        if s.get("peer_site") == AB_PEER[gw] and s.get("line") == line:
+            return s.get("state")
+    return None
+
+
 def uptimes(lab, gw) -> dict:
     """{neighbour: (mcgwd's uptime_s, FRR's peerUptimeMsec / 1000)}."""
     frr = lab.vtysh(gw, "show bgp summary json") or {}

@@ -1282,7 +1282,8 @@ class Lab:
             time.sleep(0.05)
         for p in pids:
             if self._alive(p):
-                print(f"mcgwlab: pid {p} ignored SIGTERM for {timeout} s; SIGKILL", file=sys.stderr)
+                comm = Path(f"/proc/{p}/comm").read_text().strip() if Path(f"/proc/{p}/comm").exists() else "?"
+                print(f"mcgwlab: pid {p} ({comm}) ignored SIGTERM for {timeout} s; SIGKILL", file=sys.stderr)
                 try:
                     os.kill(p, signal.SIGKILL)
                 except ProcessLookupError:
@@ -1789,6 +1790,11 @@ protocol bgp gwa {{
         namespace with the prefix is left."""
         namespaces = [n for n in list_netns() if n.startswith(self.prefix)]
         rundir = self.dir / "run"
+        # FRR first, zebra last: a zebra stopped together with its clients
+        # and mcgwd (its FPM server) sits out SIGTERM's 15 s.
+        for node in self.state.get("gateways", {}):
+            if self.frr_pids(node):
+                self.stop_frr(node, ["bgpd", "bfdd", "staticd", "zebra"], timeout=5)
         pids = []
         for pf in sorted(rundir.glob("*.pid")) if rundir.is_dir() else []:
             pid = self._pidfile_pid(pf.stem)
