@@ -987,13 +987,16 @@ class Lab:
             # renders its config and applies it with frr-reload.py.
             for g in self.frr_gateways():
                 self.start_frr(g)
-            if self.options.idc_router:
-                self.start_bird()
             self.state["phase"] = "up"
             self._save()
             if start_gateways:
                 for g in self.topo.gateways:
                     self.start_gateway(g)
+            # BIRD after mcgwd: mcgwd taking over gwa's lan0 (XDP) flaps it,
+            # and a session dropped by BFD waits (error wait time) to return.
+            if self.options.idc_router:
+                self.start_bird()
+            if start_gateways:
                 # With BGP the routes come once the sessions are up: traffic
                 # right after up() must find them (see wait_routes).
                 for g in self.frr_gateways():
@@ -1714,6 +1717,8 @@ protocol bgp gwa {{
   neighbor {gwa} as {GWA_ASN};
   hold time 9;
   keepalive time 3;
+  connect retry time 3;
+  error wait time 1, 10;
   bfd on;
   ipv4 {{ import all; export where proto = "idc"; }};
 }}
