@@ -5,7 +5,9 @@
 # underlay lines each, through one underlay router), and site C, a Linux VXLAN
 # VTEP with host C behind it.  The gateways route A<->B by BGP: FRR runs in
 # each gateway's namespace (mcgwd renders and applies its config, and is its
-# forwarding plane over FPM), one eBGP session with BFD per line; only site
+# forwarding plane over FPM), one eBGP session with BFD per line, over an
+# IPv6 underlay (the VTEPs' family; the underlay is dual-stack) so that the
+# sessions carry both families' VPC routes: no static route A<->B, only site
 # C's VPC (Linux VXLAN, no BGP) keeps static routes.  The script waits until
 # every session is Established.  Then: ping and a 10 MiB TCP transfer (iperf3)
 # between host A and host B and between host A and host C, and `mcgwctl
@@ -16,7 +18,8 @@
 #   scripts/lab.sh --once      the same, then tear the lab down
 #   scripts/lab.sh --down      tear a running lab down
 #   --no-install / --no-build  skip those steps
-#   --encap vxlan|geneve, --underlay ipv4|ipv6, --driver af_xdp|af_packet,
+#   --encap vxlan|geneve, --underlay ipv4|ipv6 (default ipv6; ipv4 with
+#   --no-bgp), --driver af_xdp|af_packet,
 #   --host-mtu N, --static-neighbors, --kernel-static-neighbors,
 #   --rtr-mtu IF=MTU, --drop-icmp, --path-mtu KEY=VALUE,
 #   --no-bgp (static routes, no FRR), --idc-router (BIRD behind gateway A)
@@ -35,22 +38,32 @@ export MCGW_BUILD_DIR=${MCGW_BUILD_DIR:-$top/build}
 build=$MCGW_BUILD_DIR
 install=1 build_it=1 down=0 once=0
 up_args=()
+underlay= bgp=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --down) down=1 ;;
     --once) once=1 ;;
     --no-install) install=0 ;;
     --no-build) build_it=0 ;;
-    --encap|--underlay|--driver|--vni|--log-level|--kernel-addrs|--host-mtu|--rtr-mtu|--path-mtu)
+    --underlay)
+      [ $# -ge 2 ] || { echo "lab.sh: $1 needs a value" >&2; exit 2; }
+      underlay=$2; shift ;;
+    --encap|--driver|--vni|--log-level|--kernel-addrs|--host-mtu|--rtr-mtu|--path-mtu)
       [ $# -ge 2 ] || { echo "lab.sh: $1 needs a value" >&2; exit 2; }
       up_args+=("$1" "$2"); shift ;;
-    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors|--drop-icmp|--bgp|--no-bgp|--idc-router)
+    --no-bgp) bgp=0; up_args+=("$1") ;;
+    --static-neighbors|--kernel-static-neighbors|--no-static-neighbors|--drop-icmp|--bgp|--idc-router)
       up_args+=("$1") ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "lab.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+# With BGP the VTEPs are IPv6 by default: IPv6 sessions carry IPv4 and IPv6
+# VPC routes (extended next hop); IPv4 sessions carry IPv4 only, which would
+# leave the IPv6 VPCs A<->B on static routes.
+[ -n "$underlay" ] || { [ "$bgp" -eq 1 ] && underlay=ipv6 || underlay=ipv4; }
+up_args+=(--underlay "$underlay")
 [ "$(id -u)" -eq 0 ] || { echo "lab.sh: run as root (network namespaces, DPDK)" >&2; exit 1; }
 
 # Debian's interpreter: python3 on PATH may be another one (see docs).
