@@ -648,6 +648,10 @@ class Options:
                              ("driver", ("af_xdp", "af_packet"))):
             if getattr(self, key) not in allowed:
                 raise LabError(f"{key} must be one of {', '.join(allowed)}, not {getattr(self, key)!r}")
+        if self.bgp and not self.gw_kernel_addrs:
+            raise LabError("bgp needs the gateways' addresses on their kernel interfaces (af_xdp, or "
+                           "kernel_addrs=True): FRR's sessions run from the kernel to the remote VTEPs; "
+                           "use --no-bgp with af_packet")
         if self.idc_router and not self.bgp:
             raise LabError("idc_router needs bgp (the IDC router talks BGP to gateway A)")
         if self.idc_router and (self.static_neighbors or self.kernel_static_neighbors):
