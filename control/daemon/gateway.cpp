@@ -100,6 +100,15 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     }
     return out;
   });
+  gw->frr_->setPortsByIfindex([g] {
+    frr::PortsByIfindex out;
+    for (const auto& [port, side] : g->kernel_->sides()) {
+      if (side.ifindex > 0) {
+        out[static_cast<uint32_t>(side.ifindex)] = port;
+      }
+    }
+    return out;
+  });
   // A line whose BFD session to the peer gateway is down is not used.
   gw->lines_->addStateInput(
       {"bfd", [g](const engine::LineEntry& l, const engine::ForwardingTables&) {

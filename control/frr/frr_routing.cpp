@@ -158,7 +158,7 @@ void FrrRouting::attach(core::EventLoop& loop) {
 std::shared_ptr<FpmServer> FrrRouting::makeFpmServer() {
   return std::make_shared<FpmServer>(FpmServer::Handlers{
       .connected = [this] { onFpmConnected(); },
-      .messages = [this](const std::vector<FpmMessage>& m) { applyUpdates(routes_.receive(m)); },
+      .messages = [this](const std::vector<FpmMessage>& m) { receive(m); },
       .disconnected = [this](const std::string& why) { onFpmDisconnected(why); },
   });
 }
@@ -235,6 +235,13 @@ void FrrRouting::applyUpdates(std::vector<engine::RouteUpdate> updates) {
     w.vias.clear();
     (void)apply_routes_(std::span<const engine::RouteUpdate>(&w, 1));
   }
+}
+
+void FrrRouting::receive(const std::vector<FpmMessage>& messages) {
+  if (ports_by_ifindex_) {
+    routes_.setPorts(ports_by_ifindex_());
+  }
+  applyUpdates(routes_.receive(messages));
 }
 
 void FrrRouting::onFpmConnected() {
@@ -455,6 +462,9 @@ void FrrRouting::apply() {
     routes_.markStale();
     applyUpdates(routes_.sweep());
   }
+  if (ports_by_ifindex_) {
+    routes_.setPorts(ports_by_ifindex_());
+  }
   applyUpdates(routes_.reconfigure(config_));
   sessions_ = config_->bgp.enabled ? bgpSessions(*config_) : std::vector<BgpSession>{};
   rendered_ = config_->bgp.enabled ? renderFrrConfig(*config_) : std::string();
@@ -571,6 +581,7 @@ json FrrRouting::status() const {
           {"fpm", fpm},
           {"routes",
            {{"received", c.routes},
+            {"ignored_kernel_routes", c.ignored},
             {"installed", c.installed},
             {"refused", c.refused},
             {"stale", c.stale},
@@ -650,8 +661,10 @@ void frrFib(const json& rib, std::map<config::IpPrefix, FpmRoute>& out) {
       FpmRoute r;
       r.prefix = prefix->network();
       r.table = field<uint32_t>(e, "table", kMainTable);
+      // What zebra installs (and sends over FPM): the next hops marked fib,
+      // a recursive one's resolved next hops rather than the BGP next hop.
       for (const auto& nh : e.value("nexthops", json::array())) {
-        if (!field<bool>(nh, "fib", false) && !field<bool>(nh, "active", false)) {
+        if (!field<bool>(nh, "fib", false)) {
           continue;
         }
         if (field<bool>(nh, "unreachable", false) ||
@@ -662,6 +675,7 @@ void frrFib(const json& rib, std::map<config::IpPrefix, FpmRoute>& out) {
         if (auto ip = config::IpAddress::parse(field<std::string>(nh, "ip", ""))) {
           h.gateway = *ip;
         }
+        h.ifindex = field<uint32_t>(nh, "interfaceIndex", 0);
         r.next_hops.push_back(h);
       }
       out[r.prefix] = std::move(r);
@@ -719,7 +733,7 @@ json FrrRouting::compare(const std::map<config::IpPrefix, FpmRoute>& frr) const 
     fast_path += e.installed ? 1 : 0;
   }
   for (const auto& [prefix, route] : frr) {
-    auto want = translate(*config_, tenancy, route);
+    auto want = translate(*config_, tenancy, route, routes_.ports());
     auto it = mine.find(prefix);
     if (it == mine.end()) {
       add(prefix, "in FRR's FIB, never received over FPM");
