@@ -163,8 +163,10 @@ DaemonFacts Gateway::facts() const {
 }
 
 std::vector<Subsystem*> Gateway::subsystems() const {
-  return {ports_.get(),  lines_.get(),     forwarding_.get(),
-          kernel_.get(), neighbors_.get(), frr_.get()};
+  // FRR before the forwarding tables: its prepare can fail (a new FPM
+  // address), theirs must be the last that can.
+  return {ports_.get(),      lines_.get(),  frr_.get(),
+          forwarding_.get(), kernel_.get(), neighbors_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {

@@ -457,15 +457,6 @@ void FrrRouting::apply() {
   }
   config::ConfigPtr prev = config_;
   config_ = std::move(next_);
-  // BGP turned off: FRR's routes leave the fast path.
-  if (!config_->bgp.enabled) {
-    routes_.markStale();
-    applyUpdates(routes_.sweep());
-  }
-  if (ports_by_ifindex_) {
-    routes_.setPorts(ports_by_ifindex_());
-  }
-  applyUpdates(routes_.reconfigure(config_));
   sessions_ = config_->bgp.enabled ? bgpSessions(*config_) : std::vector<BgpSession>{};
   rendered_ = config_->bgp.enabled ? renderFrrConfig(*config_) : std::string();
   if (!config_->bgp.enabled) {
@@ -473,12 +464,15 @@ void FrrRouting::apply() {
     applied_.clear();
   }
   if (loop_ == nullptr) {
+    retranslate();
     return;
   }
-  // Sources change on the loop thread (a reload runs off it); the gateway
-  // is paused until after this runs.
+  // FRR's routes follow the new plan, and sources change, on the loop
+  // thread once the reload is committed (the new tenants' tables are live
+  // then); the gateway stays paused until after this runs.
   std::shared_ptr<FpmServer> fresh = std::move(next_fpm_);
   loop_->post([this, prev, fresh] {
+    retranslate();
     const bool on = config_->bgp.enabled;
     if (!on) {
       fpm_.reset();
@@ -513,6 +507,18 @@ void FrrRouting::apply() {
       refresh_lines_();
     }
   });
+}
+
+void FrrRouting::retranslate() {
+  // BGP turned off: FRR's routes leave the fast path.
+  if (!config_->bgp.enabled) {
+    routes_.markStale();
+    applyUpdates(routes_.sweep());
+  }
+  if (ports_by_ifindex_) {
+    routes_.setPorts(ports_by_ifindex_());
+  }
+  applyUpdates(routes_.reconfigure(config_));
 }
 
 void FrrRouting::abort() {

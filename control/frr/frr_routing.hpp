@@ -121,6 +121,8 @@ class FrrRouting : public daemon::Subsystem {
   std::function<std::vector<engine::RouteView>()> list_frr_routes_;
   std::function<std::vector<std::string>()> wan_interfaces_;
   std::function<PortsByIfindex()> ports_by_ifindex_;
+  // FRR's routes translated again under the config in force (a reload).
+  void retranslate();
   // FRR's routes of one batch into the fast path.
   void receive(const std::vector<FpmMessage>& messages);
   std::string guard_error_;
