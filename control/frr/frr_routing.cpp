@@ -88,26 +88,6 @@ const char* kindName(BgpSession::Kind k) {
   return k == BgpSession::Kind::kLine ? "line" : "neighbor";
 }
 
-// FRR's JSON for one neighbour in `show bgp summary json`, any family.
-const json* summaryPeer(const json& summary, const std::string& address, std::string* family) {
-  for (const char* f : {"ipv4Unicast", "ipv6Unicast"}) {
-    auto af = summary.find(f);
-    if (af == summary.end() || !af->is_object()) {
-      continue;
-    }
-    auto peers = af->find("peers");
-    if (peers == af->end() || !peers->is_object()) {
-      continue;
-    }
-    auto p = peers->find(address);
-    if (p != peers->end() && p->is_object()) {
-      *family = f;
-      return &*p;
-    }
-  }
-  return nullptr;
-}
-
 template <typename T>
 T field(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
@@ -375,25 +355,89 @@ void FrrRouting::pushConfig() {
       });
 }
 
+namespace {
+
+// Every JSON value vtysh printed, in order (one per -c command); a value
+// that does not parse ends the list.
+std::vector<json> jsonSequence(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  while (true) {
+    in >> std::ws;
+    if (in.peek() == std::char_traits<char>::eof()) {
+      break;
+    }
+    json j;
+    try {
+      in >> j;
+    } catch (const json::exception&) {
+      break;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// How many routes a `... neighbors X filtered-routes json` answer lists.
+int64_t filteredCount(const json& j) {
+  if (!j.is_object()) {
+    return -1;
+  }
+  if (j.contains("totalPrefixCounter") && j["totalPrefixCounter"].is_number_integer()) {
+    return j["totalPrefixCounter"].get<int64_t>();
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (value.is_object() && key.find("Routes") != std::string::npos) {
+      return static_cast<int64_t>(value.size());
+    }
+  }
+  return j.empty() ? 0 : -1;
+}
+
+}  // namespace
+
 void FrrRouting::poll() {
   if (polling_ || paused_ || loop_ == nullptr) {
     return;
   }
   polling_ = true;
-  auto result = std::make_shared<core::ProcessResult>();
-  auto argv = vtyshCommand(FrrPaths::of(*config_), {"show bgp summary json"});
+  // One vtysh for the summary, one for what each session's import filter
+  // refused (kept by soft-reconfiguration inbound): ipv4, and ipv6 on an
+  // IPv6 session.
+  std::vector<std::string> filtered;
+  for (const auto& s : sessions_) {
+    const bool v6 = s.address.family == config::Family::V6;
+    for (const char* family : {"ipv4", "ipv6"}) {
+      if (std::string(family) == "ipv6" && !v6) {
+        continue;
+      }
+      filtered.push_back(std::string("show bgp ") + family + " unicast neighbors " +
+                         s.address.toString() + " filtered-routes json");
+    }
+  }
+  auto summary_out = std::make_shared<core::ProcessResult>();
+  auto filtered_out = std::make_shared<core::ProcessResult>();
+  const FrrPaths paths = FrrPaths::of(*config_);
   loop_->runOffLoop(
-      [result, argv] { *result = core::runProcess(argv, kVtyshTimeout, 16u << 20); },
-      [this, result](std::exception_ptr) {
+      [summary_out, filtered_out, paths, filtered] {
+        *summary_out = core::runProcess(vtyshCommand(paths, {"show bgp summary json"}),
+                                        kVtyshTimeout, 16u << 20);
+        if (summary_out->ok() && !filtered.empty()) {
+          *filtered_out = core::runProcess(vtyshCommand(paths, filtered), kVtyshTimeout, 64u << 20);
+        }
+      },
+      [this, summary_out, filtered_out](std::exception_ptr) {
         polling_ = false;
         polled_at_ = std::chrono::system_clock::now();
         json summary;
-        if (!result->ok()) {
-          poll_error_ = text::escape(result->describe(), 300);
+        if (!summary_out->ok()) {
+          poll_error_ = text::escape(summary_out->describe(), 300);
         } else {
-          summary = json::parse(result->out, nullptr, false);
+          summary = json::parse(summary_out->out, nullptr, false);
           poll_error_ = summary.is_discarded() ? "vtysh answered no JSON" : "";
         }
+        const std::vector<json> refused = jsonSequence(filtered_out->out);
+        size_t next_refused = 0;
         json out = json::array();
         for (const auto& s : sessions_) {
           json n = {{"kind", kindName(s.kind)},
@@ -406,24 +450,56 @@ void FrrRouting::poll() {
             n["peer"] = s.peer;
             n["line"] = s.line;
           }
-          std::string family;
-          const json* p =
-              poll_error_.empty() ? summaryPeer(summary, s.address.toString(), &family) : nullptr;
-          if (p != nullptr) {
-            n["state"] = text::escape(field<std::string>(*p, "state", "?"), 64);
-            n["uptime_s"] = field<int64_t>(*p, "peerUptimeMsec", 0) / 1000;
-            n["prefixes_accepted"] = field<int64_t>(*p, "pfxRcd", 0);
-            n["prefixes_sent"] = field<int64_t>(*p, "pfxSnt", 0);
+          const bool v6 = s.address.family == config::Family::V6;
+          // Counted over the families the session carries.
+          int64_t accepted = 0, sent = 0, filtered_n = 0;
+          bool known = false, filtered_known = true;
+          for (const char* family : {"ipv4Unicast", "ipv6Unicast"}) {
+            if (std::string(family) == "ipv6Unicast" && !v6) {
+              continue;
+            }
+            const json* p = nullptr;
+            if (poll_error_.empty()) {
+              auto af = summary.find(family);
+              if (af != summary.end() && af->is_object() && af->contains("peers") &&
+                  (*af)["peers"].is_object() && (*af)["peers"].contains(s.address.toString())) {
+                p = &(*af)["peers"][s.address.toString()];
+              }
+            }
+            if (p != nullptr && p->is_object()) {
+              if (!known) {
+                n["state"] = text::escape(field<std::string>(*p, "state", "?"), 64);
+                n["uptime_s"] = field<int64_t>(*p, "peerUptimeMsec", 0) / 1000;
+              }
+              known = true;
+              accepted += field<int64_t>(*p, "pfxRcd", 0);
+              sent += field<int64_t>(*p, "pfxSnt", 0);
+            }
+            const int64_t f =
+                next_refused < refused.size() ? filteredCount(refused[next_refused]) : -1;
+            ++next_refused;
+            if (f < 0) {
+              filtered_known = false;
+            } else {
+              filtered_n += f;
+            }
+          }
+          if (known) {
+            n["prefixes_accepted"] = accepted;
+            n["prefixes_sent"] = sent;
+            // What the import filter (the plan's ranges of the session's
+            // site) refused.
+            n["prefixes_refused"] = filtered_known ? json(filtered_n) : json(nullptr);
+            n["prefixes_received"] = filtered_known ? json(accepted + filtered_n) : json(nullptr);
           } else {
             n["state"] = poll_error_.empty() ? "not configured in FRR" : "unknown";
           }
           out.push_back(std::move(n));
         }
         neighbors_ = std::move(out);
-        // A session FRR does not know: FRR restarted without
-        // our config (daemons started by hand), or someone
-        // changed it.  Apply it again (frr-reload.py changes
-        // nothing when nothing differs).
+        // A session FRR does not know: FRR restarted without our config
+        // (daemons started by hand), or someone changed it.  Apply it again
+        // (frr-reload.py changes nothing when nothing differs).
         bool missing = false;
         for (const auto& n : neighbors_) {
           missing |= n["state"] == "not configured in FRR";
