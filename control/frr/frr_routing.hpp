@@ -62,7 +62,7 @@ class FrrRouting : public daemon::Subsystem {
   // How often FRR is asked for its neighbours, and how long one vtysh may take.
   static constexpr std::chrono::seconds kPollPeriod{2};
   static constexpr std::chrono::seconds kVtyshTimeout{10};
-  static constexpr std::chrono::seconds kReloadTimeout{60};
+  static constexpr std::chrono::seconds kReloadTimeout{30};
   static constexpr std::chrono::seconds kRetryPeriod{5};
 
   // Listens for FPM, connects to bfdd, renders and applies FRR's config.
