@@ -25,6 +25,11 @@ std::string str(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "-";
 }
 
+// A number of a JSON object, 0 when absent or not a number.
+int64_t num(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : 0;
+}
+
 // BGP through FRR: config, FPM, routes, neighbours, BFD.
 void renderBgp(std::ostringstream& o, json& b) {
   json& fc = b["frr_config"];
@@ -53,12 +58,13 @@ void renderBgp(std::ostringstream& o, json& b) {
     std::string who =
         n.contains("peer") ? str(n, "peer") + "/" + str(n, "line") : "site " + str(n, "site");
     who = str(n, "address") + " (" + who + ")";
-    std::string refused =
-        n.contains("prefixes_refused") ? std::to_string(n.value("prefixes_refused", 0)) : "-";
+    std::string refused = n.contains("prefixes_refused") && n["prefixes_refused"].is_number()
+                              ? std::to_string(n["prefixes_refused"].get<int64_t>())
+                              : "-";
     std::snprintf(line, sizeof line, "  %-40s %-12u %-12s %10s %8lld %8s\n", who.c_str(),
                   n.value("asn", 0u), str(n, "state").c_str(),
                   n.contains("uptime_s") ? duration(n.value("uptime_s", int64_t{0})).c_str() : "-",
-                  static_cast<long long>(n.value("prefixes_accepted", int64_t{0})),
+                  static_cast<long long>(num(n, "prefixes_accepted")),
                   refused.c_str());
     o << line;
   }

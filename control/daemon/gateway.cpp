@@ -100,6 +100,15 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     }
     return out;
   });
+  gw->frr_->setPortsByIfindex([g] {
+    frr::PortsByIfindex out;
+    for (const auto& [port, side] : g->kernel_->sides()) {
+      if (side.ifindex > 0) {
+        out[static_cast<uint32_t>(side.ifindex)] = port;
+      }
+    }
+    return out;
+  });
   // A line whose BFD session to the peer gateway is down is not used.
   gw->lines_->addStateInput(
       {"bfd", [g](const engine::LineEntry& l, const engine::ForwardingTables&) {
@@ -154,8 +163,10 @@ DaemonFacts Gateway::facts() const {
 }
 
 std::vector<Subsystem*> Gateway::subsystems() const {
-  return {ports_.get(),  lines_.get(),     forwarding_.get(),
-          kernel_.get(), neighbors_.get(), frr_.get()};
+  // FRR before the forwarding tables: its prepare can fail (a new FPM
+  // address), theirs must be the last that can.
+  return {ports_.get(),      lines_.get(),  frr_.get(),
+          forwarding_.get(), kernel_.get(), neighbors_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {

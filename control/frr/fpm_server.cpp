@@ -35,7 +35,18 @@ std::string endpoint(const sockaddr_storage& ss) {
 
 }  // namespace
 
+uint16_t FpmServer::port() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (listen_fd_ < 0 || getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return 0;
+  }
+  return ntohs(ss.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in&>(ss).sin_port
+                                       : reinterpret_cast<const sockaddr_in6&>(ss).sin6_port);
+}
+
 FpmServer::~FpmServer() {
+  handlers_ = {};  // going away with its owner: nobody to tell
   close();
 }
 

@@ -59,6 +59,8 @@ class FpmServer {
     std::string last_error;       // of the last refused frame or closed stream (escaped)
   };
   const Stats& stats() const { return stats_; }
+  // The port it listens on (the one the kernel chose when asked for 0).
+  uint16_t port() const;
 
  private:
   void onAccept();

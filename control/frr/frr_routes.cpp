@@ -34,29 +34,38 @@ const char* typeName(uint8_t type) {
   }
 }
 
-// Where one next hop of a route of `tenant` leads, or why nowhere.
-Result<Via, std::string> viaOf(const config::Config& config, const std::string& tenant,
-                               const FpmNextHop& nh) {
+// Where one next hop of a route of `claim.tenant` leads, or why nowhere.
+Result<Via, std::string> viaOf(const config::Config& config, const Tenancy::Claim& claim,
+                               const FpmNextHop& nh, const PortsByIfindex& ports) {
   if (!nh.gateway) {
     return unexpected(std::string("a next hop without an address (an interface route)"));
   }
+  const std::string& tenant = claim.tenant;
   const IpAddress& gw = *nh.gateway;
+  auto carries = [&](const config::PeerConfig& peer) {
+    return peer.tenants.empty() ||
+           std::find(peer.tenants.begin(), peer.tenants.end(), tenant) != peer.tenants.end();
+  };
+  auto tunnel = [](const std::string& peer) {
+    Via via;
+    via.kind = Via::Kind::kTunnel;
+    via.peer = peer;
+    return via;
+  };
+  // A peer's VTEP itself (on-link, or an IPv6 next hop of an IPv4 route).
   for (const auto& peer : config.peers) {
     for (const auto& line : peer.lines) {
       if (line.remote_vtep != gw) {
         continue;
       }
-      if (!peer.tenants.empty() &&
-          std::find(peer.tenants.begin(), peer.tenants.end(), tenant) == peer.tenants.end()) {
+      if (!carries(peer)) {
         return unexpected("next hop " + gw.toString() + " is peer " + peer.name +
                           ", which does not carry tenant " + tenant);
       }
-      Via via;
-      via.kind = Via::Kind::kTunnel;
-      via.peer = peer.name;
-      return via;
+      return tunnel(peer.name);
     }
   }
+  // A router on the tenant's LAN.
   for (const auto& port : config.ports) {
     if (port.role != config::PortRole::kLan || port.tenant != tenant) {
       continue;
@@ -71,8 +80,44 @@ Result<Via, std::string> viaOf(const config::Config& config, const std::string& 
       }
     }
   }
-  return unexpected("next hop " + gw.toString() +
-                    " is neither a peer gateway's VTEP nor on a LAN subnet of tenant " + tenant);
+  // The underlay next hop of lines (zebra resolved the peer's VTEP through
+  // it): the peers with such a line on that interface.
+  auto port = ports.find(nh.ifindex);
+  std::vector<std::string> behind;
+  for (const auto& peer : config.peers) {
+    for (const auto& line : peer.lines) {
+      const IpAddress hop = line.next_hop.value_or(line.remote_vtep);
+      if (hop == gw && (port == ports.end() || port->second == line.port)) {
+        behind.push_back(peer.name);
+        break;
+      }
+    }
+  }
+  if (behind.empty()) {
+    return unexpected("next hop " + gw.toString() +
+                      " is neither a peer gateway's VTEP, nor the underlay next hop of a line, "
+                      "nor on a LAN subnet of tenant " +
+                      tenant);
+  }
+  std::string chosen;
+  if (!claim.site.empty() && std::find(behind.begin(), behind.end(), claim.site) != behind.end()) {
+    chosen = claim.site;
+  } else if (behind.size() == 1) {
+    chosen = behind.front();
+  } else {
+    std::string names;
+    for (const auto& b : behind) {
+      names += (names.empty() ? "" : ", ") + b;
+    }
+    return unexpected("next hop " + gw.toString() + " leads to several peers (" + names +
+                      ") and the plan gives the prefix no site among them");
+  }
+  const config::PeerConfig* peer = config.findPeer(chosen);
+  if (!carries(*peer)) {
+    return unexpected("next hop " + gw.toString() + " leads to peer " + chosen +
+                      ", which does not carry tenant " + tenant);
+  }
+  return tunnel(chosen);
 }
 
 }  // namespace
@@ -89,34 +134,34 @@ Tenancy::Tenancy(const config::Config& config) {
   const auto& plan = config.address_plan;
   plan_ = !plan.vpcs.empty();
   for (const auto& vpc : plan.vpcs) {
-    std::string tenant = vpc.tenant.empty() ? single_ : vpc.tenant;
+    Claim c{vpc.tenant.empty() ? single_ : vpc.tenant, vpc.site};
     for (const auto& p : vpc.prefixes) {
-      ranges_[p.network()] = tenant;
+      ranges_[p.network()] = c;
     }
   }
   // A mapped range belongs to the tenant of the VPC at its site whose range
   // holds the real one (VPCs never overlap within a site's view: the plan
-  // refuses it); without one, to the single tenant.
+  // refuses it); without one, to the single tenant.  It lives at its site.
   for (const auto& m : plan.mapped_ranges) {
-    std::string tenant = single_;
+    Claim c{single_, m.site};
     for (const auto& vpc : plan.vpcs) {
       if (vpc.site != m.site || vpc.tenant.empty()) {
         continue;
       }
       for (const auto& p : vpc.prefixes) {
         if (p.length <= m.real.length && p.contains(m.real.address)) {
-          tenant = vpc.tenant;
+          c.tenant = vpc.tenant;
         }
       }
     }
-    ranges_.try_emplace(m.mapped.network(), tenant);
+    ranges_.try_emplace(m.mapped.network(), c);
   }
 }
 
-Result<std::string, std::string> Tenancy::tenantOf(const IpPrefix& prefix) const {
+Result<Tenancy::Claim, std::string> Tenancy::claim(const IpPrefix& prefix) const {
   if (!plan_) {
     if (!single_.empty()) {
-      return single_;
+      return Claim{single_, ""};
     }
     return unexpected(std::string(
         "no tenant claims it: the address plan has no VPC and there are several tenants"));
@@ -128,7 +173,7 @@ Result<std::string, std::string> Tenancy::tenantOf(const IpPrefix& prefix) const
     if (it == ranges_.end()) {
       continue;
     }
-    if (it->second.empty()) {
+    if (it->second.tenant.empty()) {
       return unexpected("no tenant claims it: plan range " + it->first.toString() +
                         " has no tenant and there are several tenants");
     }
@@ -139,7 +184,7 @@ Result<std::string, std::string> Tenancy::tenantOf(const IpPrefix& prefix) const
 }
 
 Result<Translation, std::string> translate(const config::Config& config, const Tenancy& tenancy,
-                                           const FpmRoute& route) {
+                                           const FpmRoute& route, const PortsByIfindex& ports) {
   if (route.table != kMainTable) {
     return unexpected("kernel table " + std::to_string(route.table) +
                       ": mcgw takes the default VRF (table 254) only");
@@ -148,18 +193,17 @@ Result<Translation, std::string> translate(const config::Config& config, const T
     return unexpected(std::string(typeName(route.type)) +
                       " route: the fast path forwards unicast routes only");
   }
-  auto tenant = tenancy.tenantOf(route.prefix);
-  if (!tenant) {
-    return unexpected(tenant.error());
+  auto claim = tenancy.claim(route.prefix);
+  if (!claim) {
+    return unexpected(claim.error());
   }
-  const config::TenantConfig* t = config.findTenant(*tenant);
-  if (t == nullptr) {
-    return unexpected("tenant " + *tenant + " of the plan is not configured here");
+  if (config.findTenant(claim->tenant) == nullptr) {
+    return unexpected("tenant " + claim->tenant + " of the plan is not configured here");
   }
-  Translation out{*tenant, {}};
+  Translation out{claim->tenant, {}};
   std::string problem;
   for (const auto& nh : route.next_hops) {
-    auto via = viaOf(config, *tenant, nh);
+    auto via = viaOf(config, *claim, nh, ports);
     if (!via) {
       if (problem.empty()) {
         problem = via.error();
@@ -251,7 +295,7 @@ void FrrRoutes::withdrawInstalled(const IpPrefix& prefix, Entry& e,
 void FrrRoutes::settle(const IpPrefix& prefix, Entry& e, std::vector<engine::RouteUpdate>& out) {
   Result<Translation, std::string> t = unexpected(std::string());
   if (auto resolved = resolve(e.route); resolved) {
-    t = translate(*config_, tenancy_, *resolved);
+    t = translate(*config_, tenancy_, *resolved, ports_);
   } else {
     t = unexpected(resolved.error());
   }
@@ -312,6 +356,12 @@ std::vector<engine::RouteUpdate> FrrRoutes::receive(const std::vector<FpmMessage
       continue;
     }
     const auto& r = std::get<FpmRoute>(m);
+    // The kernel's own routes that zebra passes on (connected subnets,
+    // routes added with ip route): the fast path has them from the config.
+    if (r.protocol == kRtprotKernel || r.protocol == kRtprotBoot) {
+      ++ignored_;
+      continue;
+    }
     const IpPrefix prefix = r.prefix.network();
     if (r.withdraw) {
       auto it = entries_.find(prefix);
@@ -372,6 +422,7 @@ FrrRoutes::Counts FrrRoutes::counts() const {
   c.routes = entries_.size();
   c.next_hop_groups = groups_.size();
   c.messages = messages_;
+  c.ignored = ignored_;
   for (const auto& [prefix, e] : entries_) {
     c.installed += e.installed ? 1 : 0;
     c.refused += e.refused.empty() ? 0 : 1;

@@ -29,22 +29,40 @@ namespace mcgw::frr {
 
 // The one kernel table FRR's default VRF uses; routes of other tables are refused.
 inline constexpr uint32_t kMainTable = 254;
+// zebra's protocol of the kernel's own routes: connected subnets and kernel
+// routes (RTPROT_KERNEL), routes added by hand or at boot (RTPROT_BOOT).
+inline constexpr uint8_t kRtprotKernel = 2;
+inline constexpr uint8_t kRtprotBoot = 3;
 // How many refused routes are listed (all are counted).
 inline constexpr size_t kMaxRefusedListed = 1000;
 
-// Which tenant claims a prefix: built once per config.
+// Which tenant claims a prefix, and at which site it lives: built once per
+// config from the address plan.
 class Tenancy {
  public:
   explicit Tenancy(const config::Config& config);
-  // The tenant, or why none.
-  Result<std::string, std::string> tenantOf(const config::IpPrefix& prefix) const;
+  struct Claim {
+    std::string tenant;
+    std::string site;  // "" when the plan does not say (no plan, a VPC without a site)
+  };
+  // The claim of the longest plan range that holds prefix, or why none.
+  Result<Claim, std::string> claim(const config::IpPrefix& prefix) const;
+  Result<std::string, std::string> tenantOf(const config::IpPrefix& prefix) const {
+    auto c = claim(prefix);
+    if (!c) {
+      return unexpected(c.error());
+    }
+    return c->tenant;
+  }
 
  private:
-  std::map<config::IpPrefix, std::string>
-      ranges_;          // VPC and mapped ranges -> tenant ("" = unknown)
-  std::string single_;  // the only tenant, if exactly one
-  bool plan_ = false;   // the plan has VPCs
+  std::map<config::IpPrefix, Claim> ranges_;  // VPC and mapped ranges ("" tenant = unknown)
+  std::string single_;                        // the only tenant, if exactly one
+  bool plan_ = false;                         // the plan has VPCs
 };
+
+// The kernel interfaces (ifindex → mcgw port) that zebra's next hops name.
+using PortsByIfindex = std::map<uint32_t, std::string>;
 
 // Where a route leads in the fast path.
 struct Translation {
@@ -54,15 +72,24 @@ struct Translation {
 };
 
 // A route with its next hops resolved (a next-hop group replaced by its
-// members) → its translation, or why it is refused.
+// members) → its translation, or why it is refused.  zebra resolves a BGP
+// next hop that is not on-link (a peer's VTEP behind the underlay router)
+// to the underlay next hop it leaves through: such a next hop (gateway and
+// interface of a line) is a tunnel to the peer of that line whose site the
+// plan gives the prefix (the import filters let a site's ranges in only
+// from that site's sessions), or to the only peer behind it.
 Result<Translation, std::string> translate(const config::Config& config, const Tenancy& tenancy,
-                                           const FpmRoute& route);
+                                           const FpmRoute& route, const PortsByIfindex& ports = {});
 // "peer site-b", "10.1.0.254", "peer site-b + peer site-c".
 std::string describe(const std::vector<engine::Via>& vias);
 
 class FrrRoutes {
  public:
   explicit FrrRoutes(config::ConfigPtr config);
+  // The kernel interfaces of the ports now (they change with reloads): used
+  // by the next translations.
+  void setPorts(PortsByIfindex ports) { ports_ = std::move(ports); }
+  const PortsByIfindex& ports() const { return ports_; }
 
   // One batch of decoded messages: the route updates that make the fast
   // path follow them, in order.
@@ -92,6 +119,7 @@ class FrrRoutes {
     size_t stale = 0;
     size_t next_hop_groups = 0;
     uint64_t messages = 0;  // route and next-hop messages received
+    uint64_t ignored = 0;   // the kernel's own routes (connected, kernel), not FRR's
   };
   Counts counts() const;
   // At most kMaxRefusedListed refused routes: prefix and reason.
@@ -107,9 +135,11 @@ class FrrRoutes {
 
   config::ConfigPtr config_;
   Tenancy tenancy_;
+  PortsByIfindex ports_;
   std::map<config::IpPrefix, Entry> entries_;
   std::map<uint32_t, FpmNextHopObject> groups_;  // next-hop objects by id
   uint64_t messages_ = 0;
+  uint64_t ignored_ = 0;
 };
 
 }  // namespace mcgw::frr

@@ -88,26 +88,6 @@ const char* kindName(BgpSession::Kind k) {
   return k == BgpSession::Kind::kLine ? "line" : "neighbor";
 }
 
-// FRR's JSON for one neighbour in `show bgp summary json`, any family.
-const json* summaryPeer(const json& summary, const std::string& address, std::string* family) {
-  for (const char* f : {"ipv4Unicast", "ipv6Unicast"}) {
-    auto af = summary.find(f);
-    if (af == summary.end() || !af->is_object()) {
-      continue;
-    }
-    auto peers = af->find("peers");
-    if (peers == af->end() || !peers->is_object()) {
-      continue;
-    }
-    auto p = peers->find(address);
-    if (p != peers->end() && p->is_object()) {
-      *family = f;
-      return &*p;
-    }
-  }
-  return nullptr;
-}
-
 template <typename T>
 T field(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
@@ -158,7 +138,7 @@ void FrrRouting::attach(core::EventLoop& loop) {
 std::shared_ptr<FpmServer> FrrRouting::makeFpmServer() {
   return std::make_shared<FpmServer>(FpmServer::Handlers{
       .connected = [this] { onFpmConnected(); },
-      .messages = [this](const std::vector<FpmMessage>& m) { applyUpdates(routes_.receive(m)); },
+      .messages = [this](const std::vector<FpmMessage>& m) { receive(m); },
       .disconnected = [this](const std::string& why) { onFpmDisconnected(why); },
   });
 }
@@ -235,6 +215,13 @@ void FrrRouting::applyUpdates(std::vector<engine::RouteUpdate> updates) {
     w.vias.clear();
     (void)apply_routes_(std::span<const engine::RouteUpdate>(&w, 1));
   }
+}
+
+void FrrRouting::receive(const std::vector<FpmMessage>& messages) {
+  if (ports_by_ifindex_) {
+    routes_.setPorts(ports_by_ifindex_());
+  }
+  applyUpdates(routes_.receive(messages));
 }
 
 void FrrRouting::onFpmConnected() {
@@ -368,25 +355,89 @@ void FrrRouting::pushConfig() {
       });
 }
 
+namespace {
+
+// Every JSON value vtysh printed, in order (one per -c command); a value
+// that does not parse ends the list.
+std::vector<json> jsonSequence(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  while (true) {
+    in >> std::ws;
+    if (in.peek() == std::char_traits<char>::eof()) {
+      break;
+    }
+    json j;
+    try {
+      in >> j;
+    } catch (const json::exception&) {
+      break;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// How many routes a `... neighbors X filtered-routes json` answer lists.
+int64_t filteredCount(const json& j) {
+  if (!j.is_object()) {
+    return -1;
+  }
+  if (j.contains("totalPrefixCounter") && j["totalPrefixCounter"].is_number_integer()) {
+    return j["totalPrefixCounter"].get<int64_t>();
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (value.is_object() && key.find("Routes") != std::string::npos) {
+      return static_cast<int64_t>(value.size());
+    }
+  }
+  return j.empty() ? 0 : -1;
+}
+
+}  // namespace
+
 void FrrRouting::poll() {
   if (polling_ || paused_ || loop_ == nullptr) {
     return;
   }
   polling_ = true;
-  auto result = std::make_shared<core::ProcessResult>();
-  auto argv = vtyshCommand(FrrPaths::of(*config_), {"show bgp summary json"});
+  // One vtysh for the summary, one for what each session's import filter
+  // refused (kept by soft-reconfiguration inbound): ipv4, and ipv6 on an
+  // IPv6 session.
+  std::vector<std::string> filtered;
+  for (const auto& s : sessions_) {
+    const bool v6 = s.address.family == config::Family::V6;
+    for (const char* family : {"ipv4", "ipv6"}) {
+      if (std::string(family) == "ipv6" && !v6) {
+        continue;
+      }
+      filtered.push_back(std::string("show bgp ") + family + " unicast neighbors " +
+                         s.address.toString() + " filtered-routes json");
+    }
+  }
+  auto summary_out = std::make_shared<core::ProcessResult>();
+  auto filtered_out = std::make_shared<core::ProcessResult>();
+  const FrrPaths paths = FrrPaths::of(*config_);
   loop_->runOffLoop(
-      [result, argv] { *result = core::runProcess(argv, kVtyshTimeout, 16u << 20); },
-      [this, result](std::exception_ptr) {
+      [summary_out, filtered_out, paths, filtered] {
+        *summary_out = core::runProcess(vtyshCommand(paths, {"show bgp summary json"}),
+                                        kVtyshTimeout, 16u << 20);
+        if (summary_out->ok() && !filtered.empty()) {
+          *filtered_out = core::runProcess(vtyshCommand(paths, filtered), kVtyshTimeout, 64u << 20);
+        }
+      },
+      [this, summary_out, filtered_out](std::exception_ptr) {
         polling_ = false;
         polled_at_ = std::chrono::system_clock::now();
         json summary;
-        if (!result->ok()) {
-          poll_error_ = text::escape(result->describe(), 300);
+        if (!summary_out->ok()) {
+          poll_error_ = text::escape(summary_out->describe(), 300);
         } else {
-          summary = json::parse(result->out, nullptr, false);
+          summary = json::parse(summary_out->out, nullptr, false);
           poll_error_ = summary.is_discarded() ? "vtysh answered no JSON" : "";
         }
+        const std::vector<json> refused = jsonSequence(filtered_out->out);
+        size_t next_refused = 0;
         json out = json::array();
         for (const auto& s : sessions_) {
           json n = {{"kind", kindName(s.kind)},
@@ -399,24 +450,56 @@ void FrrRouting::poll() {
             n["peer"] = s.peer;
             n["line"] = s.line;
           }
-          std::string family;
-          const json* p =
-              poll_error_.empty() ? summaryPeer(summary, s.address.toString(), &family) : nullptr;
-          if (p != nullptr) {
-            n["state"] = text::escape(field<std::string>(*p, "state", "?"), 64);
-            n["uptime_s"] = field<int64_t>(*p, "peerUptimeMsec", 0) / 1000;
-            n["prefixes_accepted"] = field<int64_t>(*p, "pfxRcd", 0);
-            n["prefixes_sent"] = field<int64_t>(*p, "pfxSnt", 0);
+          const bool v6 = s.address.family == config::Family::V6;
+          // Counted over the families the session carries.
+          int64_t accepted = 0, sent = 0, filtered_n = 0;
+          bool known = false, filtered_known = true;
+          for (const char* family : {"ipv4Unicast", "ipv6Unicast"}) {
+            if (std::string(family) == "ipv6Unicast" && !v6) {
+              continue;
+            }
+            const json* p = nullptr;
+            if (poll_error_.empty()) {
+              auto af = summary.find(family);
+              if (af != summary.end() && af->is_object() && af->contains("peers") &&
+                  (*af)["peers"].is_object() && (*af)["peers"].contains(s.address.toString())) {
+                p = &(*af)["peers"][s.address.toString()];
+              }
+            }
+            if (p != nullptr && p->is_object()) {
+              if (!known) {
+                n["state"] = text::escape(field<std::string>(*p, "state", "?"), 64);
+                n["uptime_s"] = field<int64_t>(*p, "peerUptimeMsec", 0) / 1000;
+              }
+              known = true;
+              accepted += field<int64_t>(*p, "pfxRcd", 0);
+              sent += field<int64_t>(*p, "pfxSnt", 0);
+            }
+            const int64_t f =
+                next_refused < refused.size() ? filteredCount(refused[next_refused]) : -1;
+            ++next_refused;
+            if (f < 0) {
+              filtered_known = false;
+            } else {
+              filtered_n += f;
+            }
+          }
+          if (known) {
+            n["prefixes_accepted"] = accepted;
+            n["prefixes_sent"] = sent;
+            // What the import filter (the plan's ranges of the session's
+            // site) refused.
+            n["prefixes_refused"] = filtered_known ? json(filtered_n) : json(nullptr);
+            n["prefixes_received"] = filtered_known ? json(accepted + filtered_n) : json(nullptr);
           } else {
             n["state"] = poll_error_.empty() ? "not configured in FRR" : "unknown";
           }
           out.push_back(std::move(n));
         }
         neighbors_ = std::move(out);
-        // A session FRR does not know: FRR restarted without
-        // our config (daemons started by hand), or someone
-        // changed it.  Apply it again (frr-reload.py changes
-        // nothing when nothing differs).
+        // A session FRR does not know: FRR restarted without our config
+        // (daemons started by hand), or someone changed it.  Apply it again
+        // (frr-reload.py changes nothing when nothing differs).
         bool missing = false;
         for (const auto& n : neighbors_) {
           missing |= n["state"] == "not configured in FRR";
@@ -450,12 +533,6 @@ void FrrRouting::apply() {
   }
   config::ConfigPtr prev = config_;
   config_ = std::move(next_);
-  // BGP turned off: FRR's routes leave the fast path.
-  if (!config_->bgp.enabled) {
-    routes_.markStale();
-    applyUpdates(routes_.sweep());
-  }
-  applyUpdates(routes_.reconfigure(config_));
   sessions_ = config_->bgp.enabled ? bgpSessions(*config_) : std::vector<BgpSession>{};
   rendered_ = config_->bgp.enabled ? renderFrrConfig(*config_) : std::string();
   if (!config_->bgp.enabled) {
@@ -463,12 +540,15 @@ void FrrRouting::apply() {
     applied_.clear();
   }
   if (loop_ == nullptr) {
+    retranslate();
     return;
   }
-  // Sources change on the loop thread (a reload runs off it); the gateway
-  // is paused until after this runs.
+  // FRR's routes follow the new plan, and sources change, on the loop
+  // thread once the reload is committed (the new tenants' tables are live
+  // then); the gateway stays paused until after this runs.
   std::shared_ptr<FpmServer> fresh = std::move(next_fpm_);
   loop_->post([this, prev, fresh] {
+    retranslate();
     const bool on = config_->bgp.enabled;
     if (!on) {
       fpm_.reset();
@@ -503,6 +583,18 @@ void FrrRouting::apply() {
       refresh_lines_();
     }
   });
+}
+
+void FrrRouting::retranslate() {
+  // BGP turned off: FRR's routes leave the fast path.
+  if (!config_->bgp.enabled) {
+    routes_.markStale();
+    applyUpdates(routes_.sweep());
+  }
+  if (ports_by_ifindex_) {
+    routes_.setPorts(ports_by_ifindex_());
+  }
+  applyUpdates(routes_.reconfigure(config_));
 }
 
 void FrrRouting::abort() {
@@ -571,6 +663,7 @@ json FrrRouting::status() const {
           {"fpm", fpm},
           {"routes",
            {{"received", c.routes},
+            {"ignored_kernel_routes", c.ignored},
             {"installed", c.installed},
             {"refused", c.refused},
             {"stale", c.stale},
@@ -650,8 +743,10 @@ void frrFib(const json& rib, std::map<config::IpPrefix, FpmRoute>& out) {
       FpmRoute r;
       r.prefix = prefix->network();
       r.table = field<uint32_t>(e, "table", kMainTable);
+      // What zebra installs (and sends over FPM): the next hops marked fib,
+      // a recursive one's resolved next hops rather than the BGP next hop.
       for (const auto& nh : e.value("nexthops", json::array())) {
-        if (!field<bool>(nh, "fib", false) && !field<bool>(nh, "active", false)) {
+        if (!field<bool>(nh, "fib", false)) {
           continue;
         }
         if (field<bool>(nh, "unreachable", false) ||
@@ -662,6 +757,7 @@ void frrFib(const json& rib, std::map<config::IpPrefix, FpmRoute>& out) {
         if (auto ip = config::IpAddress::parse(field<std::string>(nh, "ip", ""))) {
           h.gateway = *ip;
         }
+        h.ifindex = field<uint32_t>(nh, "interfaceIndex", 0);
         r.next_hops.push_back(h);
       }
       out[r.prefix] = std::move(r);
@@ -719,7 +815,7 @@ json FrrRouting::compare(const std::map<config::IpPrefix, FpmRoute>& frr) const 
     fast_path += e.installed ? 1 : 0;
   }
   for (const auto& [prefix, route] : frr) {
-    auto want = translate(*config_, tenancy, route);
+    auto want = translate(*config_, tenancy, route, routes_.ports());
     auto it = mine.find(prefix);
     if (it == mine.end()) {
       add(prefix, "in FRR's FIB, never received over FPM");

@@ -62,7 +62,7 @@ class FrrRouting : public daemon::Subsystem {
   // How often FRR is asked for its neighbours, and how long one vtysh may take.
   static constexpr std::chrono::seconds kPollPeriod{2};
   static constexpr std::chrono::seconds kVtyshTimeout{10};
-  static constexpr std::chrono::seconds kReloadTimeout{60};
+  static constexpr std::chrono::seconds kReloadTimeout{30};
   static constexpr std::chrono::seconds kRetryPeriod{5};
 
   // Listens for FPM, connects to bfdd, renders and applies FRR's config.
@@ -86,6 +86,8 @@ class FrrRouting : public daemon::Subsystem {
   void setWanInterfaces(std::function<std::vector<std::string>()> f) {
     wan_interfaces_ = std::move(f);
   }
+  // The ports' kernel interfaces by ifindex (zebra's next hops name them).
+  void setPortsByIfindex(std::function<PortsByIfindex()> f) { ports_by_ifindex_ = std::move(f); }
   // The fast path's RIB entries of source frr (for the audit).
   void setRouteLister(std::function<std::vector<engine::RouteView>()> lister) {
     list_frr_routes_ = std::move(lister);
@@ -118,6 +120,11 @@ class FrrRouting : public daemon::Subsystem {
   std::function<void()> refresh_lines_;
   std::function<std::vector<engine::RouteView>()> list_frr_routes_;
   std::function<std::vector<std::string>()> wan_interfaces_;
+  std::function<PortsByIfindex()> ports_by_ifindex_;
+  // FRR's routes translated again under the config in force (a reload).
+  void retranslate();
+  // FRR's routes of one batch into the fast path.
+  void receive(const std::vector<FpmMessage>& messages);
   std::string guard_error_;
   std::string guard_file_;
   core::EventLoop* loop_ = nullptr;

@@ -399,7 +399,11 @@ std::string renderFrrConfig(const Config& config) {
         continue;
       }
       const std::string n = "  neighbor " + s.address.toString();
+      // soft-reconfiguration inbound keeps what the neighbour sent before
+      // the import filter: status counts what the filter refused
+      // (`filtered-routes`), and a filter change needs no route refresh.
       out << n << " activate\n"
+          << n << " soft-reconfiguration inbound\n"
           << n << " route-map " << inRouteMap(s.site, v6) << " in\n"
           << n << " route-map "
           << (s.kind == BgpSession::Kind::kLine ? outRouteMap(v6) : lanOutRouteMap(v6)) << " out\n"

@@ -151,6 +151,53 @@ TEST_F(FrrRoutesTest, NextHopsBecomeTunnelsOrLanRouters) {
   EXPECT_EQ(describe(t->vias), "peer site-c + peer site-b");
 }
 
+// zebra resolves a multihop BGP next hop (the peer's VTEP behind the underlay
+// router) to the router itself: the plan's site of the prefix picks the peer.
+TEST_F(FrrRoutesTest, UnderlayNextHopsLeadToThePeerOfThePrefixsSite) {
+  const PortsByIfindex ports{{7, "wan0"}, {9, "lan0"}};
+  auto t = translate(*config_, tenancy_, route("10.2.0.0/16", {"100.64.1.2"}), ports);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(describe(t->vias), "peer site-b");
+  // Behind the same router, a red range of site C goes to site-c.
+  t = translate(*config_, tenancy_, route("10.3.0.0/16", {"100.64.1.2"}), ports);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(describe(t->vias), "peer site-c");
+  // Both lines of site B (IPv4 and IPv6 underlay next hops): one tunnel.
+  t = translate(*config_, tenancy_, route("10.2.0.0/16", {"100.64.1.2", "fd00:64:1::2"}), ports);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(describe(t->vias), "peer site-b");
+  // Only one peer behind fd00:64:1::2: it, whatever the prefix's site.
+  t = translate(*config_, tenancy_, route("10.9.128.0/17", {"fd00:64:1::2"}), ports);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(describe(t->vias), "peer site-b");
+  // Two peers behind 100.64.1.2 and the prefix's site (site-a) is neither.
+  t = translate(*config_, tenancy_, route("10.9.128.0/17", {"100.64.1.2"}), ports);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().find("leads to several peers (site-b, site-c) and the plan gives the "
+                           "prefix no site among them"),
+            std::string::npos)
+      << t.error();
+  // The right router on the wrong interface is no line's next hop.
+  FpmRoute wrong = route("10.2.0.0/16", {"100.64.1.2"});
+  wrong.next_hops[0].ifindex = 9;
+  t = translate(*config_, tenancy_, wrong, ports);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().find("nor the underlay next hop of a line"), std::string::npos) << t.error();
+}
+
+TEST_F(FrrRoutesTest, KernelRoutesZebraPassesOnAreIgnored) {
+  FrrRoutes routes(config_);
+  FpmRoute connected = route("10.1.0.0/24", {});
+  connected.protocol = kRtprotKernel;
+  FpmRoute boot = route("100.64.3.0/30", {"100.64.1.2"});
+  boot.protocol = kRtprotBoot;
+  EXPECT_TRUE(routes.receive({connected, boot}).empty());
+  auto c = routes.counts();
+  EXPECT_EQ(c.routes, 0u);
+  EXPECT_EQ(c.refused, 0u);
+  EXPECT_EQ(c.ignored, 2u);
+}
+
 TEST_F(FrrRoutesTest, RefusesWhatTheFastPathCannotFollow) {
   struct Case {
     FpmRoute route;
@@ -164,7 +211,8 @@ TEST_F(FrrRoutesTest, RefusesWhatTheFastPathCannotFollow) {
   interface_only.next_hops.push_back({std::nullopt, 3, 1});
   const Case cases[] = {
       {route("10.200.0.0/16", {"100.64.3.1"}), "no tenant claims it"},
-      {route("10.2.0.0/16", {"100.64.9.9"}), "neither a peer gateway's VTEP nor on a LAN subnet"},
+      {route("10.2.0.0/16", {"100.64.9.9"}),
+       "neither a peer gateway's VTEP, nor the underlay next hop of a line, nor on a LAN subnet"},
       // site-c does not carry blue.
       {route("10.2.0.0/16", {"100.64.5.1"}), "does not carry tenant blue"},
       // A LAN router of another tenant.
