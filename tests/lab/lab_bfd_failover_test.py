@@ -62,7 +62,7 @@ def cut_case(lab, label: str, cut, restore, want_bfd: dict) -> float:
                 seen[gw] = (time.time() - t_cut, f"line1 {entry}, its BFD session {bfd}")
         time.sleep(0.02)
     res = probe.wait()
-    print(f"   ({label}) {res}; the window began {1000 * (res.window_start - t_cut):+.0f} ms after the cut; "
+    print(f"   ({label}) {res}; runs of >= 5 lost after the cut: {res.gaps_after(t_cut)}; "
           + "; ".join(f"{gw} showed line1 down at +{1000 * s:.0f} ms: {e}" for gw, (s, e) in sorted(seen.items())),
           flush=True)
     for gw in ("gwa", "gwb"):
