@@ -16,13 +16,14 @@ Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
-from bgptest import audit, bgp_status, new_lab, wait_established, wait_route  # noqa: E402
+from bgptest import audit, bgp_status, new_lab, tunnel_lines, wait_established, wait_route  # noqa: E402
 from labtest import check, ok, run_parts  # noqa: E402
 
 BOUND_MS = 1000
@@ -44,6 +45,30 @@ def run(tmp: Path) -> None:
         check(lab.ping("hosta", "10.2.0.10", count=3, timeout=2) == 3, "ping A -> B before the restart")
         ok("sessions Established, routes in, A -> B reachable")
 
+        # What the gateways' tunnels did meanwhile (printed as transitions).
+        timeline: list = []
+        stop = threading.Event()
+
+        def watch():
+            last = {}
+            while not stop.is_set():
+                for gw in ("gwa", "gwb"):
+                    try:
+                        lines, active = tunnel_lines(lab, gw)
+                        routes = len(lab.frr_routes(gw))
+                    except Exception as e:  # noqa: BLE001 - a moment without an answer is news too
+                        state = f"no answer ({e})"
+                    else:
+                        state = (f"active {','.join(active) or '-'}; "
+                                 + " ".join(f"{n} {'up' if ln.get('up') else 'down'}" for n, ln in sorted(lines.items()))
+                                 + f"; {routes} FRR route(s)")
+                    if last.get(gw) != state:
+                        timeline.append((time.time(), gw, state))
+                        last[gw] = state
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         probe = lab.probe("hosta", "hostb", dst="10.2.0.10", seconds=STREAM_S)
         probe_end = time.time() + STREAM_S
         time.sleep(2)
@@ -62,6 +87,10 @@ def run(tmp: Path) -> None:
         t_start_frr = time.time()
         lab.start_frr("gwa", ["zebra", "bgpd"])
         res = probe.wait()
+        stop.set()
+        watcher.join(5)
+        for t, gw, state in timeline:
+            print(f"     t0{t - t_kill:+.2f} s {gw}: {state}", flush=True)
         print(f"   {res}; killed at t0, started again at t0+{t_start_frr - t_kill:.1f} s, stream ends at "
               f"t0+{probe_end - t_kill:.1f} s; runs of >= 5 lost: {res.gaps_after(t_kill)}", flush=True)
         check(res.received > 0 and res.window_ms < BOUND_MS, f"loss window < {BOUND_MS} ms", res)
