@@ -18,13 +18,17 @@ below and ``topology.txt`` in the lab directory)::
                         |
                       sitec (Linux VXLAN vxlan0) --- hostc   (site C)
 
+With BGP (Options.bgp; the CLI's default) FRR runs in gwa and gwb and routes
+A<->B; with Options.idc_router namespace idc is gwa's LAN switch and an IDC
+router (BIRD) for idchost (tests/lab/README.md).
+
 CLI (run as root, with /usr/bin/python3; stdlib only)::
 
   mcgwlab.py up [--prefix P] [--dir D] [--encap vxlan|geneve]
                 [--underlay ipv4|ipv6] [--driver af_xdp|af_packet]
                 [--host-mtu N] [--rtr-mtu IF=MTU] [--drop-icmp] [--path-mtu KEY=VALUE]
                 [--static-neighbors] [--kernel-static-neighbors]
-                [--no-gateways] [--replace]
+                [--no-bgp] [--idc-router] [--no-gateways] [--replace]
   mcgwlab.py status [--prefix P] [--json]
   mcgwlab.py exec NODE -- CMD ...         e.g. exec hosta -- ip route
   mcgwlab.py ping NODE DST [--from SRC] [-c N] [-W S] [-s SIZE] [--df] [-Q TOS]
@@ -33,6 +37,10 @@ CLI (run as root, with /usr/bin/python3; stdlib only)::
                                           TCP with iperf3, counted by the receiver
   mcgwlab.py gw start|stop|status NODE
   mcgwlab.py capture start NODE IFACE [--name N] [-- FILTER...] | capture stop N
+  mcgwlab.py wait-bgp [--timeout S]       every gateway's BGP sessions Established
+  mcgwlab.py vtysh NODE CMD...            FRR of a gateway (`... json`: parsed, printed)
+  mcgwlab.py frr start|stop|kill NODE [DAEMON...]
+  mcgwlab.py birdc CMD...                 the IDC router's BIRD (--idc-router)
   mcgwlab.py down [--prefix P] [--purge]
   mcgwlab.py render NODE [options]        print a gateway config (no root needed)
 
