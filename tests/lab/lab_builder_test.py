@@ -91,6 +91,49 @@ def test_configs(tmp: Path) -> None:
        f"check-config; by default no static neighbours")
 
 
+def test_bgp_configs(tmp: Path) -> None:
+    """Options.bgp (and idc_router): the configs pass check-config and say
+    what tests/lab/README.md says they do."""
+    for underlay in ("ipv4", "ipv6"):
+        o = mcgwlab.Options(underlay=underlay, bgp=True, idc_router=True)
+        lab = mcgwlab.Lab(prefix="mcgwlab-bgpcfg-", workdir=tmp / "bgpcfg", options=o,
+                          mcgwd=str(MCGWD), mcgwctl=str(MCGWCTL))
+        lab.topo = mcgwlab.standard_topology(o)
+        for gw in ("gwa", "gwb"):
+            path = tmp / f"{gw}-bgp-{underlay}.yaml"
+            path.write_text(lab.render(gw, fake_macs=True))
+            r = subprocess.run([MCGWCTL, "check-config", path], capture_output=True, text=True)
+            check(r.returncode == 0, f"check-config {path.name}", r.stdout + r.stderr)
+        a, b = lab.gateway_config("gwa", fake_macs=True), lab.gateway_config("gwb", fake_macs=True)
+        check((a["bgp"]["asn"], a["bgp"]["router-id"], b["bgp"]["asn"], b["bgp"]["router-id"])
+              == (65001, "10.255.0.1", 65002, "10.255.0.2"), "AS numbers and router ids", (a["bgp"], b["bgp"]))
+        check(a["bgp"]["bfd"] == {"enabled": True, "interval-ms": 100, "multiplier": 3}, "BFD 100 ms x 3",
+              a["bgp"]["bfd"])
+        check(a["bgp"]["frr"] == {"config-dir": str(tmp / "bgpcfg" / "gwa-frr"),
+                                  "run-dir": str(tmp / "bgpcfg" / "gwa-frr" / "run")}, "FRR dirs", a["bgp"]["frr"])
+        check(a["bgp"]["neighbors"] == [{"address": "10.1.0.254", "asn": 64512, "port": "lan0", "site": "site-a"}],
+              "gwa's IDC neighbour", a["bgp"]["neighbors"])
+        check([(p["name"], p.get("asn")) for p in a["peers"]] == [("site-b", 65002), ("site-c", None)]
+              and [(p["name"], p.get("asn")) for p in b["peers"]] == [("site-a", 65001)],
+              "peers with asn (site C without: no BGP)", a["peers"])
+        check((a["node"]["site"], b["node"]["site"]) == ("site-a", "site-b"), "node.site = the peer names")
+        vpcs = a["address-plan"]["clouds"][0]["regions"][0]["vpcs"]
+        check([(v["name"], v["prefixes"], v["site"], v["tenant"]) for v in vpcs] == [
+            ("vpc-a", ["10.1.0.0/16", "fd00:a::/64"], "site-a", "blue"),
+            ("vpc-b", ["10.2.0.0/16", "fd00:b::/64"], "site-b", "blue"),
+            ("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c", "blue"),
+            ("idc-a", ["10.100.0.0/16"], "site-a", "blue")], "the address plan", vpcs)
+        statics = {gw: [(r["prefix"], r["peer"]) for r in (c["tenants"][0].get("routes") or [])]
+                   for gw, c in (("gwa", a), ("gwb", b))}
+        want = {"gwa": [("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")], "gwb": []}
+        if underlay == "ipv4":
+            want = {"gwa": [("fd00:b::/64", "site-b")] + want["gwa"], "gwb": [("fd00:a::/64", "site-a")]}
+        check(statics == want, f"static routes over an {underlay} underlay", statics)
+    ok("BGP configs (ipv4 and ipv6 underlay, IDC router) pass check-config: AS 65001/65002, BFD 100 ms x 3, "
+       "peers with asn (site C without), the plan of sites A, B, C and the IDC, static routes only for "
+       "site C (and, over IPv4, the IPv6 VPCs)")
+
+
 def test_failed_up_cleans_up(tmp: Path) -> None:
     lab = new_lab(tmp)
     topo = mcgwlab.standard_topology(lab.options)
@@ -279,7 +322,7 @@ def main() -> int:
         if not b.exists():
             print(f"lab_builder_test: {b} missing (build the mcgwd and mcgwctl targets)", file=sys.stderr)
             return 1
-    parts = (test_configs, test_failed_up_cleans_up, test_standard_lab, test_cli)
+    parts = (test_configs, test_bgp_configs, test_failed_up_cleans_up, test_standard_lab, test_cli)
     return run_parts("builder", [(p.__name__, p) for p in parts], logs="*.log")
 
 
