@@ -232,7 +232,10 @@ int main(int argc, char** argv) {
       const json& res = (*r)["result"];
       std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n"
                             : forTerminal(mcgw::cli::renderAudit(res)));
-      return res.value("differences", json::array()).empty() ? kOk : kFailed;
+      return res.is_object() && res.contains("differences") && res["differences"].is_array() &&
+                     res["differences"].empty()
+                 ? kOk
+                 : kFailed;
     }
     for (const View& v : {View{show_tunnels, "show-tunnels", mcgw::cli::renderTunnels},
                           View{show_counters, "show-counters", mcgw::cli::renderCounters},

@@ -32,6 +32,21 @@ int64_t num(const json& j, const char* key) {
 
 // BGP through FRR: config, FPM, routes, neighbours, BFD.
 void renderBgp(std::ostringstream& o, json& b) {
+  // A field this mcgwctl expects may be absent (another mcgwd version):
+  // objects default to empty ones.
+  for (const char* key : {"frr_config", "routes", "bfd"}) {
+    if (!b[key].is_object()) {
+      b[key] = json::object();
+    }
+  }
+  for (const char* key : {"refused", "neighbors"}) {
+    if (!b[key].is_array()) {
+      b[key] = json::array();
+    }
+  }
+  if (!b["bfd"]["sessions"].is_array()) {
+    b["bfd"]["sessions"] = json::array();
+  }
   json& fc = b["frr_config"];
   o << "\nBGP      AS " << b.value("asn", 0u) << ", router-id " << str(b, "router_id")
     << "; FRR config " << str(fc, "state") << " (" << str(fc, "file") << ")\n";
@@ -50,7 +65,7 @@ void renderBgp(std::ostringstream& o, json& b) {
   for (auto& x : b["refused"]) {
     o << "    refused " << str(x, "prefix") << ": " << str(x, "reason") << "\n";
   }
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line, "  %-40s %-12s %-12s %10s %8s %8s\n", "NEIGHBOUR", "AS", "STATE",
                 "UP", "ACCEPTED", "REFUSED");
   o << line;
@@ -64,8 +79,7 @@ void renderBgp(std::ostringstream& o, json& b) {
     std::snprintf(line, sizeof line, "  %-40s %-12u %-12s %10s %8lld %8s\n", who.c_str(),
                   n.value("asn", 0u), str(n, "state").c_str(),
                   n.contains("uptime_s") ? duration(n.value("uptime_s", int64_t{0})).c_str() : "-",
-                  static_cast<long long>(num(n, "prefixes_accepted")),
-                  refused.c_str());
+                  static_cast<long long>(num(n, "prefixes_accepted")), refused.c_str());
     o << line;
   }
   json& bfd = b["bfd"];
@@ -362,6 +376,9 @@ std::string renderNeighbors(json n) {
 
 std::string renderAudit(json a) {
   std::ostringstream o;
+  if (!a.is_object() || !a["differences"].is_array()) {
+    return "mcgwd sent an audit this mcgwctl cannot read\n";
+  }
   const auto& diffs = a["differences"];
   o << "FRR RIB " << a.value("frr_routes", uint64_t{0}) << " routes, fast path "
     << a.value("fast_path_routes", uint64_t{0}) << " routes from FRR: ";

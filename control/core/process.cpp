@@ -129,8 +129,21 @@ ProcessResult runProcess(const std::vector<std::string>& argv, std::chrono::mill
   if (r.timed_out) {
     kill(-pid, SIGKILL);
   }
+  // Its pipes are closed; it may still linger (or hang): wait until the
+  // deadline, then kill it.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (true) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) {
+      break;
+    }
+    if (w == 0 && std::chrono::steady_clock::now() >= deadline && !r.timed_out) {
+      r.timed_out = true;
+      kill(-pid, SIGKILL);
+    }
+    if (w == 0) {
+      usleep(1000);
+    }
   }
   if (WIFEXITED(status)) {
     r.exit_code = WEXITSTATUS(status);

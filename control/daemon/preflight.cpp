@@ -1,5 +1,6 @@
 #include "control/daemon/preflight.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -39,7 +40,7 @@ uint64_t freeHugeMb(const fs::path& sys) {
 
 // FRR's daemons file (read by frr.service): the daemons mcgw needs are on,
 // and zebra loads the FPM module.
-Check daemonsFileCheck(const config::Config& c, const fs::path& file) {
+Check daemonsFileCheck(bool bfd, const fs::path& file) {
   Check k{"FRR daemons file", false, ""};
   std::error_code ec;
   if (!fs::exists(file, ec)) {
@@ -70,7 +71,7 @@ Check daemonsFileCheck(const config::Config& c, const fs::path& file) {
   }
   std::vector<std::string> fixes;
   std::vector<std::string> needed{"bgpd", "staticd"};
-  if (c.bgp.bfd_enabled) {
+  if (bfd) {
     needed.push_back("bfdd");
   }
   for (const auto& d : needed) {
@@ -83,7 +84,7 @@ Check daemonsFileCheck(const config::Config& c, const fs::path& file) {
   }
   k.ok = fixes.empty();
   if (k.ok) {
-    k.detail = file.string() + ": bgpd, staticd" + (c.bgp.bfd_enabled ? ", bfdd" : "") +
+    k.detail = file.string() + ": bgpd, staticd" + (bfd ? ", bfdd" : "") +
                " on, zebra loads dplane_fpm_nl";
   } else {
     k.detail = file.string() + ":";
@@ -149,9 +150,16 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
     }
   }
 
+  // bfdd runs when some session has BFD: a line's (bgp.bfd.enabled, for
+  // peers with an AS number) or a neighbour's (its own bfd).
+  const bool bfd =
+      (c.bgp.bfd_enabled && std::any_of(c.peers.begin(), c.peers.end(),
+                                        [](const auto& p) { return p.asn.has_value(); })) ||
+      std::any_of(c.bgp.neighbors.begin(), c.bgp.neighbors.end(),
+                  [](const auto& n) { return n.bfd; });
   if (c.bgp.enabled) {
     std::vector<std::string> daemons{"zebra", "bgpd", "staticd"};
-    if (c.bgp.bfd_enabled) {
+    if (bfd) {
       daemons.push_back("bfdd");
     }
     std::string missing;
@@ -167,15 +175,14 @@ std::vector<Check> preflight(const config::Config& c, const PreflightRoots& root
     out.push_back(
         {"FRR", missing.empty(),
          missing.empty()
-             ? "zebra, bgpd" + std::string(c.bgp.bfd_enabled ? ", bfdd" : "") +
-                   " and dplane_fpm_nl present"
+             ? "zebra, bgpd" + std::string(bfd ? ", bfdd" : "") + " and dplane_fpm_nl present"
              : "bgp is configured but FRR is missing " + missing + " (apt-get install frr)"});
     bool reload = fs::exists(fs::path(roots.frr) / "frr-reload.py");
     out.push_back({"frr-reload.py", reload,
                    reload ? "present"
                           : "mcgwd applies FRR's config with frr-reload.py: apt-get install "
                             "frr-pythontools"});
-    out.push_back(daemonsFileCheck(c, fs::path(c.bgp.frr_config_dir) / "daemons"));
+    out.push_back(daemonsFileCheck(bfd, fs::path(c.bgp.frr_config_dir) / "daemons"));
   }
   return out;
 }

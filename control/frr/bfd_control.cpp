@@ -11,7 +11,9 @@
 #include <cstring>
 
 #include <spdlog/spdlog.h>
+
 #include <nlohmann/json.hpp>
+#include "config/text.hpp"
 
 namespace mcgw::frr {
 
@@ -460,7 +462,7 @@ void BfdControlClient::handle(const BfdControlDecoder::Message& m) {
                     o["status"].get_ref<const std::string&>() == "ok";
     if (m.id != request_id_ || !ok) {
       fail("bfdd refused the NOTIFY request (id " + std::to_string(m.id) +
-           "): " + m.json.substr(0, 200));
+           "): " + text::escape(m.json, 200));
       return;
     }
     subscribed_ = true;
@@ -475,7 +477,7 @@ void BfdControlClient::handle(const BfdControlDecoder::Message& m) {
   }
   auto status = parseBfdNotify(m.json);
   if (!status) {
-    last_error_ = "bad notification from bfdd: " + status.error();
+    last_error_ = "bad notification from bfdd: " + text::escape(status.error(), 300);
     spdlog::warn("bfd: {}", last_error_);
     return;
   }
@@ -485,7 +487,7 @@ void BfdControlClient::handle(const BfdControlDecoder::Message& m) {
   }
   auto deleted = parseBfdDelete(m.json);
   if (!deleted) {
-    last_error_ = "bad notification from bfdd: " + deleted.error();
+    last_error_ = "bad notification from bfdd: " + text::escape(deleted.error(), 300);
     spdlog::warn("bfd: {}", last_error_);
     return;
   }

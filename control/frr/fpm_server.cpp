@@ -33,6 +33,42 @@ std::string endpoint(const sockaddr_storage& ss) {
   return "[" + std::string(host) + "]:" + std::to_string(port);
 }
 
+// The netlink messages of a frame that did not decode whole, decoded one by
+// one (each as a frame of its own).  Stops where the messages' lengths stop
+// making sense.
+struct EachMessage {
+  std::vector<FpmMessage> messages;
+  uint64_t refused = 0;
+};
+EachMessage decodeEachMessage(const std::vector<uint8_t>& frame) {
+  EachMessage out;
+  size_t at = kFpmHeaderSize;
+  while (at + 16 <= frame.size()) {
+    uint32_t len = 0;
+    std::memcpy(&len, frame.data() + at, 4);  // nlmsg_len, host order
+    if (len < 16 || len > frame.size() - at) {
+      ++out.refused;
+      break;
+    }
+    const size_t total = kFpmHeaderSize + len;
+    std::vector<uint8_t> one(total);
+    one[0] = 1;
+    one[1] = 1;
+    one[2] = static_cast<uint8_t>(total >> 8);
+    one[3] = static_cast<uint8_t>(total & 0xff);
+    std::memcpy(one.data() + kFpmHeaderSize, frame.data() + at, len);
+    if (auto d = decodeFpmFrame(one); d) {
+      for (auto& m : *d) {
+        out.messages.push_back(std::move(m));
+      }
+    } else {
+      ++out.refused;
+    }
+    at += (len + 3u) & ~3u;  // NLMSG_ALIGN
+  }
+  return out;
+}
+
 }  // namespace
 
 uint16_t FpmServer::port() const {
@@ -141,7 +177,14 @@ void FpmServer::onAccept() {
     return;
   }
   if (conn_fd_ >= 0) {
-    drop("replaced by a new connection from " + endpoint(ss));
+    // zebra is connected: another connection (a port scan, a second zebra)
+    // must not take its place.  A zebra that restarted has closed its end
+    // (the kernel does so when it dies), so it is not one of these.
+    ++stats_.connections_refused;
+    spdlog::warn("FPM: connection from {} refused: zebra is connected from {}", endpoint(ss),
+                 stats_.peer);
+    ::close(fd);
+    return;
   }
   conn_fd_ = fd;
   framer_ = FpmFramer();
@@ -208,10 +251,15 @@ void FpmServer::onData() {
       ++stats_.frames;
       auto decoded = decodeFpmFrame(**frame);
       if (!decoded) {
+        // One bad message must not take the frame's others with it (a
+        // withdrawal lost would leave a route behind): each alone.
         ++stats_.frames_refused;
         stats_.last_error = text::escape(decoded.error(), 256);
-        spdlog::warn("FPM: frame {} dropped: {}", stats_.frames, stats_.last_error);
-        continue;
+        auto each = decodeEachMessage(**frame);
+        stats_.messages_refused += each.refused;
+        spdlog::warn("FPM: frame {}: {} message(s) refused, {} kept: {}", stats_.frames,
+                     each.refused, each.messages.size(), stats_.last_error);
+        decoded = std::move(each.messages);
       }
       stats_.messages += decoded->size();
       for (auto& m : *decoded) {

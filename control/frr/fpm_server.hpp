@@ -1,9 +1,10 @@
 // The FPM server: zebra (dplane_fpm_nl) connects to it over TCP and sends
 // every route change of its FIB as netlink messages in FPM frames.  One
-// connection at a time: a new one (zebra restarted and the old connection's
-// end was lost) replaces the old.  Frames are decoded strictly
-// (fpm_codec.hpp); a frame that does not decode is dropped and counted, a
-// stream that loses its framing is closed (zebra reconnects and sends
+// connection at a time: another while zebra is connected is refused (closed
+// at once, counted).  Frames are decoded strictly
+// (fpm_codec.hpp); in a frame that does not decode whole, each message is
+// decoded alone and only those that do not decode are dropped and counted;
+// a stream that loses its framing is closed (zebra reconnects and sends
 // everything again).
 #pragma once
 
@@ -52,11 +53,13 @@ class FpmServer {
     std::string peer;  // zebra's address:port
     std::chrono::system_clock::time_point connected_at{};
     uint64_t connections = 0;
+    uint64_t connections_refused = 0;  // while zebra was connected
     uint64_t frames = 0;
     uint64_t bytes = 0;
     uint64_t messages = 0;
-    uint64_t frames_refused = 0;  // did not decode: dropped
-    std::string last_error;       // of the last refused frame or closed stream (escaped)
+    uint64_t frames_refused = 0;    // did not decode whole: decoded message by message
+    uint64_t messages_refused = 0;  // of those, the messages that did not decode: dropped
+    std::string last_error;         // of the last refused frame or closed stream (escaped)
   };
   const Stats& stats() const { return stats_; }
   // The port it listens on (the one the kernel chose when asked for 0).

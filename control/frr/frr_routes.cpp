@@ -349,7 +349,7 @@ std::vector<engine::RouteUpdate> FrrRoutes::receive(const std::vector<FpmMessage
         }
       }
       for (auto& [prefix, e] : entries_) {
-        if (e.route.nh_id && affected.count(*e.route.nh_id)) {
+        if (!e.stale && e.route.nh_id && affected.count(*e.route.nh_id)) {
           settle(prefix, e, out);
         }
       }
@@ -360,6 +360,12 @@ std::vector<engine::RouteUpdate> FrrRoutes::receive(const std::vector<FpmMessage
     // routes added with ip route): the fast path has them from the config.
     if (r.protocol == kRtprotKernel || r.protocol == kRtprotBoot) {
       ++ignored_;
+      continue;
+    }
+    // One VRF: routes of other kernel tables are not ours (and must not
+    // touch the main table's entry of the same prefix).
+    if (r.table != kMainTable) {
+      ++other_tables_;
       continue;
     }
     const IpPrefix prefix = r.prefix.network();
@@ -387,6 +393,11 @@ std::vector<engine::RouteUpdate> FrrRoutes::reconfigure(config::ConfigPtr next) 
     settle(prefix, e, out);
   }
   return out;
+}
+
+void FrrRoutes::newSession() {
+  markStale();
+  groups_.clear();
 }
 
 void FrrRoutes::markStale() {
@@ -423,6 +434,7 @@ FrrRoutes::Counts FrrRoutes::counts() const {
   c.next_hop_groups = groups_.size();
   c.messages = messages_;
   c.ignored = ignored_;
+  c.other_tables = other_tables_;
   for (const auto& [prefix, e] : entries_) {
     c.installed += e.installed ? 1 : 0;
     c.refused += e.refused.empty() ? 0 : 1;

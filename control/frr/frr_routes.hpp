@@ -98,6 +98,10 @@ class FrrRoutes {
   std::vector<engine::RouteUpdate> reconfigure(config::ConfigPtr next);
   // zebra went away: every route stays, stale, until sent again.
   void markStale();
+  // A new zebra session: routes stale, and the old session's next-hop
+  // objects forgotten (zebra numbers them again; stale routes keep what
+  // they have until sent again).
+  void newSession();
   // The stale routes withdrawn.
   std::vector<engine::RouteUpdate> sweep();
   // The fast path refused an update (a full FIB, too many next hops): the
@@ -118,8 +122,9 @@ class FrrRoutes {
     size_t refused = 0;
     size_t stale = 0;
     size_t next_hop_groups = 0;
-    uint64_t messages = 0;  // route and next-hop messages received
-    uint64_t ignored = 0;   // the kernel's own routes (connected, kernel), not FRR's
+    uint64_t messages = 0;      // route and next-hop messages received
+    uint64_t ignored = 0;       // the kernel's own routes (connected, kernel), not FRR's
+    uint64_t other_tables = 0;  // route messages of another kernel table than 254: ignored
   };
   Counts counts() const;
   // At most kMaxRefusedListed refused routes: prefix and reason.
@@ -140,6 +145,7 @@ class FrrRoutes {
   std::map<uint32_t, FpmNextHopObject> groups_;  // next-hop objects by id
   uint64_t messages_ = 0;
   uint64_t ignored_ = 0;
+  uint64_t other_tables_ = 0;
 };
 
 }  // namespace mcgw::frr

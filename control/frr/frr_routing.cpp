@@ -121,6 +121,7 @@ FrrRouting::~FrrRouting() = default;
 
 void FrrRouting::attach(core::EventLoop& loop) {
   loop_ = &loop;
+  worker_ = std::make_unique<core::Worker>(loop, "FRR");
   if (!config_->bgp.enabled) {
     return;
   }
@@ -129,7 +130,9 @@ void FrrRouting::attach(core::EventLoop& loop) {
     spdlog::error("{}", r.error());
   }
   fpm_->attach(loop);
-  startBfd();
+  if (needsBfd()) {
+    startBfd();
+  }
   poll_timer_ = loop.every(
       kPollPeriod, "frr-poll", [this] { poll(); }, core::Priority::kBackground);
   scheduleConfig();
@@ -175,8 +178,31 @@ void FrrRouting::startBfd() {
   }
 }
 
+bool FrrRouting::needsBfd() const {
+  return std::any_of(sessions_.begin(), sessions_.end(), [](const BgpSession& s) { return s.bfd; });
+}
+
+void FrrRouting::whenRunning(std::function<void()> f) {
+  if (paused_) {
+    deferred_.push_back(std::move(f));  // a reload runs off the loop: after it
+  } else {
+    f();
+  }
+}
+
 void FrrRouting::setPaused(bool paused) {
   paused_ = paused;
+  if (!paused) {
+    // The reload is committed: its config is FRR's now, then what waited.
+    if (pending_) {
+      adopt();
+    }
+    auto deferred = std::move(deferred_);
+    deferred_.clear();
+    for (auto& f : deferred) {
+      f();
+    }
+  }
   if (fpm_) {
     fpm_->setPaused(paused);
   }
@@ -225,8 +251,10 @@ void FrrRouting::receive(const std::vector<FpmMessage>& messages) {
 }
 
 void FrrRouting::onFpmConnected() {
-  // zebra sends its whole FIB now: what it does not send again within the
+  // A new zebra session: its next-hop objects are its own (ids start again),
+  // and it sends its whole FIB now; what it does not send again within the
   // grace period goes.
+  routes_.newSession();
   armSweep();
   fpm_down_since_.clear();
   // A zebra that (re)started may run without our config: make sure.
@@ -243,10 +271,20 @@ void FrrRouting::onFpmDisconnected(const std::string& why) {
 
 void FrrRouting::onBfd(const BfdPeerState& s) {
   for (const auto& session : sessions_) {
-    if (session.kind == BgpSession::Kind::kLine && session.address == s.peer) {
-      spdlog::info("BFD: {} line {} ({}) {}", session.peer, session.line, s.peer.toString(),
-                   toString(s.state));
+    if (session.kind != BgpSession::Kind::kLine || session.address != s.peer ||
+        (s.local && session.local && *s.local != *session.local)) {
+      continue;
     }
+    spdlog::info("BFD: {} line {} ({}) {}", session.peer, session.line, s.peer.toString(),
+                 toString(s.state));
+    const std::string key = session.peer + "/" + session.line;
+    if (s.state == BfdPeerState::State::kUp) {
+      bfd_down_.erase(key);
+    } else if (s.state != BfdPeerState::State::kUnknown) {
+      bfd_down_[key] = true;
+    }
+    // kUnknown: bgpd deleted the session (its BGP session went down); a line
+    // that was down stays down until bfdd reports it up again.
   }
   if (refresh_lines_) {
     refresh_lines_();
@@ -272,17 +310,23 @@ const BfdPeerState* FrrRouting::bfdOf(const std::string& peer, const std::string
   return nullptr;
 }
 
+// With bfdd reachable: the session's state, or, when bfdd holds no session
+// for the line (FRR makes a line's multihop session only once BGP is up, and
+// deletes it when BGP goes down), the last state it reported: down if the
+// line went down and never came up since, else no opinion (up).  Without
+// bfdd: no opinion (status says the lines do not follow BFD).
 bool FrrRouting::lineUp(const std::string& peer, const std::string& line) const {
-  const BfdPeerState* s = bfdOf(peer, line);
-  return s == nullptr || s->state == BfdPeerState::State::kUp;
+  return lineDownReason(peer, line).empty();
 }
 
 std::string FrrRouting::lineDownReason(const std::string& peer, const std::string& line) const {
-  const BfdPeerState* s = bfdOf(peer, line);
-  if (s == nullptr || s->state == BfdPeerState::State::kUp) {
+  if (!bfd_ || !bfd_->connected()) {
     return "";
   }
-  return std::string("BFD ") + toString(s->state);
+  if (const BfdPeerState* s = bfdOf(peer, line)) {
+    return s->state == BfdPeerState::State::kUp ? "" : std::string("BFD ") + toString(s->state);
+  }
+  return bfd_down_.count(peer + "/" + line) ? "BFD down (session gone since)" : "";
 }
 
 void FrrRouting::scheduleConfig() {
@@ -293,7 +337,7 @@ void FrrRouting::scheduleConfig() {
 }
 
 void FrrRouting::pushConfig() {
-  if (pushing_ || loop_ == nullptr) {
+  if (pushing_ || worker_ == nullptr || !config_->bgp.enabled) {
     return;
   }
   pushing_ = true;
@@ -305,7 +349,7 @@ void FrrRouting::pushConfig() {
   auto guard = std::make_shared<std::string>(renderOwnTrafficGuard(
       *config_, wan_interfaces_ ? wan_interfaces_() : std::vector<std::string>{}));
   auto guard_error = std::make_shared<std::string>();
-  loop_->runOffLoop(
+  worker_->run(
       [text, paths, result, write_error, guard, guard_error] {
         if (auto w = writeAtomically(paths.guard(), *guard); !w) {
           *guard_error = w.error();
@@ -318,40 +362,42 @@ void FrrRouting::pushConfig() {
         }
         *result = core::runProcess(frrReloadCommand(paths), kReloadTimeout);
       },
-      [this, text, result, write_error, paths, guard_error](std::exception_ptr) {
-        pushing_ = false;
-        if (*guard_error != guard_error_ && !guard_error->empty()) {
-          spdlog::error("own-traffic guard: {}", text::escape(*guard_error, 300));
-        }
-        guard_error_ = text::escape(*guard_error, 300);
-        guard_file_ = paths.guard();
-        config_at_ = std::chrono::system_clock::now();
-        if (write_error->empty() && result->ok()) {
-          if (config_state_ != "applied" || applied_ != *text) {
-            spdlog::info("FRR: {} applied with frr-reload.py", paths.conf());
+      [this, text, result, write_error, paths, guard_error] {
+        whenRunning([=, this] {
+          pushing_ = false;
+          if (*guard_error != guard_error_ && !guard_error->empty()) {
+            spdlog::error("own-traffic guard: {}", text::escape(*guard_error, 300));
           }
-          applied_ = *text;
-          config_state_ = "applied";
-          config_error_.clear();
-        } else {
-          std::string why = !write_error->empty() ? *write_error : result->describe();
-          why = text::escape(why, 300);
-          if (config_error_ != why) {
-            spdlog::error("FRR: applying {} failed: {} (retrying every {} s)", paths.conf(), why,
-                          kRetryPeriod.count());
+          guard_error_ = text::escape(*guard_error, 300);
+          guard_file_ = paths.guard();
+          config_at_ = std::chrono::system_clock::now();
+          if (write_error->empty() && result->ok()) {
+            if (config_state_ != "applied" || applied_ != *text) {
+              spdlog::info("FRR: {} applied with frr-reload.py", paths.conf());
+            }
+            applied_ = *text;
+            config_state_ = "applied";
+            config_error_.clear();
+          } else {
+            std::string why = !write_error->empty() ? *write_error : result->describe();
+            why = text::escape(why, 300);
+            if (config_error_ != why) {
+              spdlog::error("FRR: applying {} failed: {} (retrying every {} s)", paths.conf(), why,
+                            kRetryPeriod.count());
+            }
+            config_state_ = "failed";
+            config_error_ = why;
+            retry_timer_ = loop_->after(kRetryPeriod, "frr-config-retry", [this] {
+              retry_timer_.reset();
+              pushConfig();
+            });
+            if (paused_) {
+              retry_timer_.setEnabled(false);
+            }
+            return;
           }
-          config_state_ = "failed";
-          config_error_ = why;
-          retry_timer_ = loop_->after(kRetryPeriod, "frr-config-retry", [this] {
-            retry_timer_.reset();
-            pushConfig();
-          });
-          if (paused_) {
-            retry_timer_.setEnabled(false);
-          }
-          return;
-        }
-        scheduleConfig();  // a reload rendered something newer meanwhile
+          scheduleConfig();  // a reload rendered something newer meanwhile
+        });
       });
 }
 
@@ -397,8 +443,14 @@ int64_t filteredCount(const json& j) {
 }  // namespace
 
 void FrrRouting::poll() {
-  if (polling_ || paused_ || loop_ == nullptr) {
+  if (polling_ || paused_ || worker_ == nullptr) {
     return;
+  }
+  if (fpm_ && !fpm_->stats().listening) {
+    // The FPM address could not be bound at start (or after a reload): again.
+    if (auto r = fpm_->listen(config_->bgp.fpm_address, config_->bgp.fpm_port); r) {
+      spdlog::info("FPM: listening on {}", fpm_->stats().address);
+    }
   }
   polling_ = true;
   // One vtysh for the summary, one for what each session's import filter
@@ -418,7 +470,8 @@ void FrrRouting::poll() {
   auto summary_out = std::make_shared<core::ProcessResult>();
   auto filtered_out = std::make_shared<core::ProcessResult>();
   const FrrPaths paths = FrrPaths::of(*config_);
-  loop_->runOffLoop(
+  auto sessions = std::make_shared<std::vector<BgpSession>>(sessions_);
+  worker_->run(
       [summary_out, filtered_out, paths, filtered] {
         *summary_out = core::runProcess(vtyshCommand(paths, {"show bgp summary json"}),
                                         kVtyshTimeout, 16u << 20);
@@ -426,89 +479,92 @@ void FrrRouting::poll() {
           *filtered_out = core::runProcess(vtyshCommand(paths, filtered), kVtyshTimeout, 64u << 20);
         }
       },
-      [this, summary_out, filtered_out](std::exception_ptr) {
-        polling_ = false;
-        polled_at_ = std::chrono::system_clock::now();
-        json summary;
-        if (!summary_out->ok()) {
-          poll_error_ = text::escape(summary_out->describe(), 300);
-        } else {
-          summary = json::parse(summary_out->out, nullptr, false);
-          poll_error_ = summary.is_discarded() ? "vtysh answered no JSON" : "";
-        }
-        const std::vector<json> refused = jsonSequence(filtered_out->out);
-        size_t next_refused = 0;
-        json out = json::array();
-        for (const auto& s : sessions_) {
-          json n = {{"kind", kindName(s.kind)},
-                    {"address", s.address.toString()},
-                    {"asn", s.asn},
-                    {"site", s.site},
-                    {"port", s.port},
-                    {"bfd", s.bfd}};
-          if (s.kind == BgpSession::Kind::kLine) {
-            n["peer"] = s.peer;
-            n["line"] = s.line;
-          }
-          const bool v6 = s.address.family == config::Family::V6;
-          // Counted over the families the session carries.
-          int64_t accepted = 0, sent = 0, filtered_n = 0;
-          bool known = false, filtered_known = true;
-          for (const char* family : {"ipv4Unicast", "ipv6Unicast"}) {
-            if (std::string(family) == "ipv6Unicast" && !v6) {
-              continue;
-            }
-            const json* p = nullptr;
-            if (poll_error_.empty()) {
-              auto af = summary.find(family);
-              if (af != summary.end() && af->is_object() && af->contains("peers") &&
-                  (*af)["peers"].is_object() && (*af)["peers"].contains(s.address.toString())) {
-                p = &(*af)["peers"][s.address.toString()];
-              }
-            }
-            if (p != nullptr && p->is_object()) {
-              if (!known) {
-                n["state"] = text::escape(field<std::string>(*p, "state", "?"), 64);
-                n["uptime_s"] = field<int64_t>(*p, "peerUptimeMsec", 0) / 1000;
-              }
-              known = true;
-              accepted += field<int64_t>(*p, "pfxRcd", 0);
-              sent += field<int64_t>(*p, "pfxSnt", 0);
-            }
-            const int64_t f =
-                next_refused < refused.size() ? filteredCount(refused[next_refused]) : -1;
-            ++next_refused;
-            if (f < 0) {
-              filtered_known = false;
-            } else {
-              filtered_n += f;
-            }
-          }
-          if (known) {
-            n["prefixes_accepted"] = accepted;
-            n["prefixes_sent"] = sent;
-            // What the import filter (the plan's ranges of the session's
-            // site) refused.
-            n["prefixes_refused"] = filtered_known ? json(filtered_n) : json(nullptr);
-            n["prefixes_received"] = filtered_known ? json(accepted + filtered_n) : json(nullptr);
+      [this, summary_out, filtered_out, sessions] {
+        whenRunning([=, this] {
+          polling_ = false;
+          polled_at_ = std::chrono::system_clock::now();
+          json summary;
+          if (!summary_out->ok()) {
+            poll_error_ = text::escape(summary_out->describe(), 300);
           } else {
-            n["state"] = poll_error_.empty() ? "not configured in FRR" : "unknown";
+            summary = json::parse(summary_out->out, nullptr, false);
+            poll_error_ = summary.is_discarded() ? "vtysh answered no JSON" : "";
           }
-          out.push_back(std::move(n));
-        }
-        neighbors_ = std::move(out);
-        // A session FRR does not know: FRR restarted without our config
-        // (daemons started by hand), or someone changed it.  Apply it again
-        // (frr-reload.py changes nothing when nothing differs).
-        bool missing = false;
-        for (const auto& n : neighbors_) {
-          missing |= n["state"] == "not configured in FRR";
-        }
-        if (missing && config_state_ == "applied" && !pushing_) {
-          spdlog::warn("FRR lacks sessions of its rendered config: applying it again");
-          applied_.clear();
-          scheduleConfig();
-        }
+          const std::vector<json> refused = jsonSequence(filtered_out->out);
+          size_t next_refused = 0;
+          json out = json::array();
+          // The sessions the commands were made for (a reload may have come since).
+          for (const auto& s : *sessions) {
+            json n = {{"kind", kindName(s.kind)},
+                      {"address", s.address.toString()},
+                      {"asn", s.asn},
+                      {"site", s.site},
+                      {"port", s.port},
+                      {"bfd", s.bfd}};
+            if (s.kind == BgpSession::Kind::kLine) {
+              n["peer"] = s.peer;
+              n["line"] = s.line;
+            }
+            const bool v6 = s.address.family == config::Family::V6;
+            // Counted over the families the session carries.
+            int64_t accepted = 0, sent = 0, filtered_n = 0;
+            bool known = false, filtered_known = true;
+            for (const char* family : {"ipv4Unicast", "ipv6Unicast"}) {
+              if (std::string(family) == "ipv6Unicast" && !v6) {
+                continue;
+              }
+              const json* p = nullptr;
+              if (poll_error_.empty()) {
+                auto af = summary.find(family);
+                if (af != summary.end() && af->is_object() && af->contains("peers") &&
+                    (*af)["peers"].is_object() && (*af)["peers"].contains(s.address.toString())) {
+                  p = &(*af)["peers"][s.address.toString()];
+                }
+              }
+              if (p != nullptr && p->is_object()) {
+                if (!known) {
+                  n["state"] = text::escape(field<std::string>(*p, "state", "?"), 64);
+                  n["uptime_s"] = field<int64_t>(*p, "peerUptimeMsec", 0) / 1000;
+                }
+                known = true;
+                accepted += field<int64_t>(*p, "pfxRcd", 0);
+                sent += field<int64_t>(*p, "pfxSnt", 0);
+              }
+              const int64_t f =
+                  next_refused < refused.size() ? filteredCount(refused[next_refused]) : -1;
+              ++next_refused;
+              if (f < 0) {
+                filtered_known = false;
+              } else {
+                filtered_n += f;
+              }
+            }
+            if (known) {
+              n["prefixes_accepted"] = accepted;
+              n["prefixes_sent"] = sent;
+              // What the import filter (the plan's ranges of the session's
+              // site) refused.
+              n["prefixes_refused"] = filtered_known ? json(filtered_n) : json(nullptr);
+              n["prefixes_received"] = filtered_known ? json(accepted + filtered_n) : json(nullptr);
+            } else {
+              n["state"] = poll_error_.empty() ? "not configured in FRR" : "unknown";
+            }
+            out.push_back(std::move(n));
+          }
+          neighbors_ = std::move(out);
+          // A session FRR does not know: FRR restarted without our config
+          // (daemons started by hand), or someone changed it.  Apply it again
+          // (frr-reload.py changes nothing when nothing differs).
+          bool missing = false;
+          for (const auto& n : neighbors_) {
+            missing |= n["state"] == "not configured in FRR";
+          }
+          if (missing && config_state_ == "applied" && !pushing_) {
+            spdlog::warn("FRR lacks sessions of its rendered config: applying it again");
+            applied_.clear();
+            scheduleConfig();
+          }
+        });
       });
 }
 
@@ -531,58 +587,79 @@ void FrrRouting::apply() {
   if (!next_) {
     return;
   }
+  // apply() runs off the loop, before the tables of the new config are
+  // published: only keep what was prepared.  It is adopted on the loop once
+  // the reload is committed (setPaused(false)), or on the next iteration
+  // when the reload ran on the loop itself.
+  pending_ = Pending{std::move(next_), std::move(next_fpm_)};
+  if (loop_ == nullptr) {
+    adopt();
+  } else if (!paused_) {
+    loop_->post([this] {
+      if (pending_) {
+        adopt();
+      }
+    });
+  }
+}
+
+void FrrRouting::adopt() {
+  Pending p = std::move(*pending_);
+  pending_.reset();
   config::ConfigPtr prev = config_;
-  config_ = std::move(next_);
+  config_ = std::move(p.config);
   sessions_ = config_->bgp.enabled ? bgpSessions(*config_) : std::vector<BgpSession>{};
   rendered_ = config_->bgp.enabled ? renderFrrConfig(*config_) : std::string();
-  if (!config_->bgp.enabled) {
-    config_state_ = "off";
-    applied_.clear();
+  // FRR's routes follow the new plan (the new tenants' tables are live).
+  retranslate();
+  // Lines that are gone take their BFD memory with them.
+  for (auto it = bfd_down_.begin(); it != bfd_down_.end();) {
+    bool kept = std::any_of(sessions_.begin(), sessions_.end(), [&](const BgpSession& s) {
+      return s.kind == BgpSession::Kind::kLine && s.peer + "/" + s.line == it->first;
+    });
+    it = kept ? std::next(it) : bfd_down_.erase(it);
   }
   if (loop_ == nullptr) {
-    retranslate();
     return;
   }
-  // FRR's routes follow the new plan, and sources change, on the loop
-  // thread once the reload is committed (the new tenants' tables are live
-  // then); the gateway stays paused until after this runs.
-  std::shared_ptr<FpmServer> fresh = std::move(next_fpm_);
-  loop_->post([this, prev, fresh] {
-    retranslate();
-    const bool on = config_->bgp.enabled;
-    if (!on) {
-      fpm_.reset();
-      bfd_.reset();
-      poll_timer_.reset();
-      retry_timer_.reset();
-      sweep_timer_.reset();
-      neighbors_ = json::array();
-      return;
-    }
-    if (fresh) {
-      // The prepared server takes over; the old one closes (zebra connects
-      // to the new address once FRR's config says so).
-      fpm_ = fresh;
-      fpm_->attach(*loop_);
-      fpm_->setPaused(paused_);
-    }
-    if (!bfd_ || !prev->bgp.enabled || prev->bgp.frr_run_dir != config_->bgp.frr_run_dir) {
-      startBfd();
-    }
-    if (!poll_timer_) {
-      poll_timer_ = loop_->every(
-          kPollPeriod, "frr-poll", [this] { poll(); }, core::Priority::kBackground);
-      poll_timer_.setEnabled(!paused_);
-    }
-    if (prev->bgp.frr_config_dir != config_->bgp.frr_config_dir ||
-        prev->bgp.frr_run_dir != config_->bgp.frr_run_dir) {
-      applied_.clear();
-    }
-    scheduleConfig();
-    if (refresh_lines_) {
-      refresh_lines_();
-    }
-  });
+  if (!config_->bgp.enabled) {
+    // mcgwd stops managing FRR: FRR keeps its last config (and with it its
+    // sessions, announcements and kernel routes) until FRR is stopped.
+    config_state_ = "off";
+    applied_.clear();
+    fpm_.reset();
+    bfd_.reset();
+    poll_timer_.reset();
+    retry_timer_.reset();
+    sweep_timer_.reset();
+    neighbors_ = json::array();
+    return;
+  }
+  if (p.fpm) {
+    // The prepared server takes over; the old one closes (zebra connects
+    // to the new address once FRR's config says so).
+    fpm_ = std::move(p.fpm);
+    fpm_->attach(*loop_);
+    fpm_->setPaused(paused_);
+  }
+  if (!needsBfd()) {
+    bfd_.reset();
+  } else if (!bfd_ || !prev->bgp.enabled || prev->bgp.frr_run_dir != config_->bgp.frr_run_dir) {
+    startBfd();
+  }
+  if (!poll_timer_) {
+    poll_timer_ = loop_->every(
+        kPollPeriod, "frr-poll", [this] { poll(); }, core::Priority::kBackground);
+    poll_timer_.setEnabled(!paused_);
+  }
+  if (prev->bgp.frr_config_dir != config_->bgp.frr_config_dir ||
+      prev->bgp.frr_run_dir != config_->bgp.frr_run_dir) {
+    applied_.clear();
+  }
+  scheduleConfig();
+  if (refresh_lines_) {
+    refresh_lines_();
+  }
 }
 
 void FrrRouting::retranslate() {
@@ -618,6 +695,8 @@ json FrrRouting::status() const {
            {"frames", s.frames},
            {"messages", s.messages},
            {"frames_refused", s.frames_refused},
+           {"messages_refused", s.messages_refused},
+           {"connections_refused", s.connections_refused},
            {"last_error", s.last_error.empty() ? json(nullptr) : json(s.last_error)}};
   }
   const auto c = routes_.counts();
@@ -768,38 +847,39 @@ void frrFib(const json& rib, std::map<config::IpPrefix, FpmRoute>& out) {
 }  // namespace
 
 void FrrRouting::audit(std::function<void(json)> reply) {
-  if (!config_->bgp.enabled || loop_ == nullptr) {
+  if (!config_->bgp.enabled || worker_ == nullptr) {
     reply(json{{"ok", false}, {"error", "audit: BGP is not configured (no bgp section)"}});
     return;
   }
-  auto v4 = std::make_shared<core::ProcessResult>();
-  auto v6 = std::make_shared<core::ProcessResult>();
   const FrrPaths paths = FrrPaths::of(*config_);
-  loop_->runOffLoop(
-      [v4, v6, paths] {
-        *v4 = core::runProcess(vtyshCommand(paths, {"show ip route json"}), kReloadTimeout,
-                               512u << 20);
-        *v6 = core::runProcess(vtyshCommand(paths, {"show ipv6 route json"}), kReloadTimeout,
-                               512u << 20);
-      },
-      [this, v4, v6, reply](std::exception_ptr) {
-        for (const auto* r : {v4.get(), v6.get()}) {
-          if (!r->ok()) {
-            reply(json{{"ok", false},
-                       {"error", "audit: vtysh: " + text::escape(r->describe(), 300)}});
+  // vtysh and the parsing of its (large) answers off the loop; only the
+  // comparison with the fast path's routes on it.
+  auto frr = std::make_shared<std::map<config::IpPrefix, FpmRoute>>();
+  auto error = std::make_shared<std::string>();
+  worker_->run(
+      [frr, error, paths] {
+        for (const char* command : {"show ip route json", "show ipv6 route json"}) {
+          auto r = core::runProcess(vtyshCommand(paths, {command}), kReloadTimeout, 512u << 20);
+          if (!r.ok()) {
+            *error = "audit: vtysh: " + text::escape(r.describe(), 300);
             return;
           }
-        }
-        std::map<config::IpPrefix, FpmRoute> frr;
-        for (const auto* r : {v4.get(), v6.get()}) {
-          json rib = json::parse(r->out, nullptr, false);
+          json rib = json::parse(r.out, nullptr, false);
           if (rib.is_discarded()) {
-            reply(json{{"ok", false}, {"error", "audit: vtysh answered no JSON"}});
+            *error = "audit: vtysh answered no JSON";
             return;
           }
-          frrFib(rib, frr);
+          frrFib(rib, *frr);
         }
-        reply(json{{"ok", true}, {"result", compare(frr)}});
+      },
+      [this, frr, error, reply] {
+        whenRunning([=, this] {
+          if (!error->empty()) {
+            reply(json{{"ok", false}, {"error", *error}});
+          } else {
+            reply(json{{"ok", true}, {"result", compare(*frr)}});
+          }
+        });
       });
 }
 

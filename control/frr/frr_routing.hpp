@@ -25,6 +25,7 @@
 
 #include "config/config.hpp"
 #include "control/core/event_loop.hpp"
+#include "control/core/worker.hpp"
 #include "control/daemon/subsystem.hpp"
 #include "control/frr/bfd_control.hpp"
 #include "control/frr/fpm_server.hpp"
@@ -116,6 +117,15 @@ class FrrRouting : public daemon::Subsystem {
 
   config::ConfigPtr config_;
   config::ConfigPtr next_;
+  struct Pending {
+    config::ConfigPtr config;
+    std::shared_ptr<FpmServer> fpm;
+  };
+  std::optional<Pending> pending_;  // applied, to adopt on the loop
+  std::vector<std::function<void()>> deferred_;
+  // Lines whose BFD session went down and that bfdd has not reported up
+  // since ("peer/line"), even if bgpd has deleted the session meanwhile.
+  std::map<std::string, bool> bfd_down_;
   ApplyRoutes apply_routes_;
   std::function<void()> refresh_lines_;
   std::function<std::vector<engine::RouteView>()> list_frr_routes_;
@@ -123,6 +133,11 @@ class FrrRouting : public daemon::Subsystem {
   std::function<PortsByIfindex()> ports_by_ifindex_;
   // FRR's routes translated again under the config in force (a reload).
   void retranslate();
+  // The prepared config (and FPM server) becomes FRR's: on the loop.
+  void adopt();
+  bool needsBfd() const;
+  // f now, or after the reload that runs off the loop (paused).
+  void whenRunning(std::function<void()> f);
   // FRR's routes of one batch into the fast path.
   void receive(const std::vector<FpmMessage>& messages);
   std::string guard_error_;
@@ -156,6 +171,10 @@ class FrrRouting : public daemon::Subsystem {
   core::Source sweep_timer_;
   std::chrono::steady_clock::time_point sweep_at_{};
   std::string fpm_down_since_;
+  // FRR's programs (frr-reload.py, nft, vtysh) run here, not on the loop's
+  // background thread: a reload never waits behind them.  Last: its thread
+  // ends first.
+  std::unique_ptr<core::Worker> worker_;
 };
 
 }  // namespace mcgw::frr

@@ -116,8 +116,6 @@ struct RxQueue {
   uint16_t queue = 0;
 };
 
-// A route as `mcgwctl show routes` lists it: every candidate of every
-// source, the selected one (in the FIB) first.
 // Which candidates a listing shows: all by default.
 struct RouteFilter {
   std::string tenant;                      // "" = every tenant
@@ -131,6 +129,8 @@ struct RouteFilter {
   }
 };
 
+// A route as `mcgwctl show routes` lists it: every candidate of every
+// source, the selected one (in the FIB) first.
 struct RouteView {
   std::string tenant;
   std::string prefix;

@@ -196,6 +196,35 @@ TEST_F(FrrRoutesTest, KernelRoutesZebraPassesOnAreIgnored) {
   EXPECT_EQ(c.routes, 0u);
   EXPECT_EQ(c.refused, 0u);
   EXPECT_EQ(c.ignored, 2u);
+  // A route of another kernel table neither enters nor withdraws the main
+  // table's route of the same prefix.
+  (void)routes.receive({route("10.2.0.0/16", {"100.64.3.1"})});
+  FpmRoute other = withdrawal("10.2.0.0/16");
+  other.table = 100;
+  EXPECT_TRUE(routes.receive({other}).empty());
+  EXPECT_EQ(routes.counts().installed, 1u);
+  EXPECT_EQ(routes.counts().other_tables, 1u);
+}
+
+// A new zebra session numbers its next-hop objects again: a stale route
+// keeps what it has until zebra sends it again, whatever an object of the
+// same id now says.
+TEST_F(FrrRoutesTest, ANewSessionForgetsTheOldNextHopObjects) {
+  FrrRoutes routes(config_);
+  FpmNextHopObject nh{false, 11, 2, false, FpmNextHop{A("100.64.3.1"), 7, 1}, {}};
+  FpmRoute r = route("10.2.0.0/16", {});
+  r.nh_id = 11;
+  ASSERT_EQ(routes.receive({nh, r}).size(), 1u);
+  routes.newSession();
+  EXPECT_EQ(routes.counts().next_hop_groups, 0u);
+  FpmNextHopObject reused{false, 11, 2, false, FpmNextHop{A("100.64.5.1"), 7, 1}, {}};
+  EXPECT_TRUE(routes.receive({reused}).empty());  // the stale route stays on site-b
+  EXPECT_EQ(routes.entries().at(P("10.2.0.0/16")).installed->vias[0].peer, "site-b");
+  // Sent again, it follows the new object (site-c does not carry blue: refused).
+  auto out = routes.receive({r});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].withdraw);
+  EXPECT_EQ(routes.counts().refused, 1u);
 }
 
 TEST_F(FrrRoutesTest, RefusesWhatTheFastPathCannotFollow) {

@@ -81,7 +81,8 @@ TEST_F(PreflightTest, NamesWhatIsMissing) {
   const Check* frr = find(checks, "FRR");
   ASSERT_TRUE(frr);
   EXPECT_FALSE(frr->ok);
-  EXPECT_NE(frr->detail.find("zebra, bgpd, staticd, bfdd, zebra module dplane_fpm_nl"),
+  // No session with BFD (no peer with an AS number, no neighbour): no bfdd.
+  EXPECT_NE(frr->detail.find("missing zebra, bgpd, staticd, zebra module dplane_fpm_nl"),
             std::string::npos)
       << frr->detail;
   const Check* reload = find(checks, "frr-reload.py");
@@ -105,7 +106,7 @@ TEST_F(PreflightTest, SaysWhatTheDaemonsFileLacks) {
   const Check* daemons = find(checks, "FRR daemons file");
   ASSERT_TRUE(daemons);
   EXPECT_FALSE(daemons->ok);
-  EXPECT_NE(daemons->detail.find("set bgpd=yes; set bfdd=yes; add \"-M dplane_fpm_nl\" to "
+  EXPECT_NE(daemons->detail.find("set bgpd=yes; add \"-M dplane_fpm_nl\" to "
                                  "zebra_options (then systemctl restart frr)"),
             std::string::npos)
       << daemons->detail;
