@@ -98,6 +98,9 @@ std::string withMoreSpecifics(const IpPrefix& p) {
   return p.toString() + " le " + std::to_string(p.address.bits());
 }
 
+constexpr const char* kOriginRouteMap = "MCGW-ORIGIN";
+constexpr unsigned kOriginLocalPreference = 50;
+
 void routeMap(std::ostringstream& out, const std::string& name, bool v6,
               const std::string& prefix_list) {
   out << "route-map " << name << " permit 10\n"
@@ -351,6 +354,17 @@ std::string renderFrrConfig(const Config& config) {
       routeMap(out, lanOutRouteMap(v6), v6, remotePrefixList(v6));
     }
   }
+  // This site's ranges are originated with a lower local preference than a
+  // path learned for them: a range that an IDC router on the LAN announces
+  // is reached through that router (the originated path, with no next hop,
+  // would win by weight and never reach zebra), and still announced to the
+  // peers while the router is gone.
+  if (!announced.empty()) {
+    out << "route-map " << kOriginRouteMap << " permit 10\n"
+        << " set local-preference " << kOriginLocalPreference << "\n"
+        << " set weight 0\n"
+        << "exit\n!\n";
+  }
 
   out << "router bgp " << bgp.asn << "\n"
       << " bgp router-id " << bgp.router_id.toString() << "\n"
@@ -390,7 +404,7 @@ std::string renderFrrConfig(const Config& config) {
     }
     out << " !\n address-family " << (v6 ? "ipv6" : "ipv4") << " unicast\n";
     for (const auto& p : ofFamily(announced, v6)) {
-      out << "  network " << p.toString() << "\n";
+      out << "  network " << p.toString() << " route-map " << kOriginRouteMap << "\n";
     }
     for (const auto& s : sessions) {
       // An IPv6 session carries IPv4 routes too, with IPv6 next hops
