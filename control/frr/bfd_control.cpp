@@ -187,6 +187,13 @@ Parsed parseStatus(const json& o) {
     return bad("\"id\" is out of range");
   }
   s.id = static_cast<uint32_t>(id->get<uint64_t>());
+  // The diagnostic the remote system sent (RFC 5880 6.8.17: 7 is
+  // administratively down); absent or odd: 0.
+  const auto rd = o.find("remote-diagnostics");
+  if (rd != o.end() && rd->is_number_integer() && rd->get<int64_t>() >= 0 &&
+      rd->get<int64_t>() <= 31) {
+    s.remote_diagnostics = static_cast<uint8_t>(rd->get<int64_t>());
+  }
   return std::optional<BfdPeerState>(std::move(s));
 }
 

@@ -278,13 +278,28 @@ void FrrRouting::onBfd(const BfdPeerState& s) {
     spdlog::info("BFD: {} line {} ({}) {}", session.peer, session.line, s.peer.toString(),
                  toString(s.state));
     const std::string key = session.peer + "/" + session.line;
-    if (s.state == BfdPeerState::State::kUp) {
-      bfd_down_.erase(key);
-    } else if (s.state != BfdPeerState::State::kUnknown) {
-      bfd_down_[key] = true;
+    switch (s.state) {
+      case BfdPeerState::State::kUp:
+        bfd_down_.erase(key);
+        bfd_up_.insert(key);
+        break;
+      case BfdPeerState::State::kUnknown:
+        // bgpd deleted the session (its BGP session went down, or it
+        // registered again): a line that was down stays down until a new
+        // session of it comes up; a new session starts from scratch.
+        bfd_up_.erase(key);
+        break;
+      default:
+        // Only a session that was up and went down says the path fails: a
+        // new session starts down, and a remote that is administratively
+        // down (RFC 5882 3.2: its bfdd deleted the session) says nothing
+        // about the path.
+        if (bfd_up_.count(key) && s.remote_diagnostics != kBfdDiagAdminDown) {
+          bfd_down_[key] = true;
+        }
+        bfd_up_.erase(key);
+        break;
     }
-    // kUnknown: bgpd deleted the session (its BGP session went down); a line
-    // that was down stays down until bfdd reports it up again.
   }
   if (refresh_lines_) {
     refresh_lines_();
@@ -310,23 +325,22 @@ const BfdPeerState* FrrRouting::bfdOf(const std::string& peer, const std::string
   return nullptr;
 }
 
-// With bfdd reachable: the session's state, or, when bfdd holds no session
-// for the line (FRR makes a line's multihop session only once BGP is up, and
-// deletes it when BGP goes down), the last state it reported: down if the
-// line went down and never came up since, else no opinion (up).  Without
-// bfdd: no opinion (status says the lines do not follow BFD).
+// With bfdd reachable, a line is down from the moment its BFD session goes
+// from up to down (not because the remote is administratively down) until a
+// session of it comes up again, even if bgpd deletes the session meanwhile
+// (FRR makes a line's multihop session only once BGP is up and deletes it
+// when BGP goes down).  A new session that has not been up yet takes no line
+// down.  Without bfdd: no opinion (status says the lines do not follow BFD).
 bool FrrRouting::lineUp(const std::string& peer, const std::string& line) const {
   return lineDownReason(peer, line).empty();
 }
 
 std::string FrrRouting::lineDownReason(const std::string& peer, const std::string& line) const {
-  if (!bfd_ || !bfd_->connected()) {
+  if (!bfd_ || !bfd_->connected() || !bfd_down_.count(peer + "/" + line)) {
     return "";
   }
-  if (const BfdPeerState* s = bfdOf(peer, line)) {
-    return s->state == BfdPeerState::State::kUp ? "" : std::string("BFD ") + toString(s->state);
-  }
-  return bfd_down_.count(peer + "/" + line) ? "BFD down (session gone since)" : "";
+  const BfdPeerState* s = bfdOf(peer, line);
+  return s ? std::string("BFD ") + toString(s->state) : "BFD down (session gone since)";
 }
 
 void FrrRouting::scheduleConfig() {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <span>
@@ -45,6 +46,8 @@ struct FrrPaths {
   static FrrPaths of(const config::Config& c) { return {c.bgp.frr_config_dir, c.bgp.frr_run_dir}; }
 };
 inline constexpr const char* kVtysh = "/usr/bin/vtysh";
+// RFC 5880 6.8.17: the remote system is administratively down.
+inline constexpr uint8_t kBfdDiagAdminDown = 7;
 inline constexpr const char* kFrrReload = "/usr/lib/frr/frr-reload.py";
 std::vector<std::string> vtyshCommand(const FrrPaths& paths,
                                       const std::vector<std::string>& commands);
@@ -126,6 +129,8 @@ class FrrRouting : public daemon::Subsystem {
   // Lines whose BFD session went down and that bfdd has not reported up
   // since ("peer/line"), even if bgpd has deleted the session meanwhile.
   std::map<std::string, bool> bfd_down_;
+  // Lines whose current BFD session has been up ("peer/line").
+  std::set<std::string> bfd_up_;
   ApplyRoutes apply_routes_;
   std::function<void()> refresh_lines_;
   std::function<std::vector<engine::RouteView>()> list_frr_routes_;

@@ -395,7 +395,8 @@ std::string renderFrrConfig(const Config& config) {
     }
     if (s.bfd) {
       out << n << " bfd\n"
-          << n << " bfd profile " << bfdProfile(s.bfd_interval_ms, s.bfd_multiplier) << "\n";
+          << n << " bfd profile " << bfdProfile(s.bfd_interval_ms, s.bfd_multiplier) << "\n"
+          << n << " bfd check-control-plane-failure\n";
     }
   }
   for (bool v6 : {false, true}) {
