@@ -55,9 +55,9 @@ struct BfdPeerState {
   // kUnknown: bfdd said "unknown", or (from the client) bfdd deleted the
   // session, so it no longer tells anything about the path.
   enum class State { kUnknown, kAdminDown, kDown, kInit, kUp } state = State::kUnknown;
-  uint32_t id = 0;        // bfdd's local discriminator ("id")
+  uint32_t id = 0;                 // bfdd's local discriminator ("id")
   uint8_t remote_diagnostics = 0;  // "remote-diagnostics" (7: the remote is administratively down)
-  std::string interface;  // "local-interface" (single hop bound to one), "" if absent
+  std::string interface;           // "local-interface" (single hop bound to one), "" if absent
   bool operator==(const BfdPeerState&) const = default;
 
   // Same session (everything but state and id).
