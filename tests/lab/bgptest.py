@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import mcgwlab
-from labtest import check
+from labtest import check, ok
 
 HERE = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
@@ -116,3 +116,14 @@ def uptimes(lab, gw) -> dict:
             for addr, p in fam.get("peers", {}).items():
                 ms[addr] = p.get("peerUptimeMsec", 0) / 1000
     return {a: (n.get("uptime_s"), ms.get(a)) for a, n in neighbors(lab, gw).items()}
+
+
+def ab_ready(lab, before: str) -> None:
+    """Both gateways' line sessions Established, the A-B VPC routes in the
+    fast path from FRR, and host A reaching host B (before `before`)."""
+    for gw in ("gwa", "gwb"):
+        wait_established(lab, gw, 2)
+    wait_route(lab, "gwa", "10.2.0.0/16", "site-b")
+    wait_route(lab, "gwb", "10.1.0.0/16", "site-a")
+    check(lab.ping("hosta", "10.2.0.10", count=3, timeout=2) == 3, f"ping A -> B before {before}")
+    ok("sessions Established, routes in, A -> B reachable")

@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
-from bgptest import bfd_state, new_lab, tunnel_lines, wait_established, wait_route  # noqa: E402
+from bgptest import ab_ready, bfd_state, new_lab, tunnel_lines, wait_established  # noqa: E402
 from labtest import check, ok, run_parts  # noqa: E402
 
 BOUND_MS = 1000
@@ -93,12 +93,7 @@ def run(tmp: Path) -> None:
     t_start = time.monotonic()
     lab = new_lab(tmp)
     with lab.up(start_gateways=True):
-        for gw in ("gwa", "gwb"):
-            wait_established(lab, gw, 2)
-        wait_route(lab, "gwa", "10.2.0.0/16", "site-b")
-        wait_route(lab, "gwb", "10.1.0.0/16", "site-a")
-        check(lab.ping("hosta", "10.2.0.10", count=3, timeout=2) == 3, "ping A -> B before the cuts")
-        ok("sessions Established, routes in, A -> B reachable")
+        ab_ready(lab, "the cuts")
 
         a = cut_case(lab, "a: a1 link down",
                      lambda: lab.run("rtr", "ip", "link", "set", "a1", "down"),
