@@ -7,6 +7,7 @@
 #include <set>
 
 #include "config/loader_detail.hpp"
+#include "config/prefix_index.hpp"
 #include "config/text.hpp"
 
 namespace mcgw::config {
@@ -18,47 +19,7 @@ std::string q(const std::string& s) {
   return quoteName(s);
 }
 
-// Prefixes that do not overlap each other, by their first address: the one a
-// new prefix overlaps is found in O(log n) (a scan of all of them made a plan
-// of 60000 VPCs take a minute).
-template <typename Owner>
-class DisjointPrefixes {
- public:
-  // The owner of a prefix that overlaps p, or nullptr.
-  const Owner* overlapping(const IpPrefix& p) const {
-    const Range r = rangeOf(p);
-    auto it = by_first_.upper_bound(r.last);
-    if (it == by_first_.begin()) {
-      return nullptr;
-    }
-    --it;  // the last one starting at or before p's last address
-    return it->second.last >= r.first ? &it->second.owner : nullptr;
-  }
-  // Adds p, which overlaps none of them.
-  void add(const IpPrefix& p, Owner owner) {
-    const Range r = rangeOf(p);
-    by_first_.emplace(r.first, Entry{r.last, std::move(owner)});
-  }
-
- private:
-  struct Range {
-    IpAddress first;  // family first: the families never overlap
-    IpAddress last;
-  };
-  static Range rangeOf(const IpPrefix& p) {
-    const IpAddress first = p.network().address;
-    IpAddress last = first;
-    for (unsigned bit = p.length; bit < last.bits(); ++bit) {
-      last.bytes[bit / 8] |= static_cast<uint8_t>(0x80 >> (bit % 8));
-    }
-    return {first, last};
-  }
-  struct Entry {
-    IpAddress last;
-    Owner owner;
-  };
-  std::map<IpAddress, Entry> by_first_;
-};
+using config::DisjointPrefixes;
 
 class Checker {
  public:

@@ -25,9 +25,9 @@ packages=(
   # libraries fixed by the design card, and the ones we chose
   libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev libutfcpp-dev
-  libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev
+  libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev libcurl4-openssl-dev
   # runtime peers and tools used by tests and the lab
-  systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl
+  systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl etcd-server etcd-client
   python3 python3-scapy nftables iptables tcpdump iputils-ping ethtool procps psmisc socat jq
 )
 
@@ -43,7 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; answer once, non-interactively.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-  # Packages such as frr, bird2 and keepalived start their daemons on install;
+  # Packages such as frr, bird2, keepalived and etcd-server start their daemons on install;
   # the lab starts them per network namespace instead, so keep them stopped
   # (policy-rc.d exit 101: "action forbidden").
   policy=/usr/sbin/policy-rc.d
@@ -58,9 +58,10 @@ else
   echo "install-deps.sh: all packages present"
 fi
 
-# FRR is started per network namespace by the lab, never as the machine's service.
+# FRR is started per network namespace by the lab and etcd on loopback by the
+# tests, never as the machine's services.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-  systemctl disable --now frr bird keepalived >/dev/null 2>&1 || true
+  systemctl disable --now frr bird keepalived etcd >/dev/null 2>&1 || true
 fi
 
 if [ "$hugepages" -gt 0 ]; then
