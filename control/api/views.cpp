@@ -230,6 +230,11 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
       reasons.push_back(std::move(p));
     }
   }
+  if (s.plan) {
+    if (std::string p = s.plan->problem(); !p.empty()) {
+      reasons.push_back(std::move(p));
+    }
+  }
   if (d.fallback) {
     const auto& errors = d.fallback->file_errors;
     std::string why = errors.empty() ? "" : ": " + errors.front();
@@ -257,6 +262,20 @@ json routeCounts(const GatewayState& s) {
     by_source[engine::toString(static_cast<engine::RouteSource>(i))] = counts[i];
   }
   return {{"prefixes", s.forwarding.routeCount()}, {"by_source", by_source}};
+}
+
+// The plan in force: the file's VPCs and mapped ranges, and the store's.
+json addressPlanStatus(const GatewayState& s) {
+  const auto& plan = s.config.address_plan;
+  json j = {{"vpcs", plan.vpcs.size()},
+            {"mapped_ranges", plan.mapped_ranges.size()},
+            {"pools", plan.pools.size()}};
+  if (s.plan) {
+    j["store"] = s.plan->status();
+  } else {
+    j["store"] = nullptr;  // nothing to follow: no pools, no etcd
+  }
+  return j;
 }
 
 json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
@@ -319,6 +338,7 @@ json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
           {"fast_path", fastPathStatus(s)},
           {"path_mtu", pathMtuStatus(s)},
           {"bgp", s.frr ? s.frr->status() : json({{"enabled", false}})},
+          {"address_plan", addressPlanStatus(s)},
           {"routes", routeCounts(s)}};
 }
 

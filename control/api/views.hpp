@@ -16,6 +16,7 @@
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
+#include "control/plan/plan_follower.hpp"
 #include "control/ports/port_set.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/tables.hpp"
@@ -32,6 +33,7 @@ struct GatewayState {
   const lines::UnderlayLines& lines;
   const daemon::ForwardingState& forwarding;
   const frr::FrrRouting* frr = nullptr;  // BGP through FRR
+  const plan::PlanFollower* plan = nullptr;  // the address plan's store, when followed
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().

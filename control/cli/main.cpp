@@ -1,9 +1,12 @@
 // mcgwctl: the operator CLI.  A thin client of mcgwd's API, plus offline
-// config checking.  Results go to stdout, diagnostics to stderr.
+// config checking and the address plan (`plan ...`, which works on the
+// config file and its store, control/plan/plan_cli.hpp).  Results go to
+// stdout, diagnostics to stderr.
 //
 // Exit codes: status: 0 healthy, 1 degraded, 2 daemon unreachable;
-// check-config: 0 valid, 1 invalid; other commands: 0 done, 1 refused,
-// 2 daemon unreachable; a bad command line: 64.
+// check-config: 0 valid, 1 invalid; plan: 0 done, 1 refused, 2 store
+// unreachable; other commands: 0 done, 1 refused, 2 daemon unreachable; a
+// bad command line: 64.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +18,7 @@
 #include "control/api/json_text.hpp"
 #include "control/api/protocol.hpp"
 #include "control/cli/status_view.hpp"
+#include "control/plan/plan_cli.hpp"
 
 using nlohmann::json;
 
@@ -164,6 +168,8 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check-config", "Validate a config file offline (exit 0/1)");
   check->add_option("FILE", file, "Config file")->required();
 
+  mcgw::plan::PlanCommands plan(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -172,6 +178,10 @@ int main(int argc, char** argv) {
 
   if (*check) {
     return checkConfig(file);
+  }
+  if (plan.chosen()) {
+    return plan.run([](const std::string& t) { std::cout << forTerminal(t) << std::flush; },
+                    [](const std::string& t) { std::cerr << forTerminal(t) << std::flush; });
   }
 
   int rc = kOk;

@@ -200,6 +200,30 @@ std::string renderStatus(json s) {
   if (s.contains("bgp") && s["bgp"].is_object() && s["bgp"].value("enabled", false)) {
     renderBgp(o, s["bgp"]);
   }
+  if (s.contains("address_plan") && s["address_plan"].is_object()) {
+    json& ap = s["address_plan"];
+    o << "\nAddress plan  " << ap.value("vpcs", uint64_t{0}) << " VPCs, "
+      << ap.value("mapped_ranges", uint64_t{0}) << " mapped ranges, " << ap.value("pools", uint64_t{0})
+      << " pools";
+    if (ap.contains("store") && ap["store"].is_object()) {
+      json& st = ap["store"];
+      o << "; store " << str(st, "store") << ": " << str(st, "state") << ", revision "
+        << st.value("revision", uint64_t{0}) << " (" << st.value("stored_vpcs", uint64_t{0})
+        << " stored VPCs)";
+      if (st.contains("error")) {
+        o << "\n  ! unreachable since " << str(st, "since") << ": " << str(st, "error");
+      }
+      if (st.contains("refused") && st["refused"].is_object()) {
+        o << "\n  ! revision " << st["refused"].value("revision", uint64_t{0}) << " refused:";
+        for (const auto& e : st["refused"]["errors"]) {
+          o << "\n      " << (e.is_string() ? e.get<std::string>() : e.dump());
+        }
+      }
+    } else {
+      o << "; no store followed";
+    }
+    o << "\n";
+  }
   return o.str();
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "control/core/iso_time.hpp"
+
 namespace mcgw::daemon {
 
 // mcgwd runs the last good copy of its config because the file is invalid.
@@ -38,7 +40,6 @@ struct DaemonFacts {
   std::optional<Fallback> fallback;
 };
 
-// A time as status and logs write it: 2026-12-03T08:00:00Z (UTC).
-std::string isoTime(std::chrono::system_clock::time_point t);
+using core::isoTime;
 
 }  // namespace mcgw::daemon

@@ -1,5 +1,7 @@
 #include "control/daemon/gateway.hpp"
 
+#include "control/plan/in_force.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -43,8 +45,30 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   gw->log_level_override_ = options.log_level_override;
   gw->last_good_ = std::make_unique<LastGoodStore>(options.state_dir, path);
   gw->fallback_ = std::move(options.fallback);
+  gw->state_dir_ = options.state_dir;
+  gw->file_config_ = loaded.config;
   gw->config_ = std::move(loaded.config);
   gw->config_text_ = std::move(loaded.text);
+  // The address plan's store: its VPCs join the file's before anything
+  // starts (the cached copy when the store does not answer).
+  if (auto store = plan::openStoreFor(*gw->file_config_); !store) {
+    return fail(store.error());
+  } else if (*store) {
+    auto first = plan::firstSnapshot(**store, plan::cachePath(gw->state_dir_));
+    if (auto merged = plan::inForce(*gw->file_config_, first.snapshot); merged) {
+      gw->config_ = *merged;
+    } else {
+      spdlog::error("address plan: store revision {} conflicts with {}; starting with the "
+                    "file's plan alone:",
+                    first.snapshot.revision, path);
+      for (const auto& e : merged.error()) {
+        spdlog::error("  {}", e);
+      }
+      first.snapshot = plan::Snapshot{};
+    }
+    gw->plan_ = std::make_unique<plan::PlanFollower>(std::move(*store), std::move(first.snapshot),
+                                                     std::move(first.error));
+  }
   gw->started_at_ = gw->loaded_at_ = std::chrono::system_clock::now();
   gw->started_ = std::chrono::steady_clock::now();
 
@@ -153,7 +177,8 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_, *dataplane_, *ports_, *kernel_, *neighbors_, *lines_, *forwarding_, frr_.get()};
+  return {*config_,      *dataplane_,  *ports_,     *kernel_,   *neighbors_,
+          *lines_,       *forwarding_, frr_.get(), plan_.get()};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -170,6 +195,7 @@ std::vector<Subsystem*> Gateway::subsystems() const {
 }
 
 void Gateway::attach(core::EventLoop& loop) {
+  loop_ = &loop;
   neighbors_->attach(loop);
   lines_->attach(loop);
   frr_->attach(loop);
@@ -179,6 +205,41 @@ void Gateway::setPaused(bool paused) {
   neighbors_->setPaused(paused);
   lines_->setPaused(paused);
   frr_->setPaused(paused);
+  if (plan_) {
+    plan_->setPaused(paused);
+  }
+}
+
+void Gateway::followPlan(std::function<void(const plan::Snapshot&)> on_change) {
+  if (plan_ && loop_) {
+    plan_->attach(*loop_, std::move(on_change));
+  }
+}
+
+std::optional<plan::Snapshot> Gateway::pendingPlan() const {
+  return plan_ ? plan_->pending() : std::nullopt;
+}
+
+void Gateway::cachePlan(const plan::Snapshot& snapshot) {
+  if (auto r = plan::writeCache(plan::cachePath(state_dir_), snapshot); !r) {
+    spdlog::warn("address plan: cannot keep a copy of revision {}: {}", snapshot.revision,
+                 r.error());
+  }
+}
+
+ReloadOutcome Gateway::adoptPlan(const plan::Snapshot& snapshot) {
+  spdlog::info("address plan: applying store revision {} ({} stored VPCs)", snapshot.revision,
+               snapshot.vpcs.size());
+  ReloadOutcome out = reloadWith({file_config_, config_text_}, snapshot, false);
+  if (plan_) {
+    if (out.ok) {
+      plan_->adopted(snapshot);
+      cachePlan(snapshot);
+    } else {
+      plan_->refused(snapshot, out.errors);
+    }
+  }
+  return out;
 }
 
 Result<std::string, std::string> Gateway::setLineAdmin(const std::string& peer,
@@ -206,21 +267,27 @@ void Gateway::saveLastGood() {
   }
 }
 
-ReloadOutcome Gateway::finish(ReloadOutcome o) {
+ReloadOutcome Gateway::finish(ReloadOutcome o, const plan::Snapshot* store_revision) {
+  const std::string what = store_revision ? "address plan store revision " +
+                                                std::to_string(store_revision->revision)
+                                          : "reload of " + path_;
   if (o.ok) {
     o.summary = o.changes.empty() ? "no changes"
                                   : "applied " + std::to_string(o.changes.size()) + " change" +
                                         (o.changes.size() == 1 ? "" : "s");
-    spdlog::info("reload of {}: {}", path_, o.summary);
+    spdlog::info("{}: {}", what, o.summary);
   } else {
     o.summary = "refused (" + std::to_string(o.errors.size()) + " error" +
                 (o.errors.size() == 1 ? "" : "s") + "); the running config is unchanged";
-    spdlog::error("reload of {} {}:", path_, o.summary);
+    spdlog::error("{} {}:", what, o.summary);
     for (const auto& e : o.errors) {
       spdlog::error("  {}", e);
     }
   }
-  last_reload_ = {true, o.ok, std::chrono::system_clock::now(), o.errors, o.changes};
+  // A store revision's outcome is the plan's to show (status address_plan).
+  if (!store_revision) {
+    last_reload_ = {true, o.ok, std::chrono::system_clock::now(), o.errors, o.changes};
+  }
   return o;
 }
 
@@ -241,47 +308,68 @@ ReloadOutcome Gateway::reload() {
     out.errors = errorLines(loaded.error());
     return finish(out);
   }
-  config::ConfigPtr next = loaded->config;
+  return reloadWith(std::move(*loaded), plan_ ? plan_->snapshot() : plan::Snapshot{}, true);
+}
+
+ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& snapshot,
+                                  bool file_read) {
+  ReloadOutcome out;
+  if (plan_ && !(plan::storeSettings(*loaded.config) == plan::storeSettings(*file_config_))) {
+    out.errors.push_back(
+        "address-plan.store changed: the store a gateway follows changes with a restart "
+        "(systemctl restart mcgw)");
+    return finish(out, file_read ? nullptr : &snapshot);
+  }
+  auto in_force = plan::inForce(*loaded.config, snapshot);
+  if (!in_force) {
+    for (const auto& e : in_force.error()) {
+      out.errors.push_back("address plan store revision " + std::to_string(snapshot.revision) +
+                           ": " + e);
+    }
+    return finish(out, file_read ? nullptr : &snapshot);
+  }
+  config::ConfigPtr next = *in_force;
   const std::vector<Subsystem*> order = subsystems();
   out.errors = validateAll(order, *next);
   if (!out.errors.empty()) {
-    return finish(out);
+    return finish(out, file_read ? nullptr : &snapshot);
   }
-  ReloadPlan plan = planReload(*config_, *next);
-  plan.next = next;
-  if (!plan.restart_required.empty()) {
-    out.errors = plan.restart_required;
-    return finish(out);
+  ReloadPlan rp = planReload(*config_, *next);
+  rp.next = next;
+  if (!rp.restart_required.empty()) {
+    out.errors = rp.restart_required;
+    return finish(out, file_read ? nullptr : &snapshot);
   }
-  if (auto r = prepareAndApply(order, plan); !r) {
+  if (auto r = prepareAndApply(order, rp); !r) {
     restoreAfterAbort();
     out.errors.push_back(r.error() + "; nothing was applied");
-    return finish(out);
+    return finish(out, file_read ? nullptr : &snapshot);
   }
 
   // Commit: nothing below can fail.  The kernel sides of new ports exist
   // now, so their TAPs join the tables.
   config_ = next;
+  file_config_ = loaded.config;
   if (auto r = forwarding_->publish(*config_); !r) {
     spdlog::error("reload: {}", r.error());
   }
   if (log_level_override_.empty()) {
     spdlog::set_level(spdlog::level::from_str(next->logging.level));
   }
-  for (const auto& c : plan.changes) {
+  for (const auto& c : rp.changes) {
     out.changes.push_back(c.toString());
     spdlog::info("reload: {}", c.toString());
   }
-  config_text_ = std::move(loaded->text);
+  config_text_ = std::move(loaded.text);
   loaded_at_ = std::chrono::system_clock::now();
-  if (fallback_) {
+  if (fallback_ && file_read) {
     spdlog::warn("reload of {}: the file is valid again; the last good copy is no longer in force",
                  path_);
     fallback_.reset();
   }
   saveLastGood();
   out.ok = true;
-  return finish(out);
+  return finish(out, file_read ? nullptr : &snapshot);
 }
 
 bool Gateway::healthy() const {

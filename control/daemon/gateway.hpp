@@ -27,6 +27,7 @@
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
+#include "control/plan/plan_follower.hpp"
 #include "control/ports/port_set.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
@@ -72,6 +73,17 @@ class Gateway {
   // is undone) and the errors come back.  Valid: only the difference is
   // applied, the text becomes the last good copy and a fallback ends.
   ReloadOutcome reload();
+  // Applies a new revision of the address plan's store like a reload of
+  // the same file: a revision that conflicts with the file's plan, or that
+  // a subsystem refuses, changes nothing and status says why.
+  ReloadOutcome adoptPlan(const plan::Snapshot& snapshot);
+  // Follows the address plan's store, calling on_change on the loop with
+  // each new revision (main runs adoptPlan off the loop, like a reload).
+  // Nothing when the config has no store to follow.
+  void followPlan(std::function<void(const plan::Snapshot&)> on_change);
+  // A store revision seen but not in force (refused, or seen during a
+  // reload): adoptPlan again after the next reload.
+  std::optional<plan::Snapshot> pendingPlan() const;
   // Set while mcgwd runs the last good copy instead of its invalid file.
   const std::optional<Fallback>& fallback() const { return fallback_; }
   // Writes the config in force as the last good copy; a failure is logged
@@ -118,15 +130,25 @@ class Gateway {
   // After an aborted reload: kernel sides and tables over the ports as
   // they are again.
   void restoreAfterAbort();
-  ReloadOutcome finish(ReloadOutcome outcome);
+  // Logs the outcome; a reload of the file (store_revision null) is also
+  // status's last reload.
+  ReloadOutcome finish(ReloadOutcome outcome, const plan::Snapshot* store_revision = nullptr);
+  // The file's config and text with the store's VPCs: a reload.  file_read:
+  // the file was read again (a valid file ends a fallback).
+  ReloadOutcome reloadWith(LoadedConfig file, const plan::Snapshot& snapshot, bool file_read);
+  // Keeps the plan in force where the gateway finds it when the store is
+  // down at the next start.
+  void cachePlan(const plan::Snapshot& snapshot);
 
   std::string path_;
   std::string log_level_override_;
   std::unique_ptr<LastGoodStore> last_good_;
   std::optional<Fallback> fallback_;
   std::string last_good_error_;
-  config::ConfigPtr config_;
+  config::ConfigPtr config_;  // the file's config with the store's VPCs: what runs
+  config::ConfigPtr file_config_;  // the file's alone
   std::string config_text_;
+  std::string state_dir_;
   std::unique_ptr<engine::Eal> eal_;
   std::unique_ptr<engine::Dataplane> dataplane_;
   std::unique_ptr<ports::PortSet> ports_;
@@ -135,6 +157,8 @@ class Gateway {
   std::unique_ptr<lines::UnderlayLines> lines_;
   std::unique_ptr<ForwardingState> forwarding_;
   std::unique_ptr<frr::FrrRouting> frr_;
+  std::unique_ptr<plan::PlanFollower> plan_;  // null: no store to follow
+  core::EventLoop* loop_ = nullptr;
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;

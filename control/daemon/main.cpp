@@ -332,24 +332,56 @@ int main(int argc, char** argv) {
     server.setPaused(true);
     loop.runOffLoop(std::move(work), [&, then = std::move(then)](std::exception_ptr error) {
       reloading = false;
-      gw.setPaused(false);
       state_check.setEnabled(true);
       server.setPaused(false);
-      then(error);
+      then(error);  // may start the next reload (a plan revision held back)
       showState();
       if (stop_after_reload) {
         loop.exit(0);
-      } else if (hangup_after_reload) {
+        return;
+      }
+      if (hangup_after_reload && !reloading) {
         hangup_after_reload = false;
         sighupReload();
       }
+      // Last: resuming may hand over a plan revision, which starts a reload.
+      if (!reloading) {
+        gw.setPaused(false);
+      }
     });
+  };
+  // A new revision of the address plan's store is applied like a reload,
+  // and tried again after a reload of the file (which may resolve what made
+  // the gateway refuse it).
+  std::function<void(const mcgw::plan::Snapshot&)> adoptPlan =
+      [&](const mcgw::plan::Snapshot& snapshot) {
+        auto s = std::make_shared<mcgw::plan::Snapshot>(snapshot);
+        reloadOffLoop([&gw, s] { gw.adoptPlan(*s); },
+                      [&gw](std::exception_ptr error) {
+                        if (error) {
+                          try {
+                            std::rethrow_exception(error);
+                          } catch (const std::exception& e) {
+                            spdlog::error("address plan: applying failed: {}",
+                                          mcgw::text::escape(e.what(), 512));
+                          } catch (...) {
+                            spdlog::error("address plan: applying failed with an unknown exception");
+                          }
+                        }
+                        notify("READY=1\nSTATUS=" + gw.summary());
+                      });
+      };
+  auto adoptPendingPlan = [&] {
+    if (auto pending = gw.pendingPlan(); pending && !reloading) {
+      adoptPlan(*pending);
+    }
   };
   sighupReload = [&] {
     spdlog::info("SIGHUP: reloading {}", config_path);
     reloadOffLoop([&gw] { reload(gw); },
                   [&](std::exception_ptr error) {
                     if (!error) {
+                      adoptPendingPlan();
                       return;
                     }
                     // A front-end like the API: nothing it triggers ends the process.
@@ -383,7 +415,7 @@ int main(int argc, char** argv) {
             [&gw, cmd, args, body] {
               *body = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
             },
-            [&gw, body, reply](std::exception_ptr error) {
+            [&gw, body, reply, &adoptPendingPlan](std::exception_ptr error) {
               if (error) {  // as api::answer() does for a handler that throws
                 std::string what = "an unknown exception";
                 try {
@@ -397,6 +429,9 @@ int main(int argc, char** argv) {
                 notify("READY=1\nSTATUS=" + gw.summary());
               }
               reply(*body);
+              if (!error) {
+                adoptPendingPlan();
+              }
             });
         return true;
       });
@@ -424,6 +459,7 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   gw.attach(loop);
+  gw.followPlan(adoptPlan);
   state_check =
       loop.every(kStatePeriod, "state check", showState, mcgw::core::Priority::kBackground);
   std::optional<TimerProbe> probe;

@@ -647,6 +647,10 @@ class Options:
     # (10.100.0.10/24).  BIRD announces 10.100.0.0/16 (VPC idc-a of site A in
     # the plan) and 10.200.0.0/16 (in no plan: gateway A refuses it).
     idc_router: bool = False
+    # Keys merged into both gateways' `address-plan` section (needs bgp, which
+    # writes the plan): a store and pools, e.g. {"store": {"type": "etcd",
+    # "endpoints": [...]}, "pools": [...]} (lab_plan_test.py).
+    plan_extra: dict | None = None
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -1215,6 +1219,7 @@ class Lab:
             plan = {"clouds": [{"name": "lab", "regions": [{"name": "r1", "vpcs": [
                 {"name": v.name, "prefixes": list(v.prefixes), "tenant": v.tenant, "site": v.site}
                 for v in t.vpcs]}]}]}
+            plan.update(o.plan_extra or {})
         return {
             "node": {"name": g.name, "site": g.site,
                      "description": f"mcgwlab {self.prefix.rstrip('-')}: gateway {node}"},

@@ -1,8 +1,8 @@
-#include "control/daemon/daemon_facts.hpp"
+#include "control/core/iso_time.hpp"
 
 #include <ctime>
 
-namespace mcgw::daemon {
+namespace mcgw::core {
 
 std::string isoTime(std::chrono::system_clock::time_point t) {
   std::time_t tt = std::chrono::system_clock::to_time_t(t);
@@ -13,4 +13,4 @@ std::string isoTime(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-}  // namespace mcgw::daemon
+}  // namespace mcgw::core
