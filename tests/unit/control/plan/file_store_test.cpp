@@ -312,3 +312,29 @@ TEST_F(FileStoreTest, WaitChangeReportsACorruptFileThatStaysSo) {
 
 }  // namespace
 }  // namespace mcgw::plan
+
+namespace mcgw::plan {
+namespace {
+
+TEST_F(FileStoreTest, SixtyThousandVpcs) {
+  FileStore store(path_);
+  auto written = store.update([](Snapshot& s) -> Result<bool, std::string> {
+    for (uint32_t i = 0; i < 60000; ++i) {
+      IpPrefix p;
+      p.address.bytes = {10, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i & 0xff), 0};
+      p.length = 24;
+      s.vpcs.push_back(
+          {"vpc" + std::to_string(i), "aws", "us-east-1", {p}, "main", "", "", "allocate"});
+    }
+    return true;
+  });
+  ASSERT_TRUE(written) << written.error().message;
+  auto loaded = FileStore(path_).load();
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(*loaded, *written);
+  ASSERT_EQ(loaded->vpcs.size(), 60000u);
+  EXPECT_EQ(loaded->find("vpc59999")->prefixes.at(0).toString(), "10.234.95.0/24");
+}
+
+}  // namespace
+}  // namespace mcgw::plan
