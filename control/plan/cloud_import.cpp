@@ -930,7 +930,9 @@ struct NameHolder {
   std::vector<IpPrefix> prefixes;
 };
 
-// Collects a verdict's conflicts up to kMaxConflictsPerVpc and counts the rest.
+// Collects a verdict's conflicts up to kMaxConflictsPerVpc; past that it
+// only says there are more (counting them all could take a walk over the
+// whole store for each block of a hostile listing).
 struct VerdictBuilder {
   VpcVerdict verdict;
   size_t omitted = 0;
@@ -947,7 +949,8 @@ struct VerdictBuilder {
     if (omitted > 0) {
       Conflict more;
       more.kind = Conflict::Kind::kMore;
-      more.message = "and " + std::to_string(omitted) + " more conflicts not listed";
+      more.message = "more conflicts not listed (the report lists " +
+                     std::to_string(kMaxConflictsPerVpc) + " per VPC)";
       verdict.conflicts.push_back(std::move(more));
     }
     if (verdict.status != VpcVerdict::Status::kAlreadyInPlan) {
