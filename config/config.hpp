@@ -184,6 +184,9 @@ struct PoolConfig {
   std::string name;
   std::vector<IpPrefix> prefixes;
   uint8_t allocation_length = 0;
+  // The clouds whose VPCs the pool serves (address-plan.clouds names);
+  // empty: any cloud.
+  std::vector<std::string> clouds;
   bool operator==(const PoolConfig&) const = default;
 };
 
@@ -195,13 +198,30 @@ struct MappedRange {
   bool operator==(const MappedRange&) const = default;
 };
 
+// A range the operator keeps out of the plan (address-plan.reserved): no
+// VPC prefix or mapped range may overlap it.
+struct ReservedRange {
+  std::string name;
+  IpPrefix prefix;
+  bool operator==(const ReservedRange&) const = default;
+};
+
 struct AddressPlanConfig {
   enum class Store { kFile, kEtcd } store = Store::kFile;
-  std::string store_path;
+  std::string store_path;  // the file store's YAML file
+  // etcd: client URLs, all http:// or all https://.
   std::vector<std::string> etcd_endpoints;
+  // TLS to etcd (https endpoints): the CA bundle that verifies the server
+  // ("" = the system's CAs) and the client certificate and its key (both
+  // or neither).
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
+  std::string etcd_prefix;  // the plan's keys start with it; ends in '/'
   std::vector<PoolConfig> pools;
   std::vector<VpcConfig> vpcs;  // flattened cloud/region/vpc
   std::vector<MappedRange> mapped_ranges;
+  std::vector<ReservedRange> reserved;
   bool operator==(const AddressPlanConfig&) const = default;
 };
 
@@ -239,6 +259,20 @@ struct StartupConfig {
   bool operator==(const StartupConfig&) const = default;
 };
 
+// One problem in a config file.  line and column are 1-based (0: unknown).
+struct ConfigError {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string path;     // YANG data path such as /mcgw:ports/port[name='wan0']/mtu
+  std::string message;  // what was expected and what was found
+
+  // "file:line:column: path: message", the form every front-end prints.
+  std::string toString() const;
+};
+
+using ConfigErrors = std::vector<ConfigError>;
+
 struct Config {
   std::string source;    // the file it was loaded from
   std::string checksum;  // sha256 of the file's bytes, hex
@@ -255,6 +289,10 @@ struct Config {
   ApiConfig api;
   LoggingConfig logging;
   StartupConfig startup;
+  // What the loader found doubtful but not wrong (a VPC outside every
+  // pool), sorted by line; in the same form as errors.  Not part of the
+  // configuration: two configs that differ only here are the same.
+  ConfigErrors warnings;
 
   const PortConfig* findPort(const std::string& name) const;
   const TenantConfig* findTenant(const std::string& name) const;

@@ -254,8 +254,13 @@ Config buildConfig(lyd_node* tree) {
                                                          : AddressPlanConfig::Store::kFile;
   c.address_plan.store_path = R::str(store, "path");
   c.address_plan.etcd_endpoints = R::strs(store, "endpoints");
+  c.address_plan.etcd_ca_file = R::str(store, "ca-file");
+  c.address_plan.etcd_cert_file = R::str(store, "cert-file");
+  c.address_plan.etcd_key_file = R::str(store, "key-file");
+  c.address_plan.etcd_prefix = R::str(store, "prefix");
   for (lyd_node* p : R::children(R::child(plan, "pools"), "pool")) {
-    PoolConfig pc{R::str(p, "name"), {}, R::num<uint8_t>(p, "allocation-length")};
+    PoolConfig pc{
+        R::str(p, "name"), {}, R::num<uint8_t>(p, "allocation-length"), R::strs(p, "clouds")};
     for (const auto& s : R::strs(p, "prefixes")) {
       pc.prefixes.push_back(R::prefix(s));
     }
@@ -276,6 +281,9 @@ Config buildConfig(lyd_node* tree) {
   for (lyd_node* m : R::children(R::child(plan, "mapped-ranges"), "mapped-range")) {
     c.address_plan.mapped_ranges.push_back({R::str(m, "name"), R::prefix(R::str(m, "real")),
                                             R::prefix(R::str(m, "mapped")), R::str(m, "site")});
+  }
+  for (lyd_node* rr : R::children(R::child(plan, "reserved"), "range")) {
+    c.address_plan.reserved.push_back({R::str(rr, "name"), R::prefix(R::str(rr, "prefix"))});
   }
 
   c.fast_path.idle_sleep_max_us =

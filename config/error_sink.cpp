@@ -77,11 +77,15 @@ ConfigErrors ErrorSink::take() {
   });
   if (dropped_ > 0) {
     errors_.push_back({file_, 0, 0, "",
-                       "... and " + std::to_string(dropped_) + " more errors (the first " +
+                       "... and " + std::to_string(dropped_) + " more " + kind_ + " (the first " +
                            std::to_string(kMaxErrors) + " are shown)"});
     dropped_ = 0;
   }
   return std::move(errors_);
+}
+
+std::string ErrorSink::fileForMessage() const {
+  return text::escape(file_, kMaxPath);
 }
 
 std::string keyPredicate(std::string_view key, std::string_view value) {

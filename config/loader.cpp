@@ -136,10 +136,12 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   config->source = file_name;
   config->checksum = sha256Hex(text);
 
-  detail::checkSemantics(*config, map, sink);
+  ErrorSink warnings(file_name, "warnings");
+  detail::checkSemantics(*config, map, sink, warnings);
   if (!sink.empty()) {
     return unexpected(sink.take());
   }
+  config->warnings = warnings.take();
   return ConfigPtr(std::move(config));
 }
 

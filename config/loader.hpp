@@ -34,22 +34,12 @@ inline constexpr uint64_t kMaxExpandedBytes = uint64_t{32} << 20;
 // Lines or values with bytes that are not text reported one by one.
 inline constexpr size_t kMaxReported = 20;
 
-// One problem in a config file.  line and column are 1-based (0: unknown).
-struct ConfigError {
-  std::string file;
-  int line = 0;
-  int column = 0;
-  std::string path;     // YANG data path such as /mcgw:ports/port[name='wan0']/mtu
-  std::string message;  // what was expected and what was found
-
-  // "file:line:column: path: message", the form every front-end prints.
-  std::string toString() const;
-};
-
-using ConfigErrors = std::vector<ConfigError>;
+// ConfigError and ConfigErrors are in config/config.hpp: a loaded Config
+// carries its warnings in the same form.
 using LoadResult = Result<ConfigPtr, ConfigErrors>;
 
-// Reads and checks a config file.  Errors are sorted by line.
+// Reads and checks a config file.  Errors are sorted by line; a config
+// that loads carries its warnings (Config::warnings), also sorted by line.
 LoadResult loadConfigFile(const std::string& path);
 
 // Reads a config file whole (a directory, an unreadable file or one larger

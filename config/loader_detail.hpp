@@ -65,7 +65,13 @@ class ErrorSink {
   static constexpr size_t kMaxErrors = 100;
   static constexpr size_t kMaxMessage = 1024;
 
-  explicit ErrorSink(std::string file) : file_(std::move(file)) {}
+  // kind names what it collects in the "... and N more" line: "errors" or
+  // "warnings".
+  explicit ErrorSink(std::string file, std::string kind = "errors")
+      : file_(std::move(file)), kind_(std::move(kind)) {}
+  // The file as messages name it ("file:line" of an object an error is not
+  // placed at): escaped like every name from outside.
+  std::string fileForMessage() const;
   void at(const Location& loc, std::string_view path, std::string message);
   void at(const SourceMap& map, const std::string& path, std::string message) {
     at(map.find(path), path, std::move(message));
@@ -78,6 +84,7 @@ class ErrorSink {
 
  private:
   std::string file_;
+  std::string kind_;
   ConfigErrors errors_;
   size_t dropped_ = 0;
 };
@@ -113,8 +120,10 @@ Config buildConfig(lyd_node* tree);
 // A libyang message as an error may show it: each quoted part escaped and cut.
 std::string boundLibyangMessage(const char* msg);
 
-// The checks YANG cannot express; adds to sink.
-void checkSemantics(const Config& config, const SourceMap& map, ErrorSink& sink);
+// The checks YANG cannot express; adds errors to sink and what is doubtful
+// but not wrong to warnings.
+void checkSemantics(const Config& config, const SourceMap& map, ErrorSink& sink,
+                    ErrorSink& warnings);
 
 // The list a wrapper container holds, or nullptr.
 const lysc_node* listWrapped(const lysc_node* container);

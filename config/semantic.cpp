@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "config/loader_detail.hpp"
 #include "config/prefix_index.hpp"
@@ -23,7 +27,8 @@ using config::DisjointPrefixes;
 
 class Checker {
  public:
-  Checker(const Config& c, const SourceMap& map, ErrorSink& sink) : c_(c), map_(map), sink_(sink) {}
+  Checker(const Config& c, const SourceMap& map, ErrorSink& sink, ErrorSink& warnings)
+      : c_(c), map_(map), sink_(sink), warn_(warnings) {}
 
   void run() {
     eal();
@@ -435,49 +440,348 @@ class Checker {
     }
   }
 
-  void plan() {
-    const auto& plan = c_.address_plan;
-    if (plan.store == AddressPlanConfig::Store::kEtcd && plan.etcd_endpoints.empty()) {
-      error("/mcgw:address-plan/store/type", "store type etcd needs at least one endpoint");
+  // " at mcgw.yaml:42", or "" when the object has no line (a built-in range).
+  std::string at(int line) const {
+    return line > 0 ? " at " + sink_.fileForMessage() + ":" + std::to_string(line) : "";
+  }
+
+  void warning(const std::string& path, const std::string& msg) { warn_.at(map_, path, msg); }
+
+  static std::string vpcPath(const VpcConfig& v) {
+    return "/mcgw:address-plan/clouds/cloud" + keyPredicate("name", v.cloud) + "/regions/region" +
+           keyPredicate("name", v.region) + "/vpcs/vpc" + keyPredicate("name", v.name);
+  }
+  static std::string vpcName(const VpcConfig& v) {
+    return "VPC " + v.cloud + "/" + v.region + "/" + v.name;
+  }
+  static std::string mappedPath(const MappedRange& m) {
+    return "/mcgw:address-plan/mapped-ranges/mapped-range" + keyPredicate("name", m.name);
+  }
+
+  // The clouds that keep 100.64.0.0/10 (RFC 6598 shared address space) for
+  // their own services, so that a VPC of theirs cannot reach a plan range
+  // there (docs/configuration.md cites each cloud's documentation).
+  static const char* cloudReserving100_64(const std::string& cloud) {
+    std::string lower;
+    for (char ch : cloud) {
+      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     }
-    struct Owner {
+    if (lower == "aliyun") {
+      return "Alibaba Cloud";
+    }
+    if (lower == "huaweicloud" || lower == "huawei") {
+      return "Huawei Cloud";
+    }
+    return nullptr;
+  }
+
+  // Ranges no VPC prefix or mapped range may overlap.  Unlike the plan's
+  // own ranges they may nest (an operator's range may hold a port's
+  // subnet); prefixes nest or are disjoint, so the ones overlapping p
+  // either contain it (looked up at each length the set holds) or start
+  // inside it (looked up by first address).
+  class ReservedRanges {
+   public:
+    struct Entry {
       IpPrefix prefix;
-      std::string what;
+      std::string why;  // "link-local", "underlay: ..."
     };
-    DisjointPrefixes<Owner> owners;
-    auto claim = [&](const IpPrefix& p, const std::string& what, const std::string& path) {
-      networkPrefix(path);
-      if (const Owner* o = owners.overlapping(p)) {
-        error(path, p.toString() + " of " + what + " overlaps " + o->prefix.toString() + " of " +
-                        o->what +
-                        "; the plan must be overlap-free (use a mapped-range for a "
-                        "legacy overlap)");
-        return;
+    void add(const IpPrefix& p, std::string why) {
+      const IpPrefix net = p.network();
+      if (by_prefix_.count(net)) {
+        return;  // the first reason given stands
       }
-      owners.add(p, {p, what});
+      entries_.push_back({net, std::move(why)});
+      by_prefix_.emplace(net, entries_.size() - 1);
+      by_first_.emplace(net.address, entries_.size() - 1);
+      lengths_.insert({net.address.family, net.length});
+    }
+    // The most specific range containing p, else the lowest inside p.
+    const Entry* overlapping(const IpPrefix& p) const {
+      for (auto it = lengths_.rbegin(); it != lengths_.rend(); ++it) {
+        if (it->first != p.address.family || it->second > p.length) {
+          continue;
+        }
+        if (auto f = by_prefix_.find(IpPrefix{p.address, it->second}.network());
+            f != by_prefix_.end()) {
+          return &entries_[f->second];
+        }
+      }
+      const auto range = DisjointPrefixes<int>::rangeOf(p);
+      auto it = by_first_.lower_bound(range.first);
+      if (it != by_first_.end() && it->first <= range.last) {
+        return &entries_[it->second];
+      }
+      return nullptr;
+    }
+
+   private:
+    std::vector<Entry> entries_;
+    std::map<IpPrefix, size_t> by_prefix_;
+    std::multimap<IpAddress, size_t> by_first_;
+    std::set<std::pair<Family, uint8_t>> lengths_;
+  };
+
+  void planStore() {
+    const auto& plan = c_.address_plan;
+    const std::string store = "/mcgw:address-plan/store";
+    if (plan.store == AddressPlanConfig::Store::kEtcd && plan.etcd_endpoints.empty()) {
+      error(store + "/type", "store type etcd needs at least one endpoint");
+    }
+    // An etcd cluster's client URLs are all TLS or all plain: a mix would
+    // send some requests, and the client key's use, in the clear.
+    bool any_https = false;
+    const auto& items = map_.items(store + "/endpoints");
+    auto scheme = [](const std::string& url) {
+      return url.rfind("https://", 0) == 0 ? "https://" : "http://";
     };
-    for (const auto& v : plan.vpcs) {
-      std::string path = "/mcgw:address-plan/clouds/cloud" + keyPredicate("name", v.cloud) +
-                         "/regions/region" + keyPredicate("name", v.region) + "/vpcs/vpc" +
-                         keyPredicate("name", v.name);
-      for (const auto& item : map_.items(path + "/prefixes")) {
-        if (auto p = IpPrefix::parse(item.loc.raw)) {
-          claim(*p, "VPC " + v.cloud + "/" + v.region + "/" + v.name, item.path);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string& url = items[i].loc.raw;
+      any_https = any_https || url.rfind("https://", 0) == 0;
+      if (i > 0 && std::string(scheme(url)) != scheme(items[0].loc.raw)) {
+        error(items[i].path, "endpoint " + text::quote(url) + " is " + scheme(url) + " but " +
+                                 text::quote(items[0].loc.raw) + at(items[0].loc.line) + " is " +
+                                 scheme(items[0].loc.raw) +
+                                 "; the endpoints of one etcd cluster are all https:// or all "
+                                 "http://");
+      }
+    }
+    if (!plan.etcd_cert_file.empty() && plan.etcd_key_file.empty()) {
+      error(store + "/cert-file",
+            "cert-file needs key-file, the private key of the client certificate; give both or "
+            "neither");
+    } else if (plan.etcd_cert_file.empty() && !plan.etcd_key_file.empty()) {
+      error(store + "/key-file",
+            "key-file needs cert-file, the client certificate it belongs to; give both or "
+            "neither");
+    }
+    if (!items.empty() && !any_https) {
+      for (const auto& [leaf, value] :
+           {std::pair<const char*, const std::string*>{"ca-file", &plan.etcd_ca_file},
+            {"cert-file", &plan.etcd_cert_file},
+            {"key-file", &plan.etcd_key_file}}) {
+        if (!value->empty()) {
+          error(store + "/" + leaf,
+                std::string(leaf) +
+                    " is for TLS, but every endpoint is http:// (plain text); use "
+                    "https:// endpoints");
         }
       }
     }
+  }
+
+  // What the plan keeps out: built-in ranges, this gateway's underlay,
+  // 100.64.0.0/10 when a cloud of the plan keeps it, the operator's list.
+  ReservedRanges reservedRanges() {
+    ReservedRanges r;
+    for (const auto& [text, why] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"169.254.0.0/16", "link-local"},
+             {"fe80::/10", "link-local"},
+             {"127.0.0.0/8", "loopback"},
+             {"::1/128", "loopback"},
+             {"224.0.0.0/4", "multicast"},
+             {"ff00::/8", "multicast"}}) {
+      r.add(*IpPrefix::parse(text), why);
+    }
+    for (const auto& p : c_.ports) {
+      if (p.role != PortRole::kWan) {
+        continue;
+      }
+      for (const auto& item : map_.items(portPath(p.name) + "/addresses")) {
+        if (auto a = IpPrefix::parse(item.loc.raw)) {
+          r.add(*a, "underlay: address " + a->toString() + " of wan port " + q(p.name) +
+                        at(item.loc.line));
+        }
+      }
+    }
+    for (const auto& p : c_.peers) {
+      for (const auto& l : p.lines) {
+        const std::string lpath = "/mcgw:peers/peer" + keyPredicate("name", p.name) +
+                                  "/lines/line" + keyPredicate("name", l.name);
+        for (const auto& [leaf, a] :
+             {std::pair<const char*, const IpAddress*>{"local-vtep", &l.local_vtep},
+              {"remote-vtep", &l.remote_vtep}}) {
+          r.add(IpPrefix{*a, static_cast<uint8_t>(a->bits())},
+                std::string("underlay: ") + leaf + " of line " + p.name + "/" + l.name +
+                    at(map_.find(lpath + "/" + leaf).line));
+        }
+      }
+    }
+    for (const auto& v : c_.address_plan.vpcs) {
+      if (const char* cloud = cloudReserving100_64(v.cloud)) {
+        r.add(*IpPrefix::parse("100.64.0.0/10"),
+              std::string(cloud) + " keeps it for its services, and the plan holds " + vpcName(v) +
+                  at(map_.find(vpcPath(v)).line));
+        break;
+      }
+    }
+    for (const auto& rr : c_.address_plan.reserved) {
+      const std::string path =
+          "/mcgw:address-plan/reserved/range" + keyPredicate("name", rr.name) + "/prefix";
+      networkPrefix(path);
+      r.add(rr.prefix, "address-plan.reserved " + q(rr.name) + at(map_.find(path).line));
+    }
+    return r;
+  }
+
+  // A prefix the plan holds, in file order.
+  struct Claim {
+    IpPrefix prefix;
+    std::string what;  // "VPC aws/us-east-1/vpc-a", "mapped range legacy"
+    std::string path;
+    int line = 0;
+    const VpcConfig* vpc = nullptr;  // for a VPC prefix
+    // A VPC prefix that is the real range of a mapped range at the VPC's
+    // site (a legacy overlap): only its site's ranges must not overlap it.
+    const MappedRange* legacy_of = nullptr;
+  };
+  struct Owner {
+    IpPrefix prefix;
+    std::string what;
+    int line = 0;
+  };
+
+  std::string overlapText(const IpPrefix& p, const std::string& what, const Owner& o) const {
+    return p.toString() + " of " + what + " overlaps " + o.prefix.toString() + " of " + o.what +
+           at(o.line);
+  }
+
+  void plan() {
+    const auto& plan = c_.address_plan;
+    planStore();
+    const ReservedRanges reserved = reservedRanges();
+
+    // Which mapped range declares a VPC prefix a legacy overlap: the one
+    // whose real range is the prefix, at the VPC's site or at no site (as
+    // control/frr/render.cpp matches them).
+    std::map<IpPrefix, std::vector<const MappedRange*>> by_real;
     for (const auto& m : plan.mapped_ranges) {
-      std::string path =
-          "/mcgw:address-plan/mapped-ranges/mapped-range" + keyPredicate("name", m.name);
+      by_real[m.real.network()].push_back(&m);
+    }
+    auto legacyOf = [&](const VpcConfig& v, const IpPrefix& p) -> const MappedRange* {
+      auto it = by_real.find(p);
+      if (it == by_real.end()) {
+        return nullptr;
+      }
+      for (const MappedRange* m : it->second) {
+        if (m->site == v.site || m->site.empty()) {
+          return m;
+        }
+      }
+      return nullptr;
+    };
+
+    std::vector<Claim> claims;
+    std::set<std::pair<std::string, IpPrefix>> declared_real;  // (site, real) of legacy VPCs
+    // A mapping without a site stands for its real range wherever a VPC has
+    // it; at two sites the rest of the plan would see one mapped range for
+    // two ranges.
+    std::map<const MappedRange*, std::pair<const VpcConfig*, int>> siteless;
+    for (const auto& v : plan.vpcs) {
+      for (const auto& item : map_.items(vpcPath(v) + "/prefixes")) {
+        if (auto p = IpPrefix::parse(item.loc.raw)) {
+          networkPrefix(item.path);
+          const MappedRange* m = legacyOf(v, p->network());
+          if (m) {
+            declared_real.insert({v.site, p->network()});
+          }
+          if (m && m->site.empty()) {
+            auto [it, fresh] = siteless.emplace(m, std::make_pair(&v, item.loc.line));
+            const VpcConfig* first = it->second.first;
+            if (!fresh && first && first->site != v.site) {
+              error(mappedPath(*m), "mapped range " + m->name +
+                                        " names no site, and its real range " + m->real.toString() +
+                                        " is a prefix of " + vpcName(*first) +
+                                        at(it->second.second) + " (site " + q(first->site) +
+                                        ") and of " + vpcName(v) + at(item.loc.line) + " (site " +
+                                        q(v.site) + "); give it the site of the legacy VPC");
+              it->second.first = nullptr;  // said once
+            }
+          }
+          claims.push_back({p->network(), vpcName(v), item.path, item.loc.line, &v, m});
+        }
+      }
+    }
+    struct RealRange {
+      IpPrefix prefix;
+      std::string site;
+      std::string what;
+      std::string path;
+      int line = 0;
+    };
+    std::vector<RealRange> reals;
+    for (const auto& m : plan.mapped_ranges) {
+      const std::string path = mappedPath(m);
       networkPrefix(path + "/real");
+      if (!m.site.empty() && !declared_real.count({m.site, m.real.network()})) {
+        reals.push_back({m.real.network(), m.site, "mapped range " + m.name + " (real)",
+                         path + "/real", map_.find(path + "/real").line});
+      }
       if (m.real.length != m.mapped.length || m.real.address.family != m.mapped.address.family) {
         error(path + "/mapped", "a 1:1 mapping needs ranges of the same family and length; real " +
                                     m.real.toString() + ", mapped " + m.mapped.toString());
         continue;
       }
-      claim(m.mapped, "mapped range " + m.name, path + "/mapped");
+      networkPrefix(path + "/mapped");
+      claims.push_back({m.mapped.network(), "mapped range " + m.name, path + "/mapped",
+                        map_.find(path + "/mapped").line, nullptr, nullptr});
     }
-    DisjointPrefixes<Owner> pools;
+    // The later object in the file is the one reported, the earlier named.
+    std::stable_sort(claims.begin(), claims.end(),
+                     [](const Claim& a, const Claim& b) { return a.line < b.line; });
+
+    DisjointPrefixes<Owner> owners;                        // what every site sees
+    std::map<std::string, DisjointPrefixes<Owner>> sites;  // real ranges by site
+    auto claimAtSite = [&](const IpPrefix& p, const std::string& site, const std::string& what,
+                           const std::string& path, int line) {
+      auto& at_site = sites[site];
+      if (const Owner* o = at_site.overlapping(p)) {
+        error(path, overlapText(p, what, *o) + ", both at site " + q(site) +
+                        "; the real ranges of one site must not overlap (a mapped range lets "
+                        "only other sites see past an overlap)");
+        return false;
+      }
+      at_site.add(p, {p, what, line});
+      return true;
+    };
+    for (const auto& c : claims) {
+      if (const auto* r = reserved.overlapping(c.prefix)) {
+        error(c.path, c.prefix.toString() + " of " + c.what + " overlaps reserved range " +
+                          r->prefix.toString() + " (" + r->why + ")");
+        continue;
+      }
+      if (c.legacy_of) {
+        claimAtSite(c.prefix, c.vpc->site, c.what, c.path, c.line);
+        continue;
+      }
+      if (const Owner* o = owners.overlapping(c.prefix)) {
+        error(c.path, overlapText(c.prefix, c.what, *o) +
+                          "; the plan must be overlap-free (a legacy VPC that cannot be "
+                          "renumbered keeps its prefix with a mapped-range whose real is that "
+                          "prefix)");
+        continue;
+      }
+      owners.add(c.prefix, {c.prefix, c.what, c.line});
+      if (c.vpc) {
+        claimAtSite(c.prefix, c.vpc->site, c.what, c.path, c.line);
+      }
+    }
+    std::stable_sort(reals.begin(), reals.end(),
+                     [](const RealRange& a, const RealRange& b) { return a.line < b.line; });
+    for (const auto& r : reals) {
+      claimAtSite(r.prefix, r.site, r.what, r.path, r.line);
+    }
+    pools(claims);
+  }
+
+  void pools(const std::vector<Claim>& claims) {
+    const auto& plan = c_.address_plan;
+    struct PoolOwner {
+      IpPrefix prefix;
+      const PoolConfig* pool;
+      int line = 0;
+    };
+    DisjointPrefixes<PoolOwner> pools;
     for (const auto& p : plan.pools) {
       std::string path = "/mcgw:address-plan/pools/pool" + keyPredicate("name", p.name);
       for (const auto& item : map_.items(path + "/prefixes")) {
@@ -485,14 +789,15 @@ class Checker {
         if (!parsed) {
           continue;
         }
-        const IpPrefix& pr = *parsed;
+        const IpPrefix pr = parsed->network();
         const std::string& ppath = item.path;
         networkPrefix(ppath);
-        if (const Owner* o = pools.overlapping(pr)) {
-          error(ppath, "pool prefix " + pr.toString() + " overlaps " + o->prefix.toString() +
-                           " of " + o->what);
+        if (const PoolOwner* o = pools.overlapping(pr)) {
+          error(ppath, pr.toString() + " of pool " + p.name + " overlaps " + o->prefix.toString() +
+                           " of pool " + o->pool->name + at(o->line) +
+                           "; pools must not overlap (an allocation must have one pool)");
         } else {
-          pools.add(pr, {pr, "pool " + p.name});
+          pools.add(pr, {pr, &p, item.loc.line});
         }
         if (p.allocation_length > pr.address.bits()) {
           error(path + "/allocation-length",
@@ -507,18 +812,50 @@ class Checker {
         }
       }
     }
+    if (pools.empty()) {
+      return;  // nothing is allocated: where a range lies says nothing
+    }
+    std::vector<std::string> names;
+    for (const auto& p : plan.pools) {
+      names.push_back(p.name);
+    }
+    // A VPC (or mapped range) outside every pool may be a typo or a range
+    // the pools were meant to cover; it works either way, so it is said,
+    // not refused.  A legacy VPC's real range is outside by nature.
+    for (const auto& c : claims) {
+      if (c.legacy_of) {
+        continue;
+      }
+      const PoolOwner* o = pools.overlapping(c.prefix);
+      const bool inside =
+          o && o->prefix.length <= c.prefix.length && o->prefix.contains(c.prefix.address);
+      if (!inside) {
+        warning(c.path, c.prefix.toString() + " of " + c.what + " is outside every pool (" +
+                            joinBounded(names) + ")");
+        continue;
+      }
+      const auto& clouds = o->pool->clouds;
+      if (c.vpc && !clouds.empty() &&
+          std::find(clouds.begin(), clouds.end(), c.vpc->cloud) == clouds.end()) {
+        warning(c.path, c.prefix.toString() + " of " + c.what + " lies in " + o->prefix.toString() +
+                            " of pool " + o->pool->name + at(o->line) + ", which serves only " +
+                            joinBounded(clouds) + ", not " + q(c.vpc->cloud));
+      }
+    }
   }
 
   const Config& c_;
   const SourceMap& map_;
   ErrorSink& sink_;
+  ErrorSink& warn_;
   bool lan_without_tenant_ = false;  // a lan port lacks the tenant it must name
 };
 
 }  // namespace
 
-void checkSemantics(const Config& config, const SourceMap& map, ErrorSink& sink) {
-  Checker(config, map, sink).run();
+void checkSemantics(const Config& config, const SourceMap& map, ErrorSink& sink,
+                    ErrorSink& warnings) {
+  Checker(config, map, sink, warnings).run();
 }
 
 }  // namespace detail

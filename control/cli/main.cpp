@@ -102,9 +102,18 @@ int checkConfig(const std::string& file) {
     return kFailed;
   }
   const auto& c = **r;
-  std::printf("%s: valid (node %s, %zu ports, %zu tenants, %zu peers, sha256 %s)\n",
+  // Doubtful but not wrong: said, and the file is still valid.
+  for (auto w : c.warnings) {
+    w.message = "warning: " + w.message;
+    std::fprintf(stderr, "%s\n", forTerminal(w.toString()).c_str());
+  }
+  const std::string warned = c.warnings.empty()
+                                 ? ""
+                                 : ", " + std::to_string(c.warnings.size()) +
+                                       (c.warnings.size() == 1 ? " warning" : " warnings");
+  std::printf("%s: valid (node %s, %zu ports, %zu tenants, %zu peers, sha256 %s%s)\n",
               forTerminal(file).c_str(), forTerminal(c.node.name).c_str(), c.ports.size(),
-              c.tenants.size(), c.peers.size(), c.checksum.substr(0, 12).c_str());
+              c.tenants.size(), c.peers.size(), c.checksum.substr(0, 12).c_str(), warned.c_str());
   return kOk;
 }
 

@@ -19,6 +19,10 @@ Result<LoadedConfig, config::ConfigErrors> loadConfig(const std::string& path) {
   if (!loaded) {
     return unexpected(loaded.error());
   }
+  // At start and at every reload (ErrorSink made them safe to print).
+  for (const auto& w : (*loaded)->warnings) {
+    spdlog::warn("config: {}", w.toString());
+  }
   return LoadedConfig{*loaded, std::move(*text)};
 }
 

@@ -262,20 +262,78 @@ std::vector<BrokenCase> brokenCases() {
       {"VrrpOnWanPort", edited({{"    port: lan0\n    priority", "    port: wan0\n    priority"}}),
        46, 11, "VRRP runs on lan ports", "/mcgw:vrrp/group[vrid='10']/port"},
       {"OverlappingVpcPrefixes", edited({{"[10.3.0.0/16]", "[10.2.128.0/17]"}}), 58, 26,
-       "10.2.128.0/17 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a",
+       "10.2.128.0/17 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a "
+       "at broken.yaml:56",
        "vpc[name='vpc-b']/prefixes"},
       {"VpcPrefixContainsAnEarlierOne", edited({{"[10.3.0.0/16]", "[10.0.0.0/8]"}}), 58, 26,
-       "10.0.0.0/8 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a",
+       "10.0.0.0/8 of VPC aws/us-east-1/vpc-b overlaps 10.2.0.0/16 of VPC aws/us-east-1/vpc-a at "
+       "broken.yaml:56",
        "vpc[name='vpc-b']/prefixes"},
       {"MappedRangeOverlapsAVpc", edited({{"mapped: 100.65.0.0/16", "mapped: 10.3.0.0/16"}}), 62,
-       15, "10.3.0.0/16 of mapped range legacy overlaps 10.3.0.0/16 of VPC aws/us-east-1/vpc-b",
+       15,
+       "10.3.0.0/16 of mapped range legacy overlaps 10.3.0.0/16 of VPC aws/us-east-1/vpc-b at "
+       "broken.yaml:58",
        "mapped-range[name='legacy']/mapped"},
       {"PoolPrefixesOverlap",
        edited({{"address-plan:\n",
                 "address-plan:\n  pools:\n    - name: p1\n      prefixes: "
                 "[10.64.0.0/10, 10.96.0.0/11]\n"}}),
-       52, 32, "pool prefix 10.96.0.0/11 overlaps 10.64.0.0/10 of pool p1",
+       52, 32,
+       "10.96.0.0/11 of pool p1 overlaps 10.64.0.0/10 of pool p1 at broken.yaml:52; pools must "
+       "not overlap",
        "pool[name='p1']/prefixes"},
+      // --- the plan's store (inserted after "address-plan:", from line 50)
+      {"StoreEndpointNotAUrl",
+       edited({{"address-plan:\n",
+                "address-plan:\n  store:\n    type: etcd\n    endpoints: [127.0.0.1:2379]\n"}}),
+       52, 17, "127.0.0.1:2379", "/mcgw:address-plan/store/endpoints"},
+      {"StoreEndpointsMixTlsAndPlain",
+       edited({{"address-plan:\n",
+                "address-plan:\n  store:\n    type: etcd\n    endpoints:\n      - "
+                "https://10.0.0.1:2379\n      - http://10.0.0.2:2379\n"}}),
+       54, 9,
+       "endpoint \"http://10.0.0.2:2379\" is http:// but \"https://10.0.0.1:2379\" at "
+       "broken.yaml:53 is https://; the endpoints of one etcd cluster are all https:// or all "
+       "http://",
+       "/mcgw:address-plan/store/endpoints"},
+      {"StoreCertWithoutKey",
+       edited({{"address-plan:\n",
+                "address-plan:\n  store:\n    type: etcd\n    endpoints: "
+                "[https://10.0.0.1:2379]\n    cert-file: /etc/mcgw/client.pem\n"}}),
+       53, 16,
+       "cert-file needs key-file, the private key of the client certificate; give both or "
+       "neither",
+       "/mcgw:address-plan/store/cert-file"},
+      {"StoreKeyWithoutCert",
+       edited({{"address-plan:\n",
+                "address-plan:\n  store:\n    type: etcd\n    endpoints: "
+                "[https://10.0.0.1:2379]\n    key-file: /etc/mcgw/client.key\n"}}),
+       53, 15, "key-file needs cert-file", "/mcgw:address-plan/store/key-file"},
+      {"StoreTlsFilesWithPlainEndpoints",
+       edited({{"address-plan:\n",
+                "address-plan:\n  store:\n    type: etcd\n    endpoints: "
+                "[http://10.0.0.1:2379]\n    ca-file: /etc/mcgw/ca.pem\n"}}),
+       53, 14,
+       "ca-file is for TLS, but every endpoint is http:// (plain text); use https:// endpoints",
+       "/mcgw:address-plan/store/ca-file"},
+      {"StoreRelativeCaFile",
+       edited({{"address-plan:\n", "address-plan:\n  store:\n    ca-file: etc/mcgw/ca.pem\n"}}), 51,
+       14, "etc/mcgw/ca.pem", "/mcgw:address-plan/store/ca-file"},
+      {"StoreRelativePath",
+       edited({{"address-plan:\n", "address-plan:\n  store:\n    path: plan.yaml\n"}}), 51, 11,
+       "plan.yaml", "/mcgw:address-plan/store/path"},
+      {"StorePrefixWithoutTrailingSlash",
+       edited({{"address-plan:\n", "address-plan:\n  store:\n    prefix: /mcgw/plan\n"}}), 51, 13,
+       "/mcgw/plan", "/mcgw:address-plan/store/prefix"},
+      {"ReservedRangeWithHostBits",
+       edited({{"address-plan:\n",
+                "address-plan:\n  reserved:\n    - name: mgmt\n      prefix: 10.250.0.1/16\n"}}),
+       52, 15, "did you mean '10.250.0.0/16'?", "reserved/range[name='mgmt']/prefix"},
+      {"PoolCloudNotAName",
+       edited({{"address-plan:\n",
+                "address-plan:\n  pools:\n    - name: p1\n      prefixes: [10.64.0.0/10]\n"
+                "      clouds: [\"ali yun\"]\n"}}),
+       53, 16, "ali yun", "pool[name='p1']/clouds"},
       {"MappedRangeLengthMismatch", edited({{"mapped: 100.65.0.0/16", "mapped: 100.65.0.0/24"}}),
        62, 15, "same family and length", "mapped-range[name='legacy']/mapped"},
       // --- a port's tenant
@@ -454,9 +512,11 @@ TEST(BrokenConfigsTest, BaseConfigIsValid) {
   EXPECT_EQ((*result)->tenants.size(), 2u);
 }
 
-// Prefixes of the two families never overlap, whatever their bytes.
+// Prefixes of the two families never overlap, whatever their bytes (a00::/8
+// starts with the byte of 10.0.0.0/8).
 TEST(BrokenConfigsTest, PrefixesOfBothFamiliesDoNotOverlap) {
-  LoadResult result = loadConfigText(edited({{"[10.3.0.0/16]", "[::/0, 10.3.0.0/16]"}}), kFile);
+  LoadResult result =
+      loadConfigText(edited({{"[10.3.0.0/16]", "[\"a00::/8\", 10.3.0.0/16]"}}), kFile);
   ASSERT_TRUE(result.ok()) << describe(result.error());
 }
 

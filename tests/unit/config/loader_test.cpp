@@ -345,7 +345,14 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_FALSE(c->bgp.enabled);
   EXPECT_TRUE(c->vrrp_groups.empty());
   EXPECT_EQ(c->address_plan.store, AddressPlanConfig::Store::kFile);
-  EXPECT_EQ(c->address_plan.store_path, "/var/lib/mcgw/plan.json");
+  EXPECT_EQ(c->address_plan.store_path, "/var/lib/mcgw/plan.yaml");
+  EXPECT_TRUE(c->address_plan.etcd_endpoints.empty());
+  EXPECT_TRUE(c->address_plan.etcd_ca_file.empty());
+  EXPECT_TRUE(c->address_plan.etcd_cert_file.empty());
+  EXPECT_TRUE(c->address_plan.etcd_key_file.empty());
+  EXPECT_EQ(c->address_plan.etcd_prefix, "/mcgw/plan/");
+  EXPECT_TRUE(c->address_plan.reserved.empty());
+  EXPECT_TRUE(c->warnings.empty());
   EXPECT_EQ(c->api.socket, "/run/mcgw/mcgw.sock");
   EXPECT_TRUE(c->api.group.empty());
   EXPECT_EQ(c->logging.level, "info");
@@ -355,6 +362,76 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_EQ(c->path_mtu.probe_timeout_ms, 1000u);
   EXPECT_EQ(c->path_mtu.aging_s, 600u);
   EXPECT_EQ(c->path_mtu.probe_port, 4788);
+}
+
+// The plan example: the etcd store over TLS, the operator's reserved
+// ranges, pools for some clouds, and a legacy overlap with its mapped range.
+TEST(LoaderTest, AddressPlanExampleHasTypedValues) {
+  ConfigPtr c = loadExample("address-plan.yaml");
+  ASSERT_TRUE(c);
+  const AddressPlanConfig& plan = c->address_plan;
+  EXPECT_EQ(plan.store, AddressPlanConfig::Store::kEtcd);
+  EXPECT_EQ(plan.etcd_endpoints,
+            (std::vector<std::string>{"https://10.250.0.11:2379", "https://10.250.0.12:2379"}));
+  EXPECT_EQ(plan.etcd_ca_file, "/etc/mcgw/etcd-ca.pem");
+  EXPECT_EQ(plan.etcd_cert_file, "/etc/mcgw/etcd-client.pem");
+  EXPECT_EQ(plan.etcd_key_file, "/etc/mcgw/etcd-client.key");
+  EXPECT_EQ(plan.etcd_prefix, "/mcgw/plan/");
+  ASSERT_EQ(plan.reserved.size(), 1u);
+  EXPECT_EQ(plan.reserved[0].name, "management");
+  EXPECT_EQ(plan.reserved[0].prefix, prefix("10.250.0.0/16"));
+  ASSERT_EQ(plan.pools.size(), 2u);
+  EXPECT_TRUE(plan.pools[0].clouds.empty());  // any cloud
+  EXPECT_EQ(plan.pools[1].clouds, (std::vector<std::string>{"aws", "aliyun", "huaweicloud"}));
+  ASSERT_EQ(plan.vpcs.size(), 4u);
+  EXPECT_EQ(plan.vpcs[3].cloud, "huaweicloud");
+  EXPECT_EQ(plan.vpcs[3].prefixes, (std::vector<IpPrefix>{prefix("10.1.0.0/16")}));
+  EXPECT_EQ(plan.vpcs[0].prefixes, plan.vpcs[3].prefixes);  // the legacy overlap
+  ASSERT_EQ(plan.mapped_ranges.size(), 1u);
+  EXPECT_EQ(plan.mapped_ranges[0].mapped, prefix("10.96.0.0/16"));
+  EXPECT_TRUE(c->warnings.empty()) << describe(c->warnings);
+}
+
+TEST(LoaderTest, StoreFileKeysAndPlainEndpoints) {
+  const std::string base =
+      "node: {name: gw, site: s}\nports: [{name: p, role: lan, vdev: net_null0}]\n";
+  LoadResult r = loadConfigText(base +
+                                    "address-plan:\n"
+                                    "  store:\n"
+                                    "    path: /srv/mcgw/plan.yaml\n"
+                                    "    endpoints: [\"http://etcd-1.example:2379\", "
+                                    "\"http://[2001:db8::11]:2379/\"]\n"
+                                    "    prefix: /\n",
+                                "store.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  const AddressPlanConfig& plan = (*r)->address_plan;
+  EXPECT_EQ(plan.store, AddressPlanConfig::Store::kFile);
+  EXPECT_EQ(plan.store_path, "/srv/mcgw/plan.yaml");
+  EXPECT_EQ(plan.etcd_endpoints, (std::vector<std::string>{"http://etcd-1.example:2379",
+                                                           "http://[2001:db8::11]:2379/"}));
+  EXPECT_EQ(plan.etcd_prefix, "/");
+}
+
+// Warnings come with a config that loads, in the form errors have.
+TEST(LoaderTest, WarningsComeWithTheConfigSortedByLine) {
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"                                  // 1
+      "ports: [{name: p, role: lan, vdev: net_null0}]\n"             // 2
+      "address-plan:\n"                                              // 3
+      "  mapped-ranges:\n"                                           // 4
+      "    - {name: m, real: 10.1.0.0/16, mapped: 10.201.0.0/16}\n"  // 5
+      "  pools: [{name: p1, prefixes: [10.64.0.0/10]}]\n"            // 6
+      "  clouds:\n"                                                  // 7
+      "    - {name: aws, regions: [{name: r1, vpcs: [{name: a, prefixes: [10.2.0.0/16]}]}]}\n",
+      "warn.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  const ConfigErrors& w = (*r)->warnings;
+  ASSERT_EQ(w.size(), 2u) << describe(w);
+  EXPECT_EQ(w[0].toString(),
+            "warn.yaml:5:44: /mcgw:address-plan/mapped-ranges/mapped-range[name='m']/mapped: "
+            "10.201.0.0/16 of mapped range m is outside every pool (p1)");
+  EXPECT_EQ(w[1].line, 8);
+  EXPECT_EQ(w[1].message, "10.2.0.0/16 of VPC aws/r1/a is outside every pool (p1)");
 }
 
 TEST(LoaderTest, PciExampleNeverSleeps) {

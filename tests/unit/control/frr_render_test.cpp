@@ -173,15 +173,15 @@ TEST(FrrRender, SiteRangesReplaceRealByMapped) {
   ASSERT_TRUE(c);
   // 10.11.0.0/16 is reached at its mapped range; 10.1.0.0/16 stays: the
   // mapping of that prefix belongs to huawei-gz's legacy copy.
-  EXPECT_EQ(siteRanges(*c, "idc-a"), prefixes({"10.1.0.0/16", "100.67.0.0/16"}));
+  EXPECT_EQ(siteRanges(*c, "idc-a"), prefixes({"10.1.0.0/16", "10.67.0.0/16"}));
   EXPECT_EQ(siteRanges(*c, "aws.use1_b"), prefixes({"10.2.0.0/16", "10.12.0.0/16"}));
-  EXPECT_EQ(siteRanges(*c, "aliyun-sh"), prefixes({"10.3.0.0/16", "100.66.0.0/16"}));
-  EXPECT_EQ(siteRanges(*c, "huawei-gz"), prefixes({"100.65.0.0/16"}));
+  EXPECT_EQ(siteRanges(*c, "aliyun-sh"), prefixes({"10.3.0.0/16", "10.66.0.0/16"}));
+  EXPECT_EQ(siteRanges(*c, "huawei-gz"), prefixes({"10.65.0.0/16"}));
   EXPECT_TRUE(siteRanges(*c, "nowhere").empty());
-  EXPECT_EQ(announcedRanges(*c), prefixes({"10.1.0.0/16", "100.67.0.0/16"}));
+  EXPECT_EQ(announcedRanges(*c), prefixes({"10.1.0.0/16", "10.67.0.0/16"}));
   // Every other site's: what LAN neighbours are sent.
   EXPECT_EQ(remoteRanges(*c), prefixes({"10.2.0.0/16", "10.3.0.0/16", "10.12.0.0/16",
-                                        "100.65.0.0/16", "100.66.0.0/16"}));
+                                        "10.65.0.0/16", "10.66.0.0/16"}));
 }
 
 TEST(FrrRender, SiteRangesOfBothFamilies) {
@@ -259,15 +259,15 @@ TEST(FrrRender, FiltersFollowThePlan) {
     return conf.find("\n" + line + "\n") != std::string::npos;
   };
   EXPECT_TRUE(has("ip prefix-list MCGW-ANNOUNCE seq 5 permit 10.1.0.0/16"));
-  EXPECT_TRUE(has("ip prefix-list MCGW-ANNOUNCE seq 10 permit 100.67.0.0/16"));
-  EXPECT_TRUE(has("ip prefix-list MCGW-SITE-aliyun-sh seq 10 permit 100.66.0.0/16 le 32"));
+  EXPECT_TRUE(has("ip prefix-list MCGW-ANNOUNCE seq 10 permit 10.67.0.0/16"));
+  EXPECT_TRUE(has("ip prefix-list MCGW-SITE-aliyun-sh seq 10 permit 10.66.0.0/16 le 32"));
   EXPECT_TRUE(has("ip prefix-list MCGW-SITE-nowhere seq 5 deny any"));
   EXPECT_TRUE(has("  neighbor 10.1.0.253 route-map MCGW-IN-huawei-gz in"));
   EXPECT_TRUE(has("  neighbor 10.1.0.254 maximum-prefix 500"));
   // Peers get this site's ranges, LAN neighbours the remote sites'.
   EXPECT_TRUE(has("  neighbor 203.0.113.2 route-map MCGW-OUT out"));
   EXPECT_TRUE(has("  neighbor 10.1.0.254 route-map MCGW-OUT-LAN out"));
-  EXPECT_TRUE(has("ip prefix-list MCGW-REMOTE seq 25 permit 100.66.0.0/16 le 32"));
+  EXPECT_TRUE(has("ip prefix-list MCGW-REMOTE seq 25 permit 10.66.0.0/16 le 32"));
   EXPECT_FALSE(has(" neighbor 10.1.0.252 bfd"));
   // No IPv6 session: no IPv6 filters or address family.
   EXPECT_EQ(conf.find("ipv6"), conf.find("no ipv6 forwarding") + 3);
