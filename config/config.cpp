@@ -6,6 +6,20 @@
 
 namespace mcgw::config {
 
+const char* cloudReserving100_64(std::string_view cloud) {
+  std::string lower;
+  for (char ch : cloud) {
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (lower == "aliyun") {
+    return "Alibaba Cloud";
+  }
+  if (lower == "huaweicloud" || lower == "huawei") {
+    return "Huawei Cloud";
+  }
+  return nullptr;
+}
+
 const PortConfig* Config::findPort(const std::string& name) const {
   for (const auto& p : ports) {
     if (p.name == name) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/net.hpp"
@@ -300,6 +301,19 @@ struct Config {
 };
 
 using ConfigPtr = std::shared_ptr<const Config>;
+
+// Ranges no VPC prefix or mapped range may use, whatever the config says.
+struct BuiltinReserved {
+  const char* prefix;
+  const char* why;  // "link-local", "loopback", "multicast"
+};
+inline constexpr BuiltinReserved kBuiltinReserved[] = {
+    {"169.254.0.0/16", "link-local"}, {"fe80::/10", "link-local"}, {"127.0.0.0/8", "loopback"},
+    {"::1/128", "loopback"},          {"224.0.0.0/4", "multicast"}, {"ff00::/8", "multicast"}};
+// The cloud's full name when a cloud of that address-plan name keeps
+// 100.64.0.0/10 for its own services (aliyun: Alibaba Cloud; huaweicloud or
+// huawei: Huawei Cloud), else nullptr (docs/configuration.md cites them).
+const char* cloudReserving100_64(std::string_view cloud);
 
 const char* toString(PortRole r);
 const char* toString(Encapsulation e);

@@ -458,23 +458,6 @@ class Checker {
     return "/mcgw:address-plan/mapped-ranges/mapped-range" + keyPredicate("name", m.name);
   }
 
-  // The clouds that keep 100.64.0.0/10 (RFC 6598 shared address space) for
-  // their own services, so that a VPC of theirs cannot reach a plan range
-  // there (docs/configuration.md cites each cloud's documentation).
-  static const char* cloudReserving100_64(const std::string& cloud) {
-    std::string lower;
-    for (char ch : cloud) {
-      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    }
-    if (lower == "aliyun") {
-      return "Alibaba Cloud";
-    }
-    if (lower == "huaweicloud" || lower == "huawei") {
-      return "Huawei Cloud";
-    }
-    return nullptr;
-  }
-
   // Ranges no VPC prefix or mapped range may overlap.  Unlike the plan's
   // own ranges they may nest (an operator's range may hold a port's
   // subnet); prefixes nest or are disjoint, so the ones overlapping p
@@ -574,14 +557,8 @@ class Checker {
   // 100.64.0.0/10 when a cloud of the plan keeps it, the operator's list.
   ReservedRanges reservedRanges() {
     ReservedRanges r;
-    for (const auto& [text, why] : std::initializer_list<std::pair<const char*, const char*>>{
-             {"169.254.0.0/16", "link-local"},
-             {"fe80::/10", "link-local"},
-             {"127.0.0.0/8", "loopback"},
-             {"::1/128", "loopback"},
-             {"224.0.0.0/4", "multicast"},
-             {"ff00::/8", "multicast"}}) {
-      r.add(*IpPrefix::parse(text), why);
+    for (const auto& b : kBuiltinReserved) {
+      r.add(*IpPrefix::parse(b.prefix), b.why);
     }
     for (const auto& p : c_.ports) {
       if (p.role != PortRole::kWan) {

@@ -192,7 +192,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
     req.pool = pool_;
     std::optional<Allocation> got;
     auto r = (*store)->update([&](Snapshot& s) -> Result<bool, std::string> {
-      auto a = allocate(cfg, s, req, reserved);
+      auto a = allocate(cfg, s, req, reservedRanges(cfg, &s));
       if (!a) {
         return unexpected(a.error());
       }
