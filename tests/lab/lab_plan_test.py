@@ -156,7 +156,10 @@ def run(tmp: Path) -> None:
         wait_route(lab, "gwb", "10.1.0.0/16", peer="site-a", timeout=5)
         wait_route(lab, "gwa", NEW_VPC, peer="site-b", timeout=5)
         ok("an overlapping VPC written into etcd by hand: refused by both, plan kept")
+        # A change by hand moves the serial key too: the plan's revision is
+        # the newest mod_revision under its prefix (docs/address-plan.md).
         etcdctl(lab, "del", "/mcgw/plan/vpcs/bad")
+        etcdctl(lab, "put", "/mcgw/plan/serial", "by-hand-again")
         for gw in ("gwa", "gwb"):
             wait_store(lab, gw, "healthy again",
                        lambda s: "refused" not in store_of(s)
