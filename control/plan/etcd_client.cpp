@@ -362,10 +362,11 @@ std::optional<StoreError> tlsFailure(const Attempt& a, const std::string& endpoi
     return error(Kind::kRefused, where + "TLS handshake refused: " + cert_hint + curl);
   }
   if (closed_after_handshake && !alert) {
-    return error(Kind::kRefused, where +
-                                     "TLS handshake refused: the server closed the connection "
-                                     "right after the handshake, as etcd does when " +
-                                     cert_hint + curl);
+    return error(Kind::kRefused, where + "TLS handshake refused: " + cert_hint +
+                                     "; the server closed the connection right after the "
+                                     "handshake, as etcd does when it refuses a client "
+                                     "certificate" +
+                                     curl);
   }
   switch (a.code) {
     case CURLE_PEER_FAILED_VERIFICATION:
