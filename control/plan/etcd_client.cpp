@@ -54,21 +54,22 @@ std::optional<int64_t> int64Field(const json& obj, const char* name) {
     return std::nullopt;
   }
   const auto& s = v->get_ref<const std::string&>();
-  if (s.empty() || s.size() > 19) {
+  const bool negative = !s.empty() && s[0] == '-';
+  const size_t digits = s.size() - (negative ? 1 : 0);
+  if (digits == 0 || digits > 19) {
     return std::nullopt;
   }
-  int64_t n = 0;
-  size_t i = s[0] == '-' ? 1 : 0;
-  if (i == s.size()) {
-    return std::nullopt;
-  }
-  for (; i < s.size(); ++i) {
+  uint64_t n = 0;
+  for (size_t i = negative ? 1 : 0; i < s.size(); ++i) {
     if (s[i] < '0' || s[i] > '9') {
       return std::nullopt;
     }
-    n = n * 10 + (s[i] - '0');
+    n = n * 10 + static_cast<uint64_t>(s[i] - '0');  // 19 digits fit in 64 bits
   }
-  return s[0] == '-' ? -n : n;
+  if (n > static_cast<uint64_t>(INT64_MAX)) {
+    return std::nullopt;
+  }
+  return negative ? -static_cast<int64_t>(n) : static_cast<int64_t>(n);
 }
 
 bool boolField(const json& obj, const char* name) {
@@ -622,8 +623,8 @@ StoreResult<RangeResult> Client::range(const std::string& key, const std::string
   RangeResult r;
   r.revision = *rev;
   if (const json* kvs = member(ans, "kvs")) {
-    if (!kvs->is_array() || kvs->size() > kMaxStoredVpcs + 16) {
-      return unexpected(malformed("range", "kvs is not an array of a bounded size"));
+    if (!kvs->is_array()) {
+      return unexpected(malformed("range", "kvs is not an array"));
     }
     for (const json& j : *kvs) {
       auto kv = parseKeyValue(j);

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -400,6 +401,21 @@ TEST(EtcdStore, StoppedAndRestartedEtcd) {
   auto up = store.load();
   ASSERT_TRUE(up) << up.error().message;
   EXPECT_EQ(*up, *written);
+
+  // A gateway following the plan when etcd stops: an error, not a wait
+  // for the timeout.
+  std::atomic<bool> stop{false};
+  std::optional<StoreResult<Snapshot>> waited;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread follower([&] { waited.emplace(store.waitChange(up->revision, 60s, stop)); });
+  std::this_thread::sleep_for(500ms);
+  server.stop();
+  follower.join();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(*waited);
+  EXPECT_EQ(waited->error().kind, Kind::kUnreachable) << waited->error().message;
+  EXPECT_LT(took, 30s);
+  std::printf("watch when etcd stops: %s\n", waited->error().message.c_str());
 }
 
 // One process's 50 allocations: each takes the lowest /24 of 10.0.0.0/8
@@ -677,10 +693,14 @@ TEST(EtcdClient, MalformedAndOversizedAnswersAreErrors) {
        "etcd's answer to range is malformed: no header revision"},
       {http("200 OK", R"({"header":{"revision":"7"},"kvs":[{"key":"!!"}]})"), Kind::kCorrupt,
        "etcd's answer to range is malformed: a key-value does not parse"},
+      {http("200 OK", R"({"header":{"revision":"9999999999999999999"}})"), Kind::kCorrupt,
+       "etcd's answer to range is malformed: no header revision"},
+      {http("200 OK", std::string(100000, '[')), Kind::kCorrupt,
+       "etcd's answer to range is malformed: no header revision"},
       {http("200 OK", R"({"header":{"revision":"x7"}})"), Kind::kCorrupt,
        "etcd's answer to range is malformed: no header revision"},
       {http("200 OK", R"({"header":{"revision":"7"},"kvs":7})"), Kind::kCorrupt,
-       "etcd's answer to range is malformed: kvs is not an array of a bounded size"},
+       "etcd's answer to range is malformed: kvs is not an array"},
       {http("400 Bad Request", R"({"error":"bad \u001b[31m","message":"bad \u001b[31m","code":3})"),
        Kind::kRefused, R"(: bad \u001B[31m (gRPC code 3, HTTP 400))"},
       {http("503 Service Unavailable", R"({"error":"no leader","message":"no leader","code":14})"),
