@@ -533,9 +533,14 @@ std::optional<std::string> base64Decode(std::string_view text) {
   if (text.size() % 4 != 0 || text.size() > kMaxStoreBytes) {
     return std::nullopt;
   }
-  for (char c : text) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && c != '=') {
-      return std::nullopt;  // EVP_DecodeBlock skips blanks; the gateway writes none
+  // Only the alphabet, and '=' only as the last one or two characters
+  // (EVP_DecodeBlock skips blanks; the gateway writes none).
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool padding =
+        c == '=' && i + 2 >= text.size() && (i + 1 == text.size() || text[i + 1] == '=');
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && !padding) {
+      return std::nullopt;
     }
   }
   std::string out(text.size() / 4 * 3, '\0');
