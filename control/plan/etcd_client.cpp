@@ -559,6 +559,34 @@ std::optional<std::string> base64Decode(std::string_view text) {
   return out;
 }
 
+StoreResult<RangeResult> parseRangeAnswer(std::string_view body) {
+  json ans = json::parse(body, nullptr, false);
+  auto rev = headerRevision(ans);
+  if (ans.is_discarded() || !rev) {
+    return unexpected(malformed("range", "no header revision"));
+  }
+  RangeResult r;
+  r.revision = *rev;
+  if (const json* kvs = member(ans, "kvs")) {
+    if (!kvs->is_array()) {
+      return unexpected(malformed("range", "kvs is not an array"));
+    }
+    for (const json& j : *kvs) {
+      auto kv = parseKeyValue(j);
+      if (!kv) {
+        return unexpected(malformed("range", "a key-value does not parse"));
+      }
+      r.kvs.push_back(std::move(*kv));
+    }
+  }
+  return r;
+}
+
+std::optional<WatchResponse> parseWatchMessage(std::string_view line) {
+  json msg = json::parse(line, nullptr, false);
+  return msg.is_discarded() ? std::nullopt : parseWatchResponse(msg);
+}
+
 Client::Client(ClientOptions options) : options_(std::move(options)) {}
 Client::~Client() = default;
 
@@ -620,26 +648,7 @@ StoreResult<RangeResult> Client::range(const std::string& key, const std::string
   if (!body) {
     return unexpected(body.error());
   }
-  json ans = json::parse(*body, nullptr, false);
-  auto rev = headerRevision(ans);
-  if (ans.is_discarded() || !rev) {
-    return unexpected(malformed("range", "no header revision"));
-  }
-  RangeResult r;
-  r.revision = *rev;
-  if (const json* kvs = member(ans, "kvs")) {
-    if (!kvs->is_array()) {
-      return unexpected(malformed("range", "kvs is not an array"));
-    }
-    for (const json& j : *kvs) {
-      auto kv = parseKeyValue(j);
-      if (!kv) {
-        return unexpected(malformed("range", "a key-value does not parse"));
-      }
-      r.kvs.push_back(std::move(*kv));
-    }
-  }
-  return r;
+  return parseRangeAnswer(*body);
 }
 
 StoreResult<TxnResult> Client::txn(const std::vector<Compare>& compares,
