@@ -227,6 +227,11 @@ struct Client::Connection {
     multi = curl_multi_init();
     easy = curl_easy_init();
     headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    // No "Expect: 100-continue" wait before large bodies (a big txn).
+    if (headers && !curl_slist_append(headers, "Expect:")) {
+      curl_slist_free_all(headers);
+      headers = nullptr;
+    }
   }
   ~Connection() {
     curl_easy_cleanup(easy);

@@ -285,6 +285,35 @@ TEST(EtcdStore, UpdateLoadAndRelease) {
   EXPECT_EQ(final->vpcs[0].name, "vpc-a");
 }
 
+TEST(EtcdStore, AChangeAboveEtcdsTransactionLimitIsRefusedAndSaysSo) {
+  EtcdServer server;
+  START_OR_FAIL(server);
+  EtcdStore store(storeOptions(plainOptions(server)));
+  auto many = [](int n) {
+    return [n](Snapshot& s) -> Result<bool, std::string> {
+      for (int i = 0; i < n; ++i) {
+        const std::string range = "10.0." + std::to_string(i) + ".0/24";
+        s.vpcs.push_back(vpc("v" + std::to_string(i), range.c_str()));
+      }
+      return true;
+    };
+  };
+  // 127 VPC keys and the serial key: etcd's default --max-txn-ops (128).
+  auto fits = store.update(many(127));
+  ASSERT_TRUE(fits) << fits.error().message;
+  EXPECT_EQ(fits->vpcs.size(), 127u);
+  ASSERT_TRUE(
+      Client(plainOptions(server)).deleteRange("/mcgw/plan/", etcd::prefixEnd("/mcgw/plan/")));
+  auto too_many = store.update(many(128));
+  ASSERT_FALSE(too_many);
+  EXPECT_EQ(too_many.error().kind, Kind::kRefused);
+  EXPECT_EQ(too_many.error().message,
+            "etcd " + server.endpoint() +
+                ": etcdserver: too many operations in txn request (gRPC code 3, HTTP 400); this "
+                "change writes 128 VPC keys and the serial key, etcd allows --max-txn-ops (128 by "
+                "default)");
+}
+
 TEST(EtcdStore, TlsWithTheRightClientCertificate) {
   EtcdServer server(/*tls=*/true);
   START_OR_FAIL(server);
