@@ -166,7 +166,7 @@ struct Exchange {
   std::string url;
   std::string body;
   std::string received;  // the whole body, or the unparsed tail of a stream
-  size_t scanned = 0;    // how much of received has no newline (streams)
+  size_t scanned = 0;    // where the search for the next newline starts (streams)
   // A stream: called for each line (one JSON message); false ends the transfer.
   std::function<bool(std::string_view)> on_line;
   int streaming = -1;  // -1: not known yet; 1: a 200 stream; 0: an error's body
@@ -245,7 +245,9 @@ struct Client::Connection {
 
 namespace {
 
-// Runs one POST on conn until it completes, deadline passes or *stop.
+// Runs one POST on easy (in multi, whose connection cache keeps the
+// connection for the next request) until it completes, deadline passes or
+// *stop becomes true.
 Attempt perform(CURLM* multi, CURL* easy, curl_slist* headers, Exchange& ex, const ClientOptions& o,
                 Clock::time_point deadline, const std::atomic<bool>* stop) {
   ex.easy = easy;
