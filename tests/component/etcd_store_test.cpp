@@ -482,6 +482,9 @@ int allocateFifty(const std::string& endpoint, int process) {
       return 1;
     }
   }
+  std::printf("process %d: 50 allocations, %llu rounds lost to another writer\n", process,
+              static_cast<unsigned long long>(store.lostRounds()));
+  std::fflush(stdout);
   return 0;
 }
 
