@@ -54,21 +54,22 @@ std::optional<int64_t> int64Field(const json& obj, const char* name) {
     return std::nullopt;
   }
   const auto& s = v->get_ref<const std::string&>();
-  if (s.empty() || s.size() > 19) {
+  const bool negative = !s.empty() && s[0] == '-';
+  const size_t digits = s.size() - (negative ? 1 : 0);
+  if (digits == 0 || digits > 19) {
     return std::nullopt;
   }
-  int64_t n = 0;
-  size_t i = s[0] == '-' ? 1 : 0;
-  if (i == s.size()) {
-    return std::nullopt;
-  }
-  for (; i < s.size(); ++i) {
+  uint64_t n = 0;
+  for (size_t i = negative ? 1 : 0; i < s.size(); ++i) {
     if (s[i] < '0' || s[i] > '9') {
       return std::nullopt;
     }
-    n = n * 10 + (s[i] - '0');
+    n = n * 10 + static_cast<uint64_t>(s[i] - '0');  // 19 digits fit in 64 bits
   }
-  return s[0] == '-' ? -n : n;
+  if (n > static_cast<uint64_t>(INT64_MAX)) {
+    return std::nullopt;
+  }
+  return negative ? -static_cast<int64_t>(n) : static_cast<int64_t>(n);
 }
 
 bool boolField(const json& obj, const char* name) {
@@ -165,7 +166,7 @@ struct Exchange {
   std::string url;
   std::string body;
   std::string received;  // the whole body, or the unparsed tail of a stream
-  size_t scanned = 0;    // how much of received has no newline (streams)
+  size_t scanned = 0;    // where the search for the next newline starts (streams)
   // A stream: called for each line (one JSON message); false ends the transfer.
   std::function<bool(std::string_view)> on_line;
   int streaming = -1;  // -1: not known yet; 1: a 200 stream; 0: an error's body
@@ -226,6 +227,11 @@ struct Client::Connection {
     multi = curl_multi_init();
     easy = curl_easy_init();
     headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    // No "Expect: 100-continue" wait before large bodies (a big txn).
+    if (headers && !curl_slist_append(headers, "Expect:")) {
+      curl_slist_free_all(headers);
+      headers = nullptr;
+    }
   }
   ~Connection() {
     curl_easy_cleanup(easy);
@@ -239,7 +245,9 @@ struct Client::Connection {
 
 namespace {
 
-// Runs one POST on conn until it completes, deadline passes or *stop.
+// Runs one POST on easy (in multi, whose connection cache keeps the
+// connection for the next request) until it completes, deadline passes or
+// *stop becomes true.
 Attempt perform(CURLM* multi, CURL* easy, curl_slist* headers, Exchange& ex, const ClientOptions& o,
                 Clock::time_point deadline, const std::atomic<bool>* stop) {
   ex.easy = easy;
@@ -362,10 +370,11 @@ std::optional<StoreError> tlsFailure(const Attempt& a, const std::string& endpoi
     return error(Kind::kRefused, where + "TLS handshake refused: " + cert_hint + curl);
   }
   if (closed_after_handshake && !alert) {
-    return error(Kind::kRefused, where +
-                                     "TLS handshake refused: the server closed the connection "
-                                     "right after the handshake, as etcd does when " +
-                                     cert_hint + curl);
+    return error(Kind::kRefused, where + "TLS handshake refused: " + cert_hint +
+                                     "; the server closed the connection right after the "
+                                     "handshake, as etcd does when it refuses a client "
+                                     "certificate" +
+                                     curl);
   }
   switch (a.code) {
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -531,9 +540,14 @@ std::optional<std::string> base64Decode(std::string_view text) {
   if (text.size() % 4 != 0 || text.size() > kMaxStoreBytes) {
     return std::nullopt;
   }
-  for (char c : text) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && c != '=') {
-      return std::nullopt;  // EVP_DecodeBlock skips blanks; the gateway writes none
+  // Only the alphabet, and '=' only as the last one or two characters
+  // (EVP_DecodeBlock skips blanks; the gateway writes none).
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool padding =
+        c == '=' && i + 2 >= text.size() && (i + 1 == text.size() || text[i + 1] == '=');
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && !padding) {
+      return std::nullopt;
     }
   }
   std::string out(text.size() / 4 * 3, '\0');
@@ -550,6 +564,34 @@ std::optional<std::string> base64Decode(std::string_view text) {
   }
   out.resize(static_cast<size_t>(n) - pad);
   return out;
+}
+
+StoreResult<RangeResult> parseRangeAnswer(std::string_view body) {
+  json ans = json::parse(body, nullptr, false);
+  auto rev = headerRevision(ans);
+  if (ans.is_discarded() || !rev) {
+    return unexpected(malformed("range", "no header revision"));
+  }
+  RangeResult r;
+  r.revision = *rev;
+  if (const json* kvs = member(ans, "kvs")) {
+    if (!kvs->is_array()) {
+      return unexpected(malformed("range", "kvs is not an array"));
+    }
+    for (const json& j : *kvs) {
+      auto kv = parseKeyValue(j);
+      if (!kv) {
+        return unexpected(malformed("range", "a key-value does not parse"));
+      }
+      r.kvs.push_back(std::move(*kv));
+    }
+  }
+  return r;
+}
+
+std::optional<WatchResponse> parseWatchMessage(std::string_view line) {
+  json msg = json::parse(line, nullptr, false);
+  return msg.is_discarded() ? std::nullopt : parseWatchResponse(msg);
 }
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {}
@@ -613,26 +655,7 @@ StoreResult<RangeResult> Client::range(const std::string& key, const std::string
   if (!body) {
     return unexpected(body.error());
   }
-  json ans = json::parse(*body, nullptr, false);
-  auto rev = headerRevision(ans);
-  if (ans.is_discarded() || !rev) {
-    return unexpected(malformed("range", "no header revision"));
-  }
-  RangeResult r;
-  r.revision = *rev;
-  if (const json* kvs = member(ans, "kvs")) {
-    if (!kvs->is_array() || kvs->size() > kMaxStoredVpcs + 16) {
-      return unexpected(malformed("range", "kvs is not an array of a bounded size"));
-    }
-    for (const json& j : *kvs) {
-      auto kv = parseKeyValue(j);
-      if (!kv) {
-        return unexpected(malformed("range", "a key-value does not parse"));
-      }
-      r.kvs.push_back(std::move(*kv));
-    }
-  }
-  return r;
+  return parseRangeAnswer(*body);
 }
 
 StoreResult<TxnResult> Client::txn(const std::vector<Compare>& compares,

@@ -109,6 +109,12 @@ std::string prefixEnd(std::string_view prefix);
 std::string base64Encode(std::string_view bytes);
 std::optional<std::string> base64Decode(std::string_view text);
 
+// The gateway's answer to /v3/kv/range; kCorrupt if it is malformed.
+StoreResult<RangeResult> parseRangeAnswer(std::string_view body);
+// One message ({"result": ...}) of a /v3/kv/watch stream; nullopt if it is
+// not one (an error message included).
+std::optional<WatchResponse> parseWatchMessage(std::string_view line);
+
 class Client {
  public:
   explicit Client(ClientOptions options);

@@ -282,6 +282,7 @@ StoreResult<Snapshot> EtcdStore::update(const Change& change) {
       remember(next);
       return next;
     }
+    ++lost_rounds_;
   }
   return unexpected(error(Kind::kContended, "etcd " + client_.describe() +
                                                 ": the plan changed under " +

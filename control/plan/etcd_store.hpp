@@ -12,6 +12,7 @@
 // with writes elsewhere in the cluster.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -48,6 +49,9 @@ class EtcdStore : public Store {
                                    const std::atomic<bool>& stop) override;
   std::string describe() const override;
 
+  // Rounds of update() lost to another writer since this store was made.
+  uint64_t lostRounds() const { return lost_rounds_.load(); }
+
   const std::string& prefix() const { return options_.prefix; }
   std::string vpcKey(const std::string& name) const { return options_.prefix + "vpcs/" + name; }
   std::string serialKey() const { return options_.prefix + "serial"; }
@@ -66,6 +70,7 @@ class EtcdStore : public Store {
   std::mutex mu_;  // guards rng_ and last_
   std::minstd_rand rng_;
   std::optional<Snapshot> last_;  // the latest content seen, for waitChange()'s stop
+  std::atomic<uint64_t> lost_rounds_{0};
 };
 
 // The JSON a VPC key holds, and back.  vpcFromJson checks what the store
