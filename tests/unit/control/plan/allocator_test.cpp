@@ -349,6 +349,53 @@ TEST(Usage, Ipv6SizesBeyond64Bits) {
   EXPECT_FALSE(tu[0].largest_free);
 }
 
+std::vector<std::string> rangesOf(const UsedSpace& u, Family f) {
+  std::vector<std::string> out;
+  for (const auto& [first, last] : u.ranges(f)) {
+    out.push_back(first.toString() + "-" + last.toString());
+  }
+  return out;
+}
+
+TEST(UsedSpace, MergesNeighboursAndNestedRanges) {
+  UsedSpace u;
+  u.add(P("10.0.1.0/24"));
+  u.add(P("10.0.0.0/24"));  // adjacent below
+  u.add(P("10.0.3.0/24"));
+  EXPECT_EQ(rangesOf(u, Family::V4),
+            (std::vector<std::string>{"10.0.0.0-10.0.1.255", "10.0.3.0-10.0.3.255"}));
+  u.add(P("10.0.0.128/25"));  // nested
+  u.add(P("10.0.2.0/23"));    // fills the gap and covers 10.0.3.0/24
+  u.add(P("10.0.5.0/24"));
+  EXPECT_EQ(rangesOf(u, Family::V4),
+            (std::vector<std::string>{"10.0.0.0-10.0.3.255", "10.0.5.0-10.0.5.255"}));
+  u.add(P("10.0.4.0/24"));  // adjacent on both sides
+  EXPECT_EQ(rangesOf(u, Family::V4), std::vector<std::string>{"10.0.0.0-10.0.5.255"});
+  EXPECT_EQ(u.usedIn(P("10.0.0.0/16")).toString(), "1536");
+  EXPECT_EQ(u.usedIn(P("10.0.4.0/23")).toString(), "512");
+  EXPECT_EQ(u.usedIn(P("10.1.0.0/16")).toString(), "0");
+  EXPECT_EQ(u.lowestFree(P("10.0.0.0/16"), 22)->toString(), "10.0.8.0/22");
+  EXPECT_EQ(u.lowestFree(P("10.0.0.0/16"), 23)->toString(), "10.0.6.0/23");
+  EXPECT_FALSE(u.lowestFree(P("10.0.0.0/16"), 15));
+  EXPECT_TRUE(rangesOf(u, Family::V6).empty());
+
+  u.add(P("ffff::/16"));
+  u.add(P("::/1"));
+  EXPECT_EQ(rangesOf(u, Family::V6),
+            (std::vector<std::string>{"::-7fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                                      "ffff::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"}));
+  EXPECT_EQ(u.lowestFree(P("::/0"), 1).has_value(), false);
+  EXPECT_EQ(u.lowestFree(P("::/0"), 2)->toString(), "8000::/2");
+  u.add(P("8000::/2"));
+  u.add(P("c000::/2"));
+  EXPECT_EQ(rangesOf(u, Family::V6),
+            std::vector<std::string>{"::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"});
+  EXPECT_EQ(u.usedIn(P("::/0")).toString(), "340282366920938463463374607431768211456");
+  EXPECT_FALSE(u.lowestFree(P("::/0"), 128));
+  // The IPv4 ranges are apart from the IPv6 ones.
+  EXPECT_EQ(rangesOf(u, Family::V4), std::vector<std::string>{"10.0.0.0-10.0.5.255"});
+}
+
 TEST(AddressCount, Arithmetic) {
   AddressCount a = AddressCount::power(128);
   a -= AddressCount::power(0);
