@@ -455,6 +455,26 @@ TEST(CloudImport, ManyConflictsAreCapped) {
             "more conflicts not listed (the report lists 32 per VPC)");
 }
 
+TEST(CloudImport, ManyNamesakesAreCapped) {
+  std::string listing = R"({"Vpcs": [)";
+  for (int i = 0; i < 100; ++i) {
+    listing += (i ? "," : "") + awsVpc(("vpc-" + std::to_string(i)).c_str(), "web",
+                                       {("10." + std::to_string(i) + ".0.0/16").c_str()});
+  }
+  listing += "]}";
+  Listing l = parsed(Cloud::kAws, listing, "r1");
+  ImportReport r = findConflicts(config::Config{}, Snapshot{}, l);
+  ASSERT_EQ(r.vpcs.size(), 100u);
+  for (const VpcVerdict& v : r.vpcs) {
+    ASSERT_EQ(v.conflicts.size(), kMaxConflictsPerVpc + 1);
+    EXPECT_EQ(v.conflicts.back().kind, Conflict::Kind::kMore);
+  }
+  EXPECT_EQ(r.vpcs[0].conflicts[0].message,
+            "the name web is also the name of imported VPC aws/r1/web (vpc-1) in this listing");
+  EXPECT_EQ(r.vpcs[5].conflicts[0].message,
+            "the name web is also the name of imported VPC aws/r1/web (vpc-0) in this listing");
+}
+
 TEST(CloudImport, UntrustedNamesAreEscapedInTheText) {
   // U+202E (right-to-left override) is refused in a string the import reads.
   EXPECT_EQ(errorOf(Cloud::kAws, awsListing({awsVpc("vpc-1",
