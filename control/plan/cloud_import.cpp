@@ -1197,6 +1197,23 @@ std::vector<StoredVpc> toStoredVpcs(const ImportReport& report) {
   return out;
 }
 
+Result<ImportReport, std::string> applyListing(const config::Config& config, const Listing& listing,
+                                               Snapshot& store) {
+  ImportReport report = findConflicts(config, store, listing);
+  std::vector<StoredVpc> fits = toStoredVpcs(report);
+  if (store.vpcs.size() + fits.size() > kMaxStoredVpcs) {
+    return unexpected("the store holds " + std::to_string(store.vpcs.size()) + " VPCs; adding " +
+                      std::to_string(fits.size()) + " would pass its limit of " +
+                      std::to_string(kMaxStoredVpcs));
+  }
+  for (StoredVpc& v : fits) {
+    store.vpcs.push_back(std::move(v));
+  }
+  std::sort(store.vpcs.begin(), store.vpcs.end(),
+            [](const StoredVpc& a, const StoredVpc& b) { return a.name < b.name; });
+  return report;
+}
+
 json toJson(const ImportReport& report) {
   json vpcs = json::array();
   for (const VpcVerdict& v : report.vpcs) {

@@ -146,6 +146,14 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
 // tenant or site), sorted by name.
 std::vector<StoredVpc> toStoredVpcs(const ImportReport& report);
 
+// --apply, inside Store::update's change function: checks the listing
+// again against the snapshot it is given (the store may have changed since
+// the report was shown), adds the VPCs that fit and keeps the snapshot's
+// VPCs sorted by name.  Returns the report it acted on, or an error (and
+// changes nothing) when the store would hold more than kMaxStoredVpcs.
+Result<ImportReport, std::string> applyListing(const config::Config& config, const Listing& listing,
+                                               Snapshot& store);
+
 // The report as JSON (`mcgwctl plan import --json`; write it with
 // api::dump) and as text for a terminal (untrusted strings escaped).
 nlohmann::json toJson(const ImportReport& report);

@@ -319,6 +319,31 @@ TEST(CloudImport, ReimportChangesNothing) {
   EXPECT_TRUE(toStoredVpcs(again).empty());
 }
 
+TEST(CloudImport, ApplyAddsWhatFitsSortedByName) {
+  const config::Config plan = examplePlan();
+  Snapshot store = exampleStore();
+  Listing l = parsed(Cloud::kAws, sample("aws-describe-vpcs.json"), "us-east-1");
+  auto applied = applyListing(plan, l, store);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->count(VpcVerdict::Status::kFits), 2u);
+  std::vector<std::string> names;
+  for (const StoredVpc& v : store.vpcs) {
+    names.push_back(v.name);
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"data-lake-prod", "vpc-0c3d4e5f607182930", "web-use2"}));
+  EXPECT_EQ(store.revision, 7u);  // the store counts its own writes
+  ASSERT_NE(store.find("data-lake-prod"), nullptr);
+  EXPECT_EQ(store.find("data-lake-prod")->source, "import:aws");
+
+  // A second apply adds nothing.
+  const Snapshot before = store;
+  auto again = applyListing(plan, l, store);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->count(VpcVerdict::Status::kFits), 0u);
+  EXPECT_EQ(store, before);
+}
+
 TEST(CloudImport, JsonReport) {
   Listing l = parsed(Cloud::kAws, sample("aws-describe-vpcs.json"), "us-east-1");
   json j = toJson(findConflicts(examplePlan(), exampleStore(), l));
@@ -384,6 +409,18 @@ std::vector<std::vector<std::string>> reportMessages(const config::Config& plan,
     out.push_back(messages(v));
   }
   return out;
+}
+
+TEST(CloudImport, ApplyKeepsTheStoreBound) {
+  Snapshot store;
+  for (size_t i = 0; i < kMaxStoredVpcs; ++i) {
+    store.vpcs.push_back({"s" + std::to_string(i), "aws", "r1", {}, "", "", "", "allocate"});
+  }
+  Listing l = parsed(Cloud::kAws, awsListing({awsVpc("vpc-1", "one", {"10.0.0.0/16"})}), "r1");
+  auto applied = applyListing(config::Config{}, l, store);
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(applied.error(), "the store holds 65536 VPCs; adding 1 would pass its limit of 65536");
+  EXPECT_EQ(store.vpcs.size(), kMaxStoredVpcs);
 }
 
 TEST(CloudImport, HostBitsReservedAndOwnOverlap) {
