@@ -773,6 +773,14 @@ Result<Listing, ListingError> parseListing(Cloud from, std::string_view json_tex
       return unexpected(ListingError{"", "not valid JSON: at line " + std::to_string(lc.line) +
                                              ", column " + std::to_string(lc.column) + ": " +
                                              parseErrorReason(e.what())});
+    } catch (const json::exception& e) {
+      // A number too large for a double ("1e400"): nlohmann says so
+      // without a position.
+      std::string what = e.what();
+      if (size_t end = what.find("] "); end != std::string::npos) {
+        what = what.substr(end + 2);
+      }
+      return unexpected(ListingError{"", "not valid JSON: " + text::escape(what, 200)});
     }
     return ListingReader(from, region_hint).read(doc);
   } catch (const std::exception& e) {

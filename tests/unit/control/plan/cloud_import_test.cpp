@@ -587,6 +587,8 @@ TEST(CloudImport, MalformedListingsNameTheElement) {
       {Cloud::kAws, "",
        "the listing: not valid JSON: at line 1, column 1: unexpected end of input; expected '[', "
        "'{', or a literal"},
+      {Cloud::kAws, R"({"Vpcs": [], "n": 1e400})",
+       "the listing: not valid JSON: number overflow parsing '1e400'"},
       {Cloud::kAws, "[]",
        "the listing: the listing is an array, not a JSON object; expected what `aws ec2 "
        "describe-vpcs` prints: {\"Vpcs\": [...]}"},
