@@ -163,7 +163,7 @@ std::optional<ListingError> checkNesting(std::string_view text) {
         const text::LineColumn lc = text::lineColumn(text, i);
         return ListingError{"", "nested deeper than " + std::to_string(kMaxListingDepth) +
                                     " levels at line " + std::to_string(lc.line) + ", column " +
-                                    std::to_string(lc.column) + "; a VPC listing nests at most 6"};
+                                    std::to_string(lc.column) + "; a VPC listing nests at most 7"};
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;

@@ -39,7 +39,7 @@ const char* planCloudName(Cloud c);
 
 // Bounds of what a listing may hold (docs/address-plan-import.md, "Limits").
 inline constexpr size_t kMaxListingBytes = size_t{16} << 20;
-inline constexpr size_t kMaxListingDepth = 32;     // a real listing nests 6 deep
+inline constexpr size_t kMaxListingDepth = 32;     // Alibaba Cloud's nests 7 deep
 inline constexpr size_t kMaxImportedVpcs = 4096;   // per listing
 inline constexpr size_t kMaxListedString = 1024;   // bytes of one string read
 inline constexpr size_t kMaxConflictsPerVpc = 32;  // the report lists at most these

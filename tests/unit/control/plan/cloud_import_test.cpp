@@ -709,7 +709,7 @@ TEST(CloudImport, BoundsAreEnforced) {
   // Nesting, counted outside strings only.
   EXPECT_EQ(errorOf(Cloud::kAws, std::string(100000, '[') + std::string(100000, ']')),
             "the listing: nested deeper than 32 levels at line 1, column 33; a VPC listing "
-            "nests at most 6");
+            "nests at most 7");
   EXPECT_EQ(errorOf(Cloud::kAws, R"({"Vpcs": [], "x": ")" + std::string(100, '[') + "\"}"),
             "(parsed)");
   EXPECT_EQ(errorOf(Cloud::kAws, std::string(32, '[') + std::string(32, ']')),
