@@ -163,7 +163,7 @@ std::optional<ListingError> checkNesting(std::string_view text) {
         const text::LineColumn lc = text::lineColumn(text, i);
         return ListingError{"", "nested deeper than " + std::to_string(kMaxListingDepth) +
                                     " levels at line " + std::to_string(lc.line) + ", column " +
-                                    std::to_string(lc.column) + "; a VPC listing nests at most 6"};
+                                    std::to_string(lc.column) + "; a VPC listing nests at most 7"};
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
@@ -773,6 +773,14 @@ Result<Listing, ListingError> parseListing(Cloud from, std::string_view json_tex
       return unexpected(ListingError{"", "not valid JSON: at line " + std::to_string(lc.line) +
                                              ", column " + std::to_string(lc.column) + ": " +
                                              parseErrorReason(e.what())});
+    } catch (const json::exception& e) {
+      // A number too large for a double ("1e400"): nlohmann says so
+      // without a position.
+      std::string what = e.what();
+      if (size_t end = what.find("] "); end != std::string::npos) {
+        what = what.substr(end + 2);
+      }
+      return unexpected(ListingError{"", "not valid JSON: " + text::escape(what, 200)});
     }
     return ListingReader(from, region_hint).read(doc);
   } catch (const std::exception& e) {
@@ -945,6 +953,10 @@ struct VerdictBuilder {
       ++omitted;
     }
   }
+  // How many more conflicts are listed.  Callers ask for one more than
+  // that (so that "more" is said) and skip building the rest: a hostile
+  // listing could otherwise have each VPC build thousands.
+  size_t room() const { return kMaxConflictsPerVpc - verdict.conflicts.size(); }
   VpcVerdict done() && {
     if (omitted > 0) {
       Conflict more;
@@ -961,18 +973,13 @@ struct VerdictBuilder {
   }
 };
 
-// A hint for an overlap with a config VPC: a mapped range that already
-// maps a copy of exactly this block (the legacy VPC being imported is
-// reached through the mapping and stays out of the plan).
-std::string mappedHint(const config::Config& config, const IpPrefix& block) {
-  for (const config::MappedRange& m : config.address_plan.mapped_ranges) {
-    if (m.real.network() == block.network()) {
-      return "; mapped range " + text::escape(m.name) + " already maps a copy of " +
-             m.real.toString() + (m.site.empty() ? "" : " at site " + text::escape(m.site)) +
-             " to " + m.mapped.toString() + ": such a copy stays out of the plan";
-    }
-  }
-  return "";
+// For an overlap with a config VPC: a mapped range that already maps a
+// copy of exactly this block (the legacy VPC being imported is reached
+// through the mapping and stays out of the plan).
+std::string mappedHint(const config::MappedRange& m) {
+  return "; mapped range " + text::escape(m.name) + " already maps a copy of " + m.real.toString() +
+         (m.site.empty() ? "" : " at site " + text::escape(m.site)) + " to " + m.mapped.toString() +
+         ": such a copy stays out of the plan";
 }
 
 }  // namespace
@@ -1007,6 +1014,10 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
       plan.add(p.network(), {Conflict::Kind::kOverlapStoredVpc, p, what});
     }
     names.emplace(v.name, NameHolder{what, "store", sortedNetworks(v.prefixes)});
+  }
+  std::map<IpPrefix, const config::MappedRange*> mapped_by_real;
+  for (const config::MappedRange& m : config.address_plan.mapped_ranges) {
+    mapped_by_real.emplace(m.real.network(), &m);
   }
   std::vector<std::pair<IpPrefix, std::string>> reserved;
   for (const ReservedRange& r : kReserved) {
@@ -1057,15 +1068,20 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
           b.add(std::move(c));
         }
       }
-      for (const Holder* h : plan.overlapping(p.network(), kMaxConflictsPerVpc + 1)) {
+      if (b.room() == 0) {
+        ++b.omitted;
+        continue;
+      }
+      for (const Holder* h : plan.overlapping(p.network(), b.room() + 1)) {
         Conflict c;
         c.kind = h->kind;
         c.prefix = p;
         c.other = h->what;
         c.other_prefix = h->prefix;
         c.message = p.toString() + " overlaps " + h->prefix.toString() + " of " + h->what;
-        if (h->kind == Conflict::Kind::kOverlapVpc) {
-          c.message += mappedHint(config, p);
+        if (auto m = mapped_by_real.find(p.network());
+            h->kind == Conflict::Kind::kOverlapVpc && m != mapped_by_real.end()) {
+          c.message += mappedHint(*m->second);
         }
         b.add(std::move(c));
       }
@@ -1086,6 +1102,10 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
       for (size_t j : users) {
         if (i == j) {
           continue;
+        }
+        if (builders[i].room() == 0) {
+          ++builders[i].omitted;
+          break;
         }
         Conflict c;
         c.kind = Conflict::Kind::kNameTaken;
@@ -1183,6 +1203,23 @@ std::vector<StoredVpc> toStoredVpcs(const ImportReport& report) {
   std::sort(out.begin(), out.end(),
             [](const StoredVpc& a, const StoredVpc& b) { return a.name < b.name; });
   return out;
+}
+
+Result<ImportReport, std::string> applyListing(const config::Config& config, const Listing& listing,
+                                               Snapshot& store) {
+  ImportReport report = findConflicts(config, store, listing);
+  std::vector<StoredVpc> fits = toStoredVpcs(report);
+  if (store.vpcs.size() + fits.size() > kMaxStoredVpcs) {
+    return unexpected("the store holds " + std::to_string(store.vpcs.size()) + " VPCs; adding " +
+                      std::to_string(fits.size()) + " would pass its limit of " +
+                      std::to_string(kMaxStoredVpcs));
+  }
+  for (StoredVpc& v : fits) {
+    store.vpcs.push_back(std::move(v));
+  }
+  std::sort(store.vpcs.begin(), store.vpcs.end(),
+            [](const StoredVpc& a, const StoredVpc& b) { return a.name < b.name; });
+  return report;
 }
 
 json toJson(const ImportReport& report) {

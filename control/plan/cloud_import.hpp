@@ -39,7 +39,7 @@ const char* planCloudName(Cloud c);
 
 // Bounds of what a listing may hold (docs/address-plan-import.md, "Limits").
 inline constexpr size_t kMaxListingBytes = size_t{16} << 20;
-inline constexpr size_t kMaxListingDepth = 32;     // a real listing nests 6 deep
+inline constexpr size_t kMaxListingDepth = 32;     // Alibaba Cloud's nests 7 deep
 inline constexpr size_t kMaxImportedVpcs = 4096;   // per listing
 inline constexpr size_t kMaxListedString = 1024;   // bytes of one string read
 inline constexpr size_t kMaxConflictsPerVpc = 32;  // the report lists at most these
@@ -145,6 +145,14 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
 // The VPCs that fit, as the store holds them (source import:<from>, no pool,
 // tenant or site), sorted by name.
 std::vector<StoredVpc> toStoredVpcs(const ImportReport& report);
+
+// --apply, inside Store::update's change function: checks the listing
+// again against the snapshot it is given (the store may have changed since
+// the report was shown), adds the VPCs that fit and keeps the snapshot's
+// VPCs sorted by name.  Returns the report it acted on, or an error (and
+// changes nothing) when the store would hold more than kMaxStoredVpcs.
+Result<ImportReport, std::string> applyListing(const config::Config& config, const Listing& listing,
+                                               Snapshot& store);
 
 // The report as JSON (`mcgwctl plan import --json`; write it with
 // api::dump) and as text for a terminal (untrusted strings escaped).

@@ -319,6 +319,31 @@ TEST(CloudImport, ReimportChangesNothing) {
   EXPECT_TRUE(toStoredVpcs(again).empty());
 }
 
+TEST(CloudImport, ApplyAddsWhatFitsSortedByName) {
+  const config::Config plan = examplePlan();
+  Snapshot store = exampleStore();
+  Listing l = parsed(Cloud::kAws, sample("aws-describe-vpcs.json"), "us-east-1");
+  auto applied = applyListing(plan, l, store);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->count(VpcVerdict::Status::kFits), 2u);
+  std::vector<std::string> names;
+  for (const StoredVpc& v : store.vpcs) {
+    names.push_back(v.name);
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"data-lake-prod", "vpc-0c3d4e5f607182930", "web-use2"}));
+  EXPECT_EQ(store.revision, 7u);  // the store counts its own writes
+  ASSERT_NE(store.find("data-lake-prod"), nullptr);
+  EXPECT_EQ(store.find("data-lake-prod")->source, "import:aws");
+
+  // A second apply adds nothing.
+  const Snapshot before = store;
+  auto again = applyListing(plan, l, store);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->count(VpcVerdict::Status::kFits), 0u);
+  EXPECT_EQ(store, before);
+}
+
 TEST(CloudImport, JsonReport) {
   Listing l = parsed(Cloud::kAws, sample("aws-describe-vpcs.json"), "us-east-1");
   json j = toJson(findConflicts(examplePlan(), exampleStore(), l));
@@ -384,6 +409,18 @@ std::vector<std::vector<std::string>> reportMessages(const config::Config& plan,
     out.push_back(messages(v));
   }
   return out;
+}
+
+TEST(CloudImport, ApplyKeepsTheStoreBound) {
+  Snapshot store;
+  for (size_t i = 0; i < kMaxStoredVpcs; ++i) {
+    store.vpcs.push_back({"s" + std::to_string(i), "aws", "r1", {}, "", "", "", "allocate"});
+  }
+  Listing l = parsed(Cloud::kAws, awsListing({awsVpc("vpc-1", "one", {"10.0.0.0/16"})}), "r1");
+  auto applied = applyListing(config::Config{}, l, store);
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(applied.error(), "the store holds 65536 VPCs; adding 1 would pass its limit of 65536");
+  EXPECT_EQ(store.vpcs.size(), kMaxStoredVpcs);
 }
 
 TEST(CloudImport, HostBitsReservedAndOwnOverlap) {
@@ -453,6 +490,26 @@ TEST(CloudImport, ManyConflictsAreCapped) {
   EXPECT_EQ(r.vpcs[0].conflicts.back().kind, Conflict::Kind::kMore);
   EXPECT_EQ(r.vpcs[0].conflicts.back().message,
             "more conflicts not listed (the report lists 32 per VPC)");
+}
+
+TEST(CloudImport, ManyNamesakesAreCapped) {
+  std::string listing = R"({"Vpcs": [)";
+  for (int i = 0; i < 100; ++i) {
+    listing += (i ? "," : "") + awsVpc(("vpc-" + std::to_string(i)).c_str(), "web",
+                                       {("10." + std::to_string(i) + ".0.0/16").c_str()});
+  }
+  listing += "]}";
+  Listing l = parsed(Cloud::kAws, listing, "r1");
+  ImportReport r = findConflicts(config::Config{}, Snapshot{}, l);
+  ASSERT_EQ(r.vpcs.size(), 100u);
+  for (const VpcVerdict& v : r.vpcs) {
+    ASSERT_EQ(v.conflicts.size(), kMaxConflictsPerVpc + 1);
+    EXPECT_EQ(v.conflicts.back().kind, Conflict::Kind::kMore);
+  }
+  EXPECT_EQ(r.vpcs[0].conflicts[0].message,
+            "the name web is also the name of imported VPC aws/r1/web (vpc-1) in this listing");
+  EXPECT_EQ(r.vpcs[5].conflicts[0].message,
+            "the name web is also the name of imported VPC aws/r1/web (vpc-0) in this listing");
 }
 
 TEST(CloudImport, UntrustedNamesAreEscapedInTheText) {
@@ -530,6 +587,8 @@ TEST(CloudImport, MalformedListingsNameTheElement) {
       {Cloud::kAws, "",
        "the listing: not valid JSON: at line 1, column 1: unexpected end of input; expected '[', "
        "'{', or a literal"},
+      {Cloud::kAws, R"({"Vpcs": [], "n": 1e400})",
+       "the listing: not valid JSON: number overflow parsing '1e400'"},
       {Cloud::kAws, "[]",
        "the listing: the listing is an array, not a JSON object; expected what `aws ec2 "
        "describe-vpcs` prints: {\"Vpcs\": [...]}"},
@@ -650,7 +709,7 @@ TEST(CloudImport, BoundsAreEnforced) {
   // Nesting, counted outside strings only.
   EXPECT_EQ(errorOf(Cloud::kAws, std::string(100000, '[') + std::string(100000, ']')),
             "the listing: nested deeper than 32 levels at line 1, column 33; a VPC listing "
-            "nests at most 6");
+            "nests at most 7");
   EXPECT_EQ(errorOf(Cloud::kAws, R"({"Vpcs": [], "x": ")" + std::string(100, '[') + "\"}"),
             "(parsed)");
   EXPECT_EQ(errorOf(Cloud::kAws, std::string(32, '[') + std::string(32, ']')),
