@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <deque>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -601,26 +602,32 @@ class Checker {
     return r;
   }
 
-  // A prefix the plan holds, in file order.
+  // A range the plan holds.  Names are made only for messages: a plan may
+  // hold tens of thousands of VPCs.
   struct Claim {
     IpPrefix prefix;
-    std::string what;  // "VPC aws/us-east-1/vpc-a", "mapped range legacy"
-    std::string path;
     int line = 0;
-    const VpcConfig* vpc = nullptr;  // for a VPC prefix
+    const std::string* path = nullptr;    // of its node
+    const VpcConfig* vpc = nullptr;       // a VPC prefix, or
+    const MappedRange* mapped = nullptr;  // a mapped range's mapped (or real) range
+    bool real = false;
     // A VPC prefix that is the real range of a mapped range at the VPC's
     // site (a legacy overlap): only its site's ranges must not overlap it.
     const MappedRange* legacy_of = nullptr;
+
+    const std::string& site() const { return vpc ? vpc->site : mapped->site; }
+    std::string what() const {
+      return vpc ? vpcName(*vpc) : "mapped range " + mapped->name + (real ? " (real)" : "");
+    }
   };
   struct Owner {
     IpPrefix prefix;
-    std::string what;
-    int line = 0;
+    const Claim* claim = nullptr;
   };
 
-  std::string overlapText(const IpPrefix& p, const std::string& what, const Owner& o) const {
-    return p.toString() + " of " + what + " overlaps " + o.prefix.toString() + " of " + o.what +
-           at(o.line);
+  std::string overlapText(const Claim& c, const Owner& o) const {
+    return c.prefix.toString() + " of " + c.what() + " overlaps " + o.prefix.toString() + " of " +
+           o.claim->what() + at(o.claim->line);
   }
 
   void plan() {
@@ -649,6 +656,11 @@ class Checker {
     };
 
     std::vector<Claim> claims;
+    size_t count = plan.mapped_ranges.size();
+    for (const auto& v : plan.vpcs) {
+      count += v.prefixes.size();
+    }
+    claims.reserve(count);
     std::set<std::pair<std::string, IpPrefix>> declared_real;  // (site, real) of legacy VPCs
     // A mapping without a site stands for its real range wherever a VPC has
     // it; at two sites the rest of the plan would see one mapped range for
@@ -656,97 +668,101 @@ class Checker {
     std::map<const MappedRange*, std::pair<const VpcConfig*, int>> siteless;
     for (const auto& v : plan.vpcs) {
       for (const auto& item : map_.items(vpcPath(v) + "/prefixes")) {
-        if (auto p = IpPrefix::parse(item.loc.raw)) {
-          networkPrefix(item.path);
-          const MappedRange* m = legacyOf(v, p->network());
-          if (m) {
-            declared_real.insert({v.site, p->network()});
-          }
-          if (m && m->site.empty()) {
-            auto [it, fresh] = siteless.emplace(m, std::make_pair(&v, item.loc.line));
-            const VpcConfig* first = it->second.first;
-            if (!fresh && first && first->site != v.site) {
-              error(mappedPath(*m), "mapped range " + m->name +
-                                        " names no site, and its real range " + m->real.toString() +
-                                        " is a prefix of " + vpcName(*first) +
-                                        at(it->second.second) + " (site " + q(first->site) +
-                                        ") and of " + vpcName(v) + at(item.loc.line) + " (site " +
-                                        q(v.site) + "); give it the site of the legacy VPC");
-              it->second.first = nullptr;  // said once
-            }
-          }
-          claims.push_back({p->network(), vpcName(v), item.path, item.loc.line, &v, m});
+        auto p = IpPrefix::parse(item.loc.raw);
+        if (!p) {
+          continue;
         }
+        networkPrefix(item.path);
+        const MappedRange* m = by_real.empty() ? nullptr : legacyOf(v, p->network());
+        if (m) {
+          declared_real.insert({v.site, p->network()});
+        }
+        if (m && m->site.empty()) {
+          auto [it, fresh] = siteless.emplace(m, std::make_pair(&v, item.loc.line));
+          const VpcConfig* first = it->second.first;
+          if (!fresh && first && first->site != v.site) {
+            error(mappedPath(*m), "mapped range " + m->name +
+                                      " names no site, and its real range " + m->real.toString() +
+                                      " is a prefix of " + vpcName(*first) + at(it->second.second) +
+                                      " (site " + q(first->site) + ") and of " + vpcName(v) +
+                                      at(item.loc.line) + " (site " + q(v.site) +
+                                      "); give it the site of the legacy VPC");
+            it->second.first = nullptr;  // said once
+          }
+        }
+        claims.push_back({p->network(), item.loc.line, &item.path, &v, nullptr, false, m});
       }
     }
-    struct RealRange {
-      IpPrefix prefix;
-      std::string site;
-      std::string what;
-      std::string path;
-      int line = 0;
-    };
-    std::vector<RealRange> reals;
+    std::deque<std::string> paths;  // of mapped ranges' nodes (a deque: claims point into it)
+    std::vector<Claim> reals;       // real ranges of mapped ranges that are no VPC's prefix
     for (const auto& m : plan.mapped_ranges) {
       const std::string path = mappedPath(m);
-      networkPrefix(path + "/real");
+      const std::string& real = paths.emplace_back(path + "/real");
+      networkPrefix(real);
       if (!m.site.empty() && !declared_real.count({m.site, m.real.network()})) {
-        reals.push_back({m.real.network(), m.site, "mapped range " + m.name + " (real)",
-                         path + "/real", map_.find(path + "/real").line});
+        reals.push_back({m.real.network(), map_.find(real).line, &real, nullptr, &m, true});
       }
+      const std::string& mapped = paths.emplace_back(path + "/mapped");
       if (m.real.length != m.mapped.length || m.real.address.family != m.mapped.address.family) {
-        error(path + "/mapped", "a 1:1 mapping needs ranges of the same family and length; real " +
-                                    m.real.toString() + ", mapped " + m.mapped.toString());
+        error(mapped, "a 1:1 mapping needs ranges of the same family and length; real " +
+                          m.real.toString() + ", mapped " + m.mapped.toString());
         continue;
       }
-      networkPrefix(path + "/mapped");
-      claims.push_back({m.mapped.network(), "mapped range " + m.name, path + "/mapped",
-                        map_.find(path + "/mapped").line, nullptr, nullptr});
+      networkPrefix(mapped);
+      claims.push_back({m.mapped.network(), map_.find(mapped).line, &mapped, nullptr, &m});
     }
     // The later object in the file is the one reported, the earlier named.
-    std::stable_sort(claims.begin(), claims.end(),
-                     [](const Claim& a, const Claim& b) { return a.line < b.line; });
+    auto byLine = [](const Claim& a, const Claim& b) { return a.line < b.line; };
+    std::stable_sort(claims.begin(), claims.end(), byLine);
+    std::stable_sort(reals.begin(), reals.end(), byLine);
 
     DisjointPrefixes<Owner> owners;                        // what every site sees
     std::map<std::string, DisjointPrefixes<Owner>> sites;  // real ranges by site
-    auto claimAtSite = [&](const IpPrefix& p, const std::string& site, const std::string& what,
-                           const std::string& path, int line) {
-      auto& at_site = sites[site];
-      if (const Owner* o = at_site.overlapping(p)) {
-        error(path, overlapText(p, what, *o) + ", both at site " + q(site) +
-                        "; the real ranges of one site must not overlap (a mapped range lets "
-                        "only other sites see past an overlap)");
-        return false;
+    // Only a site with a legacy range can have two real ranges that overlap
+    // (the others' are all in owners): the rest are not indexed twice.
+    std::set<std::string> legacy_sites;
+    for (const auto& c : claims) {
+      if (c.legacy_of) {
+        legacy_sites.insert(c.site());
       }
-      at_site.add(p, {p, what, line});
-      return true;
+    }
+    for (const auto& r : reals) {
+      legacy_sites.insert(r.site());
+    }
+    auto claimAtSite = [&](const Claim& c) {
+      auto& at_site = sites[c.site()];
+      if (const Owner* o = at_site.overlapping(c.prefix)) {
+        error(*c.path, overlapText(c, *o) + ", both at site " + q(c.site()) +
+                           "; the real ranges of one site must not overlap (a mapped range lets "
+                           "only other sites see past an overlap)");
+        return;
+      }
+      at_site.add(c.prefix, {c.prefix, &c});
     };
     for (const auto& c : claims) {
       if (const auto* r = reserved.overlapping(c.prefix)) {
-        error(c.path, c.prefix.toString() + " of " + c.what + " overlaps reserved range " +
-                          r->prefix.toString() + " (" + r->why + ")");
+        error(*c.path, c.prefix.toString() + " of " + c.what() + " overlaps reserved range " +
+                           r->prefix.toString() + " (" + r->why + ")");
         continue;
       }
       if (c.legacy_of) {
-        claimAtSite(c.prefix, c.vpc->site, c.what, c.path, c.line);
+        claimAtSite(c);
         continue;
       }
       if (const Owner* o = owners.overlapping(c.prefix)) {
-        error(c.path, overlapText(c.prefix, c.what, *o) +
-                          "; the plan must be overlap-free (a legacy VPC that cannot be "
-                          "renumbered keeps its prefix with a mapped-range whose real is that "
-                          "prefix)");
+        error(*c.path, overlapText(c, *o) +
+                           "; the plan must be overlap-free (a legacy VPC that cannot be "
+                           "renumbered keeps its prefix with a mapped-range whose real is that "
+                           "prefix)");
         continue;
       }
-      owners.add(c.prefix, {c.prefix, c.what, c.line});
-      if (c.vpc) {
-        claimAtSite(c.prefix, c.vpc->site, c.what, c.path, c.line);
+      owners.add(c.prefix, {c.prefix, &c});
+      if (c.vpc && legacy_sites.count(c.site())) {
+        claimAtSite(c);
       }
     }
-    std::stable_sort(reals.begin(), reals.end(),
-                     [](const RealRange& a, const RealRange& b) { return a.line < b.line; });
     for (const auto& r : reals) {
-      claimAtSite(r.prefix, r.site, r.what, r.path, r.line);
+      claimAtSite(r);
     }
     pools(claims);
   }
@@ -806,17 +822,22 @@ class Checker {
       const PoolOwner* o = pools.overlapping(c.prefix);
       const bool inside =
           o && o->prefix.length <= c.prefix.length && o->prefix.contains(c.prefix.address);
-      if (!inside) {
-        warning(c.path, c.prefix.toString() + " of " + c.what + " is outside every pool (" +
-                            joinBounded(names) + ")");
+      const std::vector<std::string>* clouds = inside ? &o->pool->clouds : nullptr;
+      const bool served = !inside || !c.vpc || clouds->empty() ||
+                          std::find(clouds->begin(), clouds->end(), c.vpc->cloud) != clouds->end();
+      if (inside && served) {
         continue;
       }
-      const auto& clouds = o->pool->clouds;
-      if (c.vpc && !clouds.empty() &&
-          std::find(clouds.begin(), clouds.end(), c.vpc->cloud) == clouds.end()) {
-        warning(c.path, c.prefix.toString() + " of " + c.what + " lies in " + o->prefix.toString() +
-                            " of pool " + o->pool->name + at(o->line) + ", which serves only " +
-                            joinBounded(clouds) + ", not " + q(c.vpc->cloud));
+      if (warn_.full()) {
+        warning(*c.path, "");  // only counted: no need to word it
+      } else if (!inside) {
+        warning(*c.path, c.prefix.toString() + " of " + c.what() + " is outside every pool (" +
+                             joinBounded(names) + ")");
+      } else {
+        warning(*c.path, c.prefix.toString() + " of " + c.what() + " lies in " +
+                             o->prefix.toString() + " of pool " + o->pool->name + at(o->line) +
+                             ", which serves only " + joinBounded(*clouds) + ", not " +
+                             q(c.vpc->cloud));
       }
     }
   }

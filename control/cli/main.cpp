@@ -107,10 +107,8 @@ int checkConfig(const std::string& file) {
     w.message = "warning: " + w.message;
     std::fprintf(stderr, "%s\n", forTerminal(w.toString()).c_str());
   }
-  const std::string warned = c.warnings.empty()
-                                 ? ""
-                                 : ", " + std::to_string(c.warnings.size()) +
-                                       (c.warnings.size() == 1 ? " warning" : " warnings");
+  // Not a count: past 100 warnings the last entry stands for the rest.
+  const std::string warned = c.warnings.empty() ? "" : ", with warnings";
   std::printf("%s: valid (node %s, %zu ports, %zu tenants, %zu peers, sha256 %s%s)\n",
               forTerminal(file).c_str(), forTerminal(c.node.name).c_str(), c.ports.size(),
               c.tenants.size(), c.peers.size(), c.checksum.substr(0, 12).c_str(), warned.c_str());
