@@ -73,19 +73,6 @@ std::string describe(const StoredVpc& v) {
 
 }  // namespace
 
-bool isValidName(std::string_view name) {
-  if (name.empty() || name.size() > 63) {
-    return false;
-  }
-  auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
-  if (!letter(name[0])) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [&](char c) {
-    return letter(c) || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-  });
-}
-
 // ---- AddressCount ----
 
 AddressCount AddressCount::power(unsigned exponent) {

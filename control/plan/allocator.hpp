@@ -25,10 +25,6 @@ namespace mcgw::plan {
 
 using config::Family;
 
-// True when name is a valid `name` of the config's YANG model (1..63
-// letters, digits, '_', '.', '-', starting with a letter): the store's
-// names, clouds, regions, pools, tenants and sites follow the config's rule.
-bool isValidName(std::string_view name);
 
 // A number of addresses.  An IPv6 pool holds up to 2^128 addresses, more
 // than uint64_t counts, so the count is kept in 129 bits and shown as

@@ -17,60 +17,12 @@ using Kind = StoreError::Kind;
 // A VPC's JSON is a few hundred bytes; 64 prefixes of IPv6 stay far below.
 constexpr size_t kMaxVpcBytes = 16384;
 // The source of a VPC: "allocate", "import:aws", ...
-constexpr size_t kMaxSourceBytes = 63;
 
 StoreError error(Kind kind, std::string message) {
   return StoreError{kind, std::move(message)};
 }
 
-bool optionalName(const std::string& s) {
-  return s.empty() || validName(s);
-}
-
 }  // namespace
-
-bool validName(std::string_view s) {
-  if (s.empty() || s.size() > 63 || !std::isalpha(static_cast<unsigned char>(s[0]))) {
-    return false;
-  }
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-  });
-}
-
-std::optional<std::string> invalidVpc(const StoredVpc& vpc) {
-  if (!validName(vpc.name)) {
-    return "name " + text::quote(vpc.name) + " is not a name";
-  }
-  if (!validName(vpc.cloud)) {
-    return "cloud " + text::quote(vpc.cloud) + " is not a name";
-  }
-  if (!validName(vpc.region)) {
-    return "region " + text::quote(vpc.region) + " is not a name";
-  }
-  if (!optionalName(vpc.pool)) {
-    return "pool " + text::quote(vpc.pool) + " is not a name";
-  }
-  if (!optionalName(vpc.tenant)) {
-    return "tenant " + text::quote(vpc.tenant) + " is not a name";
-  }
-  if (!optionalName(vpc.site)) {
-    return "site " + text::quote(vpc.site) + " is not a name";
-  }
-  if (vpc.source.size() > kMaxSourceBytes || text::findProblem(vpc.source)) {
-    return "source " + text::quote(vpc.source) + " is not valid text of up to 63 bytes";
-  }
-  if (vpc.prefixes.empty() || vpc.prefixes.size() > kMaxPrefixesPerVpc) {
-    return std::to_string(vpc.prefixes.size()) + " prefixes (1.." +
-           std::to_string(kMaxPrefixesPerVpc) + " allowed)";
-  }
-  for (const auto& p : vpc.prefixes) {
-    if (p.hasHostBits()) {
-      return "prefix " + p.toString() + " has host bits set";
-    }
-  }
-  return std::nullopt;
-}
 
 std::string vpcToJson(const StoredVpc& vpc) {
   json prefixes = json::array();
@@ -80,7 +32,7 @@ std::string vpcToJson(const StoredVpc& vpc) {
   json j = {{"name", vpc.name},     {"cloud", vpc.cloud},  {"region", vpc.region},
             {"prefixes", prefixes}, {"pool", vpc.pool},    {"tenant", vpc.tenant},
             {"site", vpc.site},     {"source", vpc.source}};
-  // Fields are checked (invalidVpc) before they are written; replace keeps
+  // Fields are checked (storedVpcProblem) before they are written; replace keeps
   // dump() from throwing should a caller skip that.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -124,8 +76,8 @@ Result<StoredVpc, std::string> vpcFromJson(std::string_view text) {
     }
     vpc.prefixes.push_back(*prefix);
   }
-  if (auto problem = invalidVpc(vpc)) {
-    return unexpected(*problem);
+  if (auto problem = storedVpcProblem(vpc); !problem.empty()) {
+    return unexpected(problem);
   }
   return vpc;
 }
@@ -171,7 +123,7 @@ StoreResult<EtcdStore::Read> EtcdStore::read() {
                                 serialKey() + " may be under " + options_.prefix + ")"));
     }
     const std::string name = kv.key.substr(vpcs.size());
-    if (!validName(name)) {
+    if (!isValidName(name)) {
       return unexpected(corrupt("the VPC name is not a name"));
     }
     auto vpc = vpcFromJson(kv.value);
@@ -246,8 +198,8 @@ StoreResult<Snapshot> EtcdStore::update(const Change& change) {
       if (i > 0 && next.vpcs[i - 1].name == v.name) {
         return unexpected(error(Kind::kAborted, "VPC " + text::quote(v.name) + " twice"));
       }
-      if (auto problem = invalidVpc(v)) {
-        return unexpected(error(Kind::kAborted, "VPC " + text::quote(v.name) + ": " + *problem));
+      if (auto problem = storedVpcProblem(v); !problem.empty()) {
+        return unexpected(error(Kind::kAborted, problem));
       }
       auto it = old.find(v.name);
       if (it == old.end() || !(*it->second == v)) {

@@ -78,10 +78,4 @@ class EtcdStore : public Store {
 std::string vpcToJson(const StoredVpc& vpc);
 Result<StoredVpc, std::string> vpcFromJson(std::string_view text);
 
-// A config `name` (mcgw.yang typedef name): 1..63 letters, digits, '_',
-// '.', '-', starting with a letter.
-bool validName(std::string_view s);
-// nullopt when the VPC may be stored; else what is wrong with it.
-std::optional<std::string> invalidVpc(const StoredVpc& vpc);
-
 }  // namespace mcgw::plan

@@ -235,16 +235,6 @@ constexpr const char* kHeader =
     "# change it with mcgwctl, not by hand: a hand edit bypasses the lock and\n"
     "# the overlap checks.\n";
 
-bool isValidSource(std::string_view s) {
-  if (s.size() > 63) {
-    return false;
-  }
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-' || c == ':';
-  });
-}
-
 // Reads the tree YamlDocument built; the first problem ends the reading.
 class PlanReader {
  public:
@@ -487,38 +477,6 @@ std::string quoted(const std::string& s) {
 }
 
 }  // namespace
-
-std::string storedVpcProblem(const StoredVpc& v) {
-  const std::string who = "VPC " + text::quote(v.name);
-  if (!isValidName(v.name)) {
-    return who +
-           ": the name is not valid (1..63 letters, digits, '_', '.', '-' starting with a "
-           "letter)";
-  }
-  for (const auto* field : {&v.cloud, &v.region}) {
-    if (!isValidName(*field)) {
-      return who + ": cloud or region " + text::quote(*field) + " is not a valid name";
-    }
-  }
-  for (const auto* field : {&v.pool, &v.tenant, &v.site}) {
-    if (!field->empty() && !isValidName(*field)) {
-      return who + ": pool, tenant or site " + text::quote(*field) + " is not a valid name";
-    }
-  }
-  if (!isValidSource(v.source)) {
-    return who + ": source " + text::quote(v.source) + " is not valid";
-  }
-  if (v.prefixes.empty() || v.prefixes.size() > kMaxPrefixesPerVpc) {
-    return who + ": " + std::to_string(v.prefixes.size()) + " prefixes; a VPC has 1.." +
-           std::to_string(kMaxPrefixesPerVpc);
-  }
-  for (const auto& p : v.prefixes) {
-    if (p.hasHostBits()) {
-      return who + ": " + p.toString() + " has host bits set";
-    }
-  }
-  return "";
-}
 
 std::string formatPlanFile(const Snapshot& snapshot) {
   std::string out = kHeader;

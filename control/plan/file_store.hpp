@@ -53,8 +53,5 @@ std::string formatPlanFile(const Snapshot& snapshot);
 // names the file in messages.
 StoreResult<Snapshot> parsePlanFile(std::string_view text, const std::string& file);
 
-// What is wrong with one stored VPC as a store may hold it (names, prefixes,
-// their count and host bits), or "".  Shared by the parser and the writer.
-std::string storedVpcProblem(const StoredVpc& vpc);
 
 }  // namespace mcgw::plan

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.hpp"
@@ -65,6 +66,17 @@ using StoreResult = Result<T, StoreError>;
 inline constexpr size_t kMaxStoredVpcs = 65536;
 inline constexpr size_t kMaxPrefixesPerVpc = 64;
 inline constexpr size_t kMaxStoreBytes = size_t{64} << 20;
+
+// True when name is a valid `name` of the config's YANG model (1..63
+// letters, digits, '_', '.', '-', starting with a letter): the store's
+// names, clouds, regions, pools, tenants and sites follow the config's rule.
+bool isValidName(std::string_view name);
+// A stored VPC's source: up to 63 letters, digits, '_', '.', '-', ':'.
+bool isValidSource(std::string_view source);
+// What is wrong with one VPC as a store may hold it (names, source, the
+// count of prefixes and their host bits), or "".  Every store checks what
+// it reads and what it is asked to write with it.
+std::string storedVpcProblem(const StoredVpc& vpc);
 
 class Store {
  public:

@@ -44,11 +44,11 @@ TEST(EtcdPrefixEnd, IncrementsTheLastByteThatCan) {
 TEST(EtcdStoreNames, FollowTheConfigNameType) {
   for (const char* ok : {"a", "vpc-1", "A.b_c-d",
                          "x23456789012345678901234567890123456789012345678901234567890123"}) {
-    EXPECT_TRUE(validName(ok)) << ok;
+    EXPECT_TRUE(isValidName(ok)) << ok;
   }
   for (const char* bad : {"", "1vpc", "-a", "a b", "a/b", "caf\xc3\xa9", "a\x1b",
                           "x234567890123456789012345678901234567890123456789012345678901234"}) {
-    EXPECT_FALSE(validName(bad)) << bad;
+    EXPECT_FALSE(isValidName(bad)) << bad;
   }
 }
 
