@@ -305,6 +305,18 @@ Result<const config::PoolConfig*, std::string> choosePool(const config::Config& 
     return std::any_of(pool.prefixes.begin(), pool.prefixes.end(),
                        [&](const IpPrefix& p) { return p.address.family == request.family; });
   };
+  // A pool's clouds (address-plan.pools[].clouds) limit whom it serves.
+  auto servesCloud = [&](const config::PoolConfig& pool) {
+    return pool.clouds.empty() ||
+           std::find(pool.clouds.begin(), pool.clouds.end(), request.cloud) != pool.clouds.end();
+  };
+  auto cloudList = [](const config::PoolConfig& pool) {
+    std::string out;
+    for (const auto& c : pool.clouds) {
+      out += (out.empty() ? "" : ", ") + c;
+    }
+    return out;
+  };
   if (!request.pool.empty()) {
     auto it = std::find_if(pools.begin(), pools.end(),
                            [&](const config::PoolConfig& p) { return p.name == request.pool; });
@@ -315,16 +327,21 @@ Result<const config::PoolConfig*, std::string> choosePool(const config::Config& 
       return unexpected("pool " + it->name + " has no " + familyName(request.family) + " prefix (" +
                         prefixList(it->prefixes) + ")");
     }
+    if (!servesCloud(*it)) {
+      return unexpected("pool " + it->name + " does not serve cloud " + text::quote(request.cloud) +
+                        " (its clouds: " + cloudList(*it) + ")");
+    }
     return &*it;
   }
   for (const auto& pool : pools) {
-    if (hasFamily(pool)) {
+    if (hasFamily(pool) && servesCloud(pool)) {
       return &pool;
     }
   }
   return unexpected(pools.empty() ? std::string("the config has no address pool")
                                   : std::string("no pool of the config has an ") +
-                                        familyName(request.family) + " prefix");
+                                        familyName(request.family) + " prefix for cloud " +
+                                        text::quote(request.cloud));
 }
 
 namespace {

@@ -112,7 +112,7 @@ struct Request {
   Family family = Family::V4;
   std::string tenant;  // "" = the config's single tenant
   std::string site;    // "" = served by no site yet
-  std::string pool;    // "" = the first pool with a prefix of the family
+  std::string pool;    // "" = the first pool of the family serving the cloud
 };
 
 struct Allocation {
@@ -121,7 +121,8 @@ struct Allocation {
 };
 
 // The pool a request allocates from: the named one, or the first pool in
-// config order that has a prefix of the request's family.
+// config order that has a prefix of the request's family and serves its
+// cloud (a pool's `clouds`; none listed: every cloud).
 Result<const config::PoolConfig*, std::string> choosePool(const config::Config& config,
                                                           const Request& request);
 

@@ -70,11 +70,6 @@ bool isNameChar(char c) {
   return isLetter(c) || isDigit(c) || c == '_' || c == '.' || c == '-';
 }
 
-// The config's name type: [A-Za-z][A-Za-z0-9_.-]*, 1..63.
-bool isPlanName(std::string_view s) {
-  return !s.empty() && s.size() <= 63 && isLetter(s[0]) &&
-         std::all_of(s.begin(), s.end(), isNameChar);
-}
 
 // A cloud's VPC id: vpc-0a1b2c3d (AWS), vpc-bp1... (Alibaba Cloud), a UUID
 // (Huawei Cloud).  Stricter than any of them need, so that an id can be
@@ -315,7 +310,7 @@ class ListingReader {
         return std::nullopt;
       }
       if (!r->empty()) {
-        if (!isPlanName(*r)) {
+        if (!isValidName(*r)) {
           fail(pointer, text::quote(*r) +
                             " is not a region name (1..63 letters, digits, '_', "
                             "'.', '-' starting with a letter)");
@@ -330,7 +325,7 @@ class ListingReader {
                                       "with --region");
       return std::nullopt;
     }
-    if (!isPlanName(region_hint_)) {
+    if (!isValidName(region_hint_)) {
       fail("", "--region " + text::quote(region_hint_) +
                    " is not a region name (1..63 letters, digits, '_', '.', '-' starting with "
                    "a letter)");
@@ -722,7 +717,7 @@ class ListingReader {
 }  // namespace
 
 std::string sanitizedName(std::string_view listed) {
-  if (isPlanName(listed)) {
+  if (isValidName(listed)) {
     return std::string(listed);
   }
   std::string out;
@@ -1022,6 +1017,11 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
   std::vector<std::pair<IpPrefix, std::string>> reserved;
   for (const ReservedRange& r : kReserved) {
     reserved.emplace_back(*IpPrefix::parse(r.prefix), r.why);
+  }
+  // And what this config keeps out (the underlay, 100.64.0.0/10 where a
+  // cloud of the plan keeps it, the operator's list).
+  for (auto& r : reservedRanges(config, &store)) {
+    reserved.emplace_back(r.prefix, std::move(r.why));
   }
 
   std::vector<VerdictBuilder> builders(vpcs.size());

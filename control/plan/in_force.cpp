@@ -51,52 +51,13 @@ StoreSettings storeSettings(const config::Config& config) {
           p.etcd_key_file,  p.etcd_prefix};
 }
 
-std::vector<IpPrefix> reservedRanges(const config::Config& config, const Snapshot* snapshot) {
-  std::vector<IpPrefix> out;
-  for (const auto& b : config::kBuiltinReserved) {
-    out.push_back(*IpPrefix::parse(b.prefix));
-  }
-  for (const auto& p : config.ports) {
-    if (p.role == config::PortRole::kWan) {
-      for (const auto& a : p.addresses) {
-        out.push_back(a.network());
-      }
-    }
-  }
-  for (const auto& peer : config.peers) {
-    for (const auto& l : peer.lines) {
-      out.push_back({l.local_vtep, static_cast<uint8_t>(l.local_vtep.bits())});
-      out.push_back({l.remote_vtep, static_cast<uint8_t>(l.remote_vtep.bits())});
-    }
-  }
-  // 100.64.0.0/10 when a VPC of a cloud that keeps it is in the plan, the
-  // file's or the store's.
-  bool keeps_100_64 = std::any_of(
-      config.address_plan.vpcs.begin(), config.address_plan.vpcs.end(),
-      [](const auto& v) { return config::cloudReserving100_64(v.cloud) != nullptr; });
-  if (snapshot) {
-    keeps_100_64 = keeps_100_64 || std::any_of(snapshot->vpcs.begin(), snapshot->vpcs.end(),
-                                               [](const auto& v) {
-                                                 return config::cloudReserving100_64(v.cloud) !=
-                                                        nullptr;
-                                               });
-  }
-  if (keeps_100_64) {
-    out.push_back(*IpPrefix::parse("100.64.0.0/10"));
-  }
-  for (const auto& r : config.address_plan.reserved) {
-    out.push_back(r.prefix.network());
-  }
-  return out;
-}
-
 Result<config::ConfigPtr, std::vector<std::string>> inForce(const config::Config& file,
                                                             const Snapshot& snapshot) {
   if (snapshot.vpcs.empty()) {
     return config::ConfigPtr(std::make_shared<config::Config>(file));
   }
   std::vector<std::string> errors;
-  for (const PlanProblem& p : checkSnapshot(file, snapshot, reservedRanges(file, &snapshot))) {
+  for (const PlanProblem& p : checkSnapshot(file, snapshot, prefixesOf(reservedRanges(file, &snapshot)))) {
     if (p.severity == PlanProblem::Severity::kError) {
       errors.push_back(p.message);
     }

@@ -25,13 +25,6 @@ using StoreSettings = std::tuple<bool, std::string, std::string, std::vector<std
                                  std::string, std::string, std::string, std::string>;
 StoreSettings storeSettings(const config::Config& config);
 
-// Ranges no VPC may use, from the config: link-local, loopback, multicast,
-// the underlay, 100.64.0.0/10 where a cloud of the plan reserves it, the
-// operator's address-plan.reserved.  With a snapshot, its VPCs' clouds count
-// for 100.64.0.0/10 too.
-std::vector<IpPrefix> reservedRanges(const config::Config& config,
-                                     const Snapshot* snapshot = nullptr);
-
 // The file's config with the snapshot's VPCs, or why they cannot run
 // together (overlaps, unknown tenants, names used twice).
 Result<config::ConfigPtr, std::vector<std::string>> inForce(const config::Config& file,

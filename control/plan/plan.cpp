@@ -67,4 +67,54 @@ std::string storedVpcProblem(const StoredVpc& v) {
   return "";
 }
 
+std::vector<Reserved> reservedRanges(const config::Config& config, const Snapshot* snapshot) {
+  std::vector<Reserved> out;
+  for (const auto& b : config::kBuiltinReserved) {
+    out.push_back({*IpPrefix::parse(b.prefix), b.why});
+  }
+  for (const auto& p : config.ports) {
+    if (p.role == config::PortRole::kWan) {
+      for (const auto& a : p.addresses) {
+        out.push_back({a.network(), "the underlay: wan port " + p.name});
+      }
+    }
+  }
+  for (const auto& peer : config.peers) {
+    for (const auto& l : peer.lines) {
+      for (const auto& a : {l.local_vtep, l.remote_vtep}) {
+        out.push_back({{a, static_cast<uint8_t>(a.bits())},
+                       "the underlay: a VTEP of line " + peer.name + "/" + l.name});
+      }
+    }
+  }
+  // 100.64.0.0/10 when a VPC of a cloud that keeps it is in the plan, the
+  // file's or the store's.
+  const char* keeper = nullptr;
+  for (const auto& v : config.address_plan.vpcs) {
+    keeper = keeper ? keeper : config::cloudReserving100_64(v.cloud);
+  }
+  if (snapshot) {
+    for (const auto& v : snapshot->vpcs) {
+      keeper = keeper ? keeper : config::cloudReserving100_64(v.cloud);
+    }
+  }
+  if (keeper) {
+    out.push_back({*IpPrefix::parse("100.64.0.0/10"),
+                   std::string(keeper) + "'s own services (a cloud of the plan)"});
+  }
+  for (const auto& r : config.address_plan.reserved) {
+    out.push_back({r.prefix.network(), "address-plan.reserved " + r.name});
+  }
+  return out;
+}
+
+std::vector<IpPrefix> prefixesOf(const std::vector<Reserved>& reserved) {
+  std::vector<IpPrefix> out;
+  out.reserve(reserved.size());
+  for (const auto& r : reserved) {
+    out.push_back(r.prefix);
+  }
+  return out;
+}
+
 }  // namespace mcgw::plan

@@ -78,6 +78,20 @@ bool isValidSource(std::string_view source);
 // it reads and what it is asked to write with it.
 std::string storedVpcProblem(const StoredVpc& vpc);
 
+// A range no VPC or mapped range may use, and why.
+struct Reserved {
+  IpPrefix prefix;
+  std::string why;  // "link-local", "the underlay: wan port wan0", ...
+};
+// The ranges a config keeps out of the plan: link-local, loopback,
+// multicast, the underlay (WAN port prefixes, line VTEPs), 100.64.0.0/10
+// when a VPC of a cloud that keeps it is in the plan (the file's, or with a
+// snapshot the store's too), the operator's address-plan.reserved.  The
+// load checks (config/semantic.cpp) refuse the same ranges with their lines.
+std::vector<Reserved> reservedRanges(const config::Config& config,
+                                     const Snapshot* snapshot = nullptr);
+std::vector<IpPrefix> prefixesOf(const std::vector<Reserved>& reserved);
+
 class Store {
  public:
   virtual ~Store() = default;

@@ -119,7 +119,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
     return kRefused;
   }
   const config::Config& cfg = **loaded;
-  const std::vector<IpPrefix> reserved = reservedRanges(cfg);
+  const std::vector<IpPrefix> reserved = prefixesOf(reservedRanges(cfg));
   auto store = openStore(cfg);
   if (!store) {
     err("mcgwctl: " + store.error() + "\n");
@@ -192,7 +192,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
     req.pool = pool_;
     std::optional<Allocation> got;
     auto r = (*store)->update([&](Snapshot& s) -> Result<bool, std::string> {
-      auto a = allocate(cfg, s, req, reservedRanges(cfg, &s));
+      auto a = allocate(cfg, s, req, prefixesOf(reservedRanges(cfg, &s)));
       if (!a) {
         return unexpected(a.error());
       }

@@ -31,7 +31,7 @@ std::vector<std::string> strings(const std::vector<IpPrefix>& prefixes) {
 Config planConfig() {
   Config c;
   c.tenants.push_back({"blue", 100, {}});
-  c.address_plan.pools.push_back({"main", {P("10.0.0.0/8")}, 16});
+  c.address_plan.pools.push_back({"main", {P("10.0.0.0/8")}, 16, {}});
   return c;
 }
 
@@ -105,7 +105,7 @@ TEST(Allocator, PoolPrefixesInConfigOrder) {
 
 TEST(Allocator, Ipv6) {
   Config c = planConfig();
-  c.address_plan.pools.push_back({"six", {P("fd00:10::/48")}, 56});
+  c.address_plan.pools.push_back({"six", {P("fd00:10::/48")}, 56, {}});
   c.address_plan.vpcs.push_back({"idc", "bj", "v6", {P("fd00:10:0:100::/56")}, "", ""});
   Snapshot s;
   Request r = req("a", 56);
@@ -128,7 +128,7 @@ TEST(Allocator, Ipv6) {
 
 TEST(Allocator, PoolFullNamesThePool) {
   Config c = planConfig();
-  c.address_plan.pools[0] = {"small", {P("192.0.2.0/24")}, 25};
+  c.address_plan.pools[0] = {"small", {P("192.0.2.0/24")}, 25, {}};
   Snapshot s;
   EXPECT_EQ(take(c, s, req("a", 25)), "192.0.2.0/25");
   EXPECT_EQ(take(c, s, req("b", 26)), "192.0.2.128/26");
@@ -153,7 +153,7 @@ TEST(Allocator, LengthsOutsideThePool) {
 
 TEST(Allocator, ChoosesThePool) {
   Config c = planConfig();
-  c.address_plan.pools.push_back({"second", {P("172.16.0.0/12")}, 20});
+  c.address_plan.pools.push_back({"second", {P("172.16.0.0/12")}, 20, {}});
   Snapshot s;
   Request r = req("a", 0);
   r.pool = "second";
@@ -166,9 +166,29 @@ TEST(Allocator, ChoosesThePool) {
   r.family = Family::V6;
   EXPECT_EQ(take(c, s, r), "error: pool second has no IPv6 prefix (172.16.0.0/12)");
   r.pool = "";
-  EXPECT_EQ(take(c, s, r), "error: no pool of the config has an IPv6 prefix");
+  EXPECT_EQ(take(c, s, r), "error: no pool of the config has an IPv6 prefix for cloud \"aws\"");
   c.address_plan.pools.clear();
   EXPECT_EQ(take(c, s, r), "error: the config has no address pool");
+}
+
+// A pool's clouds: the first pool that serves the cloud, and a named pool
+// that does not serve it is refused.
+TEST(Allocator, PoolsServeTheirClouds) {
+  Config c = planConfig();
+  c.address_plan.pools[0].clouds = {"idc"};
+  c.address_plan.pools.push_back({"clouds", {P("172.16.0.0/12")}, 20, {"aws", "aliyun"}});
+  Snapshot s;
+  EXPECT_EQ(take(c, s, req("a", 0)), "172.16.0.0/20");  // aws: the second pool
+  Request idc = req("b", 0);
+  idc.cloud = "idc";
+  EXPECT_EQ(take(c, s, idc), "10.0.0.0/16");
+  Request named = req("c", 0);
+  named.pool = "main";
+  EXPECT_EQ(take(c, s, named), "error: pool main does not serve cloud \"aws\" (its clouds: idc)");
+  Request other = req("d", 0);
+  other.cloud = "huaweicloud";
+  EXPECT_EQ(take(c, s, other),
+            "error: no pool of the config has an IPv4 prefix for cloud \"huaweicloud\"");
 }
 
 TEST(Allocator, IdempotentByName) {
@@ -299,8 +319,8 @@ TEST(Usage, FreeBlocksSizesAndLargest) {
 
 TEST(Usage, Ipv6SizesBeyond64Bits) {
   Config c;
-  c.address_plan.pools.push_back({"mixed", {P("10.0.0.0/8"), P("fd00::/8")}, 16});
-  c.address_plan.pools.push_back({"all", {P("::/0")}, 64});
+  c.address_plan.pools.push_back({"mixed", {P("10.0.0.0/8"), P("fd00::/8")}, 16, {}});
+  c.address_plan.pools.push_back({"all", {P("::/0")}, 64, {}});
   Snapshot s;
   insert(s, {"a", "aws", "r", {P("fd00::/16")}, "mixed", "", "", "allocate"});
   auto u = usage(c, s, {}, 3);
@@ -330,7 +350,7 @@ TEST(Usage, Ipv6SizesBeyond64Bits) {
   // Allocation at the very top of the IPv6 space.
   Config top;
   top.address_plan.pools.push_back(
-      {"top", {P("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124")}, 126});
+      {"top", {P("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124")}, 126, {}});
   Request r = req("a", 126);
   r.family = Family::V6;
   Snapshot t;
@@ -487,7 +507,7 @@ void expectNoOverlap(const Config& c, const Snapshot& s, const std::vector<IpPre
 
 TEST(AllocatorProperty, RandomAllocateReleaseNeverOverlapsNorLeaks) {
   Config c = planConfig();
-  c.address_plan.pools[0] = {"prop", {P("10.0.0.0/12"), P("172.16.0.0/20")}, 20};
+  c.address_plan.pools[0] = {"prop", {P("10.0.0.0/12"), P("172.16.0.0/20")}, 20, {}};
   c.address_plan.vpcs.push_back({"idc", "bj", "legacy", {P("10.5.0.0/16")}, "", ""});
   const std::vector<IpPrefix> reserved = {P("10.9.128.0/17"), P("172.16.4.0/22")};
   const std::vector<IpPrefix> pool_prefixes = c.address_plan.pools[0].prefixes;

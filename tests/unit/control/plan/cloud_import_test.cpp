@@ -46,7 +46,7 @@ std::string sample(const std::string& file) {
 config::Config examplePlan() {
   config::Config c;
   auto& plan = c.address_plan;
-  plan.pools.push_back({"cloud-pool", pfxs({"10.64.0.0/10"}), 16});
+  plan.pools.push_back({"cloud-pool", pfxs({"10.64.0.0/10"}), 16, {}});
   plan.vpcs.push_back({"idc", "shanghai", "idc-a", pfxs({"10.1.0.0/16"}), "training", "idc-a"});
   plan.vpcs.push_back({"aws", "us-east-1", "train-use1", pfxs({"10.2.0.0/16", "10.12.0.0/16"}),
                        "training", "aws-use1"});

@@ -201,7 +201,7 @@ TEST_F(FileStoreTest, CorruptFilesNameTheLine) {
 
 config::Config poolConfig() {
   config::Config c;
-  c.address_plan.pools.push_back({"main", {P("10.0.0.0/16")}, 24});
+  c.address_plan.pools.push_back({"main", {P("10.0.0.0/16")}, 24, {}});
   return c;
 }
 
