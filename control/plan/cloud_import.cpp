@@ -1021,7 +1021,10 @@ ImportReport findConflicts(const config::Config& config, const Snapshot& store,
   // And what this config keeps out (the underlay, 100.64.0.0/10 where a
   // cloud of the plan keeps it, the operator's list).
   for (auto& r : reservedRanges(config, &store)) {
-    reserved.emplace_back(r.prefix, std::move(r.why));
+    if (std::none_of(reserved.begin(), reserved.end(),
+                     [&](const auto& have) { return have.first == r.prefix; })) {
+      reserved.emplace_back(r.prefix, std::move(r.why));
+    }
   }
 
   std::vector<VerdictBuilder> builders(vpcs.size());

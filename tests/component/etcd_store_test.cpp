@@ -269,7 +269,7 @@ TEST(EtcdStore, UpdateLoadAndRelease) {
   auto bad_name = store.update(add(vpc("9lives", "10.3.0.0/16")));
   ASSERT_FALSE(bad_name);
   EXPECT_EQ(bad_name.error().kind, Kind::kAborted);
-  EXPECT_EQ(bad_name.error().message, R"(VPC "9lives": name "9lives" is not a name)");
+  EXPECT_EQ(bad_name.error().message, R"(VPC "9lives": the name is not valid (1..63 letters, digits, '_', '.', '-' starting with a letter))");
 
   // Release: the key goes, the serial moves on.
   auto released = store.update([](Snapshot& s) -> Result<bool, std::string> {
@@ -623,9 +623,9 @@ TEST(EtcdStore, StoredDataThatDoesNotParseIsCorrupt) {
       {"/mcgw/plan/vpcs/a", R"({"name":"b","cloud":"aws","region":"r","prefixes":["10.0.0.0/8"]})",
        R"(etcd key "/mcgw/plan/vpcs/a": holds VPC "b")"},
       {"/mcgw/plan/vpcs/a", R"({"name":"a","cloud":"aws","region":"r","prefixes":["10.0.0.1/8"]})",
-       R"(etcd key "/mcgw/plan/vpcs/a": prefix 10.0.0.1/8 has host bits set)"},
+       R"(etcd key "/mcgw/plan/vpcs/a": VPC "a": 10.0.0.1/8 has host bits set)"},
       {"/mcgw/plan/vpcs/a", R"({"name":"a","region":"r","prefixes":["10.0.0.0/8"]})",
-       R"(etcd key "/mcgw/plan/vpcs/a": cloud "" is not a name)"},
+       R"(etcd key "/mcgw/plan/vpcs/a": VPC "a": cloud or region "" is not a valid name)"},
       {"/mcgw/plan/vpcs/a", R"({"name":"a","cloud":1,"region":"r","prefixes":[]})",
        R"(etcd key "/mcgw/plan/vpcs/a": field cloud is not a string)"},
       {"/mcgw/plan/vpcs/a\x1b[2J\xe9", "{}",

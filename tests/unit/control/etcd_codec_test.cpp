@@ -72,12 +72,12 @@ TEST(EtcdStoreVpcJson, RoundTripsAndSaysWhatIsWrong) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"[]", R"(the value is not a JSON object: "[]")"},
       {R"({"name":"a","cloud":"c","region":"r"})", "field prefixes is not an array"},
-      {R"({"name":"a","cloud":"c","region":"r","prefixes":[]})", "0 prefixes (1..64 allowed)"},
+      {R"({"name":"a","cloud":"c","region":"r","prefixes":[]})", "VPC \"a\": 0 prefixes; a VPC has 1..64"},
       {R"({"name":"a","cloud":"c","region":"r","prefixes":[7]})", R"(prefix "7" does not parse)"},
       {R"({"name":"a","cloud":"c","region":"r","prefixes":["10.0.0.0/8"],"site":"x y"})",
-       R"(site "x y" is not a name)"},
+       R"(VPC "a": pool, tenant or site "x y" is not a valid name)"},
       {R"({"name":"a","cloud":"c","region":"r","prefixes":["10.0.0.0/8"],"source":"\u202e"})",
-       R"(source "\u202E" is not valid text of up to 63 bytes)"},
+       R"(VPC "a": source "\u202E" is not valid)"},
       {std::string(20000, ' '), "the value is 20000 bytes (at most 16384)"},
   };
   for (const auto& [json, message] : bad) {
