@@ -340,16 +340,19 @@ int PlanCommands::run(const Print& out, const Print& err) {
       return kRefused;
     }
     ImportReport report;
+    // The listing is checked against the store as update() reads it, so
+    // what --apply adds fits the plan as it is when it is written.
     auto r = (*store)->update([&](Snapshot& s) -> Result<bool, std::string> {
-      report = findConflicts(cfg, s, *listing);
       if (!apply_) {
+        report = findConflicts(cfg, s, *listing);
         return false;
       }
-      auto fits = toStoredVpcs(report);
-      for (auto& v : fits) {
-        insert(s, std::move(v));
+      auto applied = applyListing(cfg, *listing, s);
+      if (!applied) {
+        return unexpected(applied.error());
       }
-      return !fits.empty();
+      report = std::move(*applied);
+      return report.count(VpcVerdict::Status::kFits) > 0;
     });
     if (!r) {
       err("mcgwctl: plan import: " + r.error().message + "\n");

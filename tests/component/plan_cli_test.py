@@ -162,11 +162,11 @@ class PlanCli(unittest.TestCase):
                           "            - name: train-use1\n"
                           "              prefixes: [10.64.128.0/17]\n")
         r = ctl("plan", "check", cfg, check_rc=1)
-        # idc-sh's prefix is on line 30, train-use1's on line 36.
+        # idc-sh's prefix is on line 30, train-use1's on line 38.
         self.assertIn("idc-sh", r.stderr)
         self.assertIn("train-use1", r.stderr)
         self.assertIn(f"{cfg}:30", r.stderr)
-        self.assertIn(f"{cfg}:36", r.stderr)
+        self.assertIn(f"{cfg}:38", r.stderr)
         self.assertIn("10.64.128.0/17", r.stderr)
         self.assertIn("10.64.0.0/16", r.stderr)
 
@@ -243,7 +243,7 @@ class PlanCli(unittest.TestCase):
         r = ctl("plan", "-c", cfg, "import", "--from", "aws", sample, "--region", "us-east-1",
                 "--json")
         report = json.loads(r.stdout)
-        verdicts = {v["vpc"]["name"]: v for v in report["vpcs"]}
+        verdicts = {v["name"]: v for v in report["vpcs"]}
         conflicts = [n for n, v in verdicts.items() if v["status"] == "conflicts"]
         fits = sorted(n for n, v in verdicts.items() if v["status"] == "fits")
         self.assertEqual(r.returncode, 1 if conflicts else 0, r.stderr)
