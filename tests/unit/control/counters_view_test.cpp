@@ -12,7 +12,8 @@ namespace {
 
 TEST(CountersViewTest, MappedRangesAreListedWithBothDirections) {
   const auto counters = nlohmann::json::parse(R"({
-    "schema": "mcgw.counters/1", "drops": {}, "drops_total": 0, "lan": {}, "wan": {}, "icmp": {},
+    "schema": "mcgw.counters/1", "drops": {}, "drops_total": 0,
+    "lan": {}, "wan": {}, "icmp": {},
     "mapped": [
       {"name": "legacy-erp", "tenant": "t1", "real": "10.1.0.0/16",
        "mapped": "100.65.0.0/16", "out": 1523, "in": 1498}
@@ -27,7 +28,8 @@ TEST(CountersViewTest, MappedRangesAreListedWithBothDirections) {
 
 TEST(CountersViewTest, NoMappedRangesNoTable) {
   const auto counters = nlohmann::json::parse(
-      R"({"schema": "mcgw.counters/1", "drops": {}, "drops_total": 0, "lan": {}, "wan": {}, "icmp": {}, "mapped": []})");
+      R"({"schema": "mcgw.counters/1", "drops": {}, "drops_total": 0,
+          "lan": {}, "wan": {}, "icmp": {}, "mapped": []})");
   EXPECT_EQ(renderCounters(counters).find("Mapped ranges"), std::string::npos);
 }
 
