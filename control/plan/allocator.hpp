@@ -1,6 +1,6 @@
 // Allocation of VPC ranges from the plan's pools, and what the plan in
 // force is: the config file's address plan (pools, VPCs, mapped ranges)
-// plus the VPCs a store holds (docs/address-plan-allocation.md).
+// plus the VPCs a store holds (docs/address-plan.md).
 //
 // Pure functions over values: no I/O, no clock, no randomness.  A caller
 // reads a Snapshot from a Store, calls these, and writes the Snapshot back

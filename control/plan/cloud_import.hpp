@@ -2,7 +2,7 @@
 // prints (AWS `aws ec2 describe-vpcs`, Alibaba Cloud `aliyun vpc
 // DescribeVpcs`, Huawei Cloud `ListVpcs` v3 or v1) read into VPCs, checked
 // against the plan (config and store) before anything is connected, and the
-// ones that fit turned into the store's VPCs (docs/address-plan-import.md).
+// ones that fit turned into the store's VPCs (docs/address-plan.md).
 //
 // Pure: the caller reads the file and the store and writes the result; no
 // I/O here.  The listing is untrusted input: bounded in size, nesting and
@@ -37,7 +37,7 @@ const char* flagName(Cloud c);
 // "aliyun", "huaweicloud".
 const char* planCloudName(Cloud c);
 
-// Bounds of what a listing may hold (docs/address-plan-import.md, "Limits").
+// Bounds of what a listing may hold (docs/address-plan.md, "Limits").
 inline constexpr size_t kMaxListingBytes = size_t{16} << 20;
 inline constexpr size_t kMaxListingDepth = 32;     // Alibaba Cloud's nests 7 deep
 inline constexpr size_t kMaxImportedVpcs = 4096;   // per listing

@@ -230,7 +230,7 @@ class WriterLock {
 // ---- the format ----
 
 constexpr const char* kHeader =
-    "# The address plan's stored VPCs (docs/address-plan-allocation.md).\n"
+    "# The address plan's stored VPCs (docs/address-plan.md).\n"
     "# Written by mcgwctl (plan allocate, release, import) under plan.yaml.lock;\n"
     "# change it with mcgwctl, not by hand: a hand edit bypasses the lock and\n"
     "# the overlap checks.\n";

@@ -1,5 +1,5 @@
 // The plan's store in a local file: readable YAML that mcgwctl writes
-// (docs/address-plan-allocation.md, "The file store").
+// (docs/address-plan.md, "The file store").
 //
 // Every change runs under an exclusive flock on a lock file next to the
 // plan (plan.yaml.lock) and replaces the file by an atomic rename of a

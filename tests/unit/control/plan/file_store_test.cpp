@@ -82,7 +82,7 @@ TEST_F(FileStoreTest, RoundTripAndText) {
   const Snapshot expected{1, {kNull, kWeb}};
   EXPECT_EQ(*written, expected);
   EXPECT_EQ(read(),
-            "# The address plan's stored VPCs (docs/address-plan-allocation.md).\n"
+            "# The address plan's stored VPCs (docs/address-plan.md).\n"
             "# Written by mcgwctl (plan allocate, release, import) under plan.yaml.lock;\n"
             "# change it with mcgwctl, not by hand: a hand edit bypasses the lock and\n"
             "# the overlap checks.\n"
