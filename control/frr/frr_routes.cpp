@@ -133,10 +133,21 @@ Tenancy::Tenancy(const config::Config& config) {
   }
   const auto& plan = config.address_plan;
   plan_ = !plan.vpcs.empty();
+  // A legacy VPC's prefix that is the real range of a mapped range at its
+  // site is reached at the mapped range (below), never at the real one:
+  // another site may use the same range (docs/address-plan.md).
+  std::set<std::pair<IpPrefix, std::string>> behind_mapping;
+  for (const auto& m : plan.mapped_ranges) {
+    behind_mapping.emplace(m.real.network(), m.site);
+  }
   for (const auto& vpc : plan.vpcs) {
     Claim c{vpc.tenant.empty() ? single_ : vpc.tenant, vpc.site};
     for (const auto& p : vpc.prefixes) {
-      ranges_[p.network()] = c;
+      const IpPrefix net = p.network();
+      if (behind_mapping.count({net, vpc.site}) || behind_mapping.count({net, std::string()})) {
+        continue;
+      }
+      ranges_[net] = c;
     }
   }
   // A mapped range belongs to the tenant of the VPC at its site whose range

@@ -46,8 +46,9 @@ address-plan:
             - {name: vpc-b, prefixes: [10.2.0.0/16], tenant: blue, site: site-b}
             - {name: vpc-r, prefixes: [10.9.0.0/16], tenant: red, site: site-a}
             - {name: vpc-c, prefixes: [10.3.0.0/16], tenant: red, site: site-c}
+            - {name: vpc-l, prefixes: [10.1.0.0/16], tenant: blue, site: site-b}
   mapped-ranges:
-    - {name: legacy, real: 10.2.0.0/16, mapped: 100.65.0.0/16, site: site-b}
+    - {name: legacy, real: 10.1.0.0/16, mapped: 100.65.0.0/16, site: site-b}
 )";
 
 config::ConfigPtr load(const std::string& text) {
@@ -93,6 +94,11 @@ TEST_F(FrrRoutesTest, TenantIsThePlansVpcOrMappedRange) {
   EXPECT_EQ(*tenancy_.tenantOf(P("fd00:a::/64")), "blue");
   // The mapped range belongs to the tenant of the VPC at its site that holds the real range.
   EXPECT_EQ(*tenancy_.tenantOf(P("100.65.0.0/16")), "blue");
+  // site-b's legacy VPC overlaps site-a's vpc-a: 10.1.0.0/16 is vpc-a's,
+  // site-b's is reached at 100.65.0.0/16 only.
+  auto a = tenancy_.claim(P("10.1.0.0/16"));
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->site, "site-a");
   auto none = tenancy_.tenantOf(P("10.200.0.0/16"));
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("outside every VPC"), std::string::npos) << none.error();
