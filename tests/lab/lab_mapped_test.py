@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""Lab test: 1:1 mapped ranges (issue 15, part 5), af_xdp, VXLAN, IPv4
+underlay, Options.overlap.
+
+Sites A and B both use 10.1.0.0/16: hosta 10.1.0.10 behind gwa (10.1.0.1),
+hostb 10.1.1.20 behind router lanb (10.1.0.3 / 10.1.1.1) behind gwb
+(10.1.0.2).  The plan maps site A's copy to 10.201.0.0/16 and site B's to
+10.202.0.0/16; each gateway translates its own site's (source real ->
+mapped before encapsulation, destination mapped -> real after
+decapsulation, and the quoted header of ICMP errors), so the hosts reach
+each other at hosta 10.201.0.10 and hostb 10.202.1.20.  Argument: `bgp`
+(default; FRR announces each site's mapped range) or `static` (static
+routes to the mapped ranges).
+
+- bgp: gwa has 10.202.0.0/16 via site-b from FRR and gwb 10.201.0.0/16 via
+  site-a, and neither has anything of 10.1.0.0/16 from FRR (the real range
+  is never announced).
+- Ping hosta -> 10.202.1.20 and hostb -> 10.201.0.10, 3 of 3 each; tshark:
+  hostb sees the requests from 10.201.0.10 to its real 10.1.1.20, hosta sees
+  them from 10.202.1.20 to its real 10.1.0.10; between the gateways (rtr a1
+  and a2, VXLAN decoded) every inner address is a mapped one, none in
+  10.1.0.0/16.
+- 10 MiB TCP (iperf3) hosta -> hostb and hostb -> hosta, by mapped addresses.
+- Frag-needed for a mapped flow: lanb forwards at most 1400 bytes towards
+  hostb (route MTU); hosta sends UDP packets of 1450 bytes with DF to
+  10.202.1.20.  Hosta's socket gets ICMP 3/4 with MTU 1400 from 10.202.0.3
+  (lanb's mapped address) in its error queue (the kernel matched the quoted
+  header to the socket), caches mtu 1400 towards 10.202.1.20, and a
+  1400-byte packet then reaches hostb.  tshark: lanb sends it as 10.1.0.3
+  -> 10.201.0.10 quoting 10.201.0.10 -> 10.1.1.20; in the tunnel it is
+  10.202.0.3 -> 10.201.0.10 quoting 10.201.0.10 -> 10.202.1.20; hosta
+  receives 10.202.0.3 -> 10.1.0.10 quoting its own real 10.1.0.10 ->
+  10.202.1.20, every IPv4 header checksum (outer and quoted) good.
+- The gateways' per-range counters (`mcgwctl show counters --json`) moved.
+
+Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
+"""
+
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(HERE))
+import mcgwlab  # noqa: E402
+from labtest import check, ok, run_parts  # noqa: E402
+
+BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
+MODE = sys.argv[1] if len(sys.argv) > 1 else "bgp"
+PMTU_TEST = HERE / "lab_pmtu_test.py"  # its udp-send / udp-recv helpers
+# Real and mapped addresses.
+HOSTA, HOSTA_MAPPED = "10.1.0.10", "10.201.0.10"
+HOSTB, HOSTB_MAPPED = "10.1.1.20", "10.202.1.20"
+LANB, LANB_MAPPED = "10.1.0.3", "10.202.0.3"
+NARROW = 1400  # lanb's IP MTU towards hostb in the frag-needed part
+PORT = 9001
+
+
+def new_lab(tmp: Path) -> mcgwlab.Lab:
+    prefix = f"mapped-{secrets.token_hex(3)}-"
+    o = mcgwlab.Options(overlap=True, bgp=MODE == "bgp")
+    return mcgwlab.Lab(prefix=prefix, workdir=tmp / prefix.rstrip("-"), options=o, build_dir=BUILD)
+
+
+def wait_for(pred, timeout: float, step: float = 0.2):
+    """Poll pred() until it returns something true, or `timeout` seconds; its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(step)
+
+
+def counters(lab, gw: str) -> dict:
+    return json.loads(lab.ctl(gw, "show", "counters", "--json", check=True).stdout)
+
+
+def mapped_counters(doc: dict) -> dict:
+    """The per-range counters of `show counters --json` (`mapped[]`: name,
+    real, mapped, out = sources mapped into a tunnel, in = destinations
+    unmapped out of one): {range name: {counter: value}}."""
+    ranges = doc.get("mapped")
+    if isinstance(ranges, list):
+        return {r.get("name", str(i)): {k: v for k, v in r.items() if k != "name"} for i, r in enumerate(ranges)}
+    return ranges if isinstance(ranges, dict) else {}
+
+
+def tshark(cap, *fields: str, display_filter: str) -> list[list[list[str]]]:
+    """Fields of each matching packet, with the IPv4 header checksums
+    verified; each field split into its occurrences (outer, inner, quoted)."""
+    argv = ["tshark", "-n", "-r", cap.path, "-o", "ip.check_checksum:TRUE", "-T", "fields",
+            "-E", "occurrence=a", "-E", "aggregator=,", "-Y", display_filter]
+    for f in fields:
+        argv += ["-e", f]
+    out = mcgwlab.sh(*argv).stdout
+    return [[x.split(",") if x else [] for x in line.split("\t")] for line in out.splitlines() if line.strip()]
+
+
+def udp_send(lab, node: str, dst: str, size: int, count: int = 3) -> dict:
+    r = lab.run(node, "/usr/bin/python3", PMTU_TEST, "udp-send", dst, PORT, size, "--df", "--count", count,
+                "--interval", 0.3, timeout=count * 2 + 10)
+    return json.loads(r.stdout)
+
+
+def received(lab, name: str) -> list[dict]:
+    return [json.loads(x) for x in (lab.dir / f"{name}.log").read_text().splitlines() if x.startswith("{")]
+
+
+def routes_and_announcements(lab) -> None:
+    from bgptest import frr_routes, wait_route
+    for gw, prefix, peer in (("gwa", mcgwlab.MAPPED["site-b"], "site-b"),
+                             ("gwb", mcgwlab.MAPPED["site-a"], "site-a")):
+        wait_route(lab, gw, prefix, peer)
+        leaked = [r["prefix"] for r in frr_routes(lab, gw) if r["prefix"].startswith("10.1.")]
+        check(not leaked, f"{gw}: nothing of {mcgwlab.OVERLAP_RANGE} among its FRR routes", leaked)
+        bgp = lab.vtysh(gw, "show bgp ipv4 unicast json") or {}
+        learned = sorted(bgp.get("routes", {}))
+        check(prefix in learned and not [p for p in learned if p.startswith("10.1.")],
+              f"{gw}: FRR's BGP table has {prefix} and nothing of {mcgwlab.OVERLAP_RANGE}", learned)
+    ok(f"BGP: gwa has {mcgwlab.MAPPED['site-b']} via site-b, gwb {mcgwlab.MAPPED['site-a']} via site-a "
+       f"(FRR and the fast path); {mcgwlab.OVERLAP_RANGE} announced by neither")
+
+
+def pings(lab) -> None:
+    at = {h: lab.capture(h, "eth0", name=f"echo-{h}", bpf_filter=["icmp"], snaplen=128) for h in ("hosta", "hostb")}
+    tunnel = {i: lab.capture("rtr", i, name=f"tunnel-{i}", bpf_filter=["udp port 4789"], snaplen=160)
+              for i in ("a1", "a2")}
+    for src, dst in (("hosta", HOSTB_MAPPED), ("hostb", HOSTA_MAPPED)):
+        n = lab.ping(src, dst, count=3, timeout=2)
+        check(n == 3, f"ping {src} -> {dst}: 3 of 3 replies", n)
+    for c in [*at.values(), *tunnel.values()]:
+        c.stop()
+    # What each host sees: the other at its mapped address, itself at its real one.
+    want = {"hostb": {("8", HOSTA_MAPPED, HOSTB), ("0", HOSTB, HOSTA_MAPPED), ("8", HOSTB, HOSTA_MAPPED),
+                      ("0", HOSTA_MAPPED, HOSTB)},
+            "hosta": {("8", HOSTA, HOSTB_MAPPED), ("0", HOSTB_MAPPED, HOSTA), ("8", HOSTB_MAPPED, HOSTA),
+                      ("0", HOSTA, HOSTB_MAPPED)}}
+    for h, cap in at.items():
+        seen = {(t, s, d) for t, s, d in cap.fields("icmp.type", "ip.src", "ip.dst")}
+        check(seen == want[h], f"{h}: echo requests and replies between exactly these addresses",
+              f"seen {sorted(seen)}, want {sorted(want[h])}")
+    inner = set()
+    for cap in tunnel.values():
+        for f in cap.fields("ip.src", "ip.dst", display_filter="vxlan and icmp"):
+            src, dst = (x.split(",") for x in f)
+            inner.update(src[1:] + dst[1:])
+    check(inner == {HOSTA_MAPPED, HOSTB_MAPPED}, "between the gateways (rtr a1, a2): every inner address a "
+          "mapped one", sorted(inner))
+    ok(f"ping hosta -> {HOSTB_MAPPED} and hostb -> {HOSTA_MAPPED}, 3 of 3 each; hostb sees {HOSTA_MAPPED} -> "
+       f"{HOSTB}, hosta {HOSTB_MAPPED} -> {HOSTA}; in the tunnel only {sorted(inner)}")
+
+
+def tcp(lab) -> None:
+    for sender, receiver, real, mapped in (("hosta", "hostb", HOSTA, HOSTA_MAPPED),
+                                           ("hostb", "hosta", HOSTB, HOSTB_MAPPED)):
+        t = lab.iperf(sender, receiver, addr=real, connect=mapped)
+        check(t.bytes >= 10 << 20, f"10 MiB {sender} -> {receiver} by {mapped}", t)
+        print(f"   {t}", flush=True)
+    ok("10 MiB TCP hosta -> hostb and hostb -> hosta by mapped addresses")
+
+
+def frag_needed(lab) -> None:
+    recv = f"udp-recv-hostb-{PORT}"
+    lab.start(recv, "hostb", "/usr/bin/python3", PMTU_TEST, "udp-recv", PORT)
+    check(wait_for(lambda: lab.run("hostb", "ss", "-Hlun", f"sport = :{PORT}", check=False).stdout.strip(), 10),
+          f"UDP receiver on hostb port {PORT}")
+    lab.set_ip_mtu("lanb", "hb", NARROW)
+    at_a = lab.capture("hosta", "eth0", name="fn-hosta", bpf_filter=["icmp"], snaplen=256)
+    at_lanb = lab.capture("lanb", "gw", name="fn-lanb", bpf_filter=["icmp"], snaplen=256)
+    tunnel = lab.capture("rtr", "b1", name="fn-b1", bpf_filter=["udp port 4789"], snaplen=300)
+    lab.run("hosta", "ip", "route", "flush", "cache")
+
+    r = udp_send(lab, "hosta", HOSTB_MAPPED, 1450 - 28)
+    errs = [e for e in r["errors"] if e["origin"] == "icmp"]
+    check(errs and all(e["type"] == 3 and e["code"] == 4 and e["info"] == NARROW and e["offender"] == LANB_MAPPED
+                       for e in errs),
+          f"hosta's socket (connected to {HOSTB_MAPPED}): ICMP frag-needed (3/4) with MTU {NARROW} from "
+          f"{LANB_MAPPED} in its error queue", r)
+    check(r["mtu"] == NARROW and "EMSGSIZE" in r["sends"],
+          f"hosta's socket: path MTU {NARROW}, later 1450-byte sends refused (EMSGSIZE)", r)
+    out = lab.run("hosta", "ip", "route", "get", HOSTB_MAPPED).stdout
+    check(f"mtu {NARROW}" in out, f"hosta: ip route get {HOSTB_MAPPED}: mtu {NARROW}", out)
+    time.sleep(0.3)
+    check(not [d for d in received(lab, recv) if d["len"] == 1450 - 28], "hostb: no 1450-byte packet",
+          received(lab, recv))
+    r = udp_send(lab, "hosta", HOSTB_MAPPED, NARROW - 28, count=1)
+    got = wait_for(lambda: [d for d in received(lab, recv) if d["len"] == NARROW - 28], 3)
+    check(r["sends"] == ["sent"] and len(got) == 1 and got[0]["intact"] and got[0]["src"] == HOSTA_MAPPED,
+          f"a {NARROW}-byte packet with DF reaches hostb, from {HOSTA_MAPPED}", (r, received(lab, recv)))
+    ok(f"frag-needed for a mapped flow: hosta's socket got MTU {NARROW} from {LANB_MAPPED} ({len(errs)} in its "
+       f"error queue), caches mtu {NARROW} towards {HOSTB_MAPPED}; a {NARROW}-byte packet then gets through")
+
+    for c in (at_a, at_lanb, tunnel):
+        c.stop()
+    fields = ("ip.src", "ip.dst", "icmp.mtu", "udp.dstport", "ip.checksum.status")
+    frag = "icmp.type == 3 and icmp.code == 4"
+    # Each: every occurrence of ip.src / ip.dst (outer, [inner,] quoted).
+    want = {"lanb (leaving it, before gwb)": (at_lanb, [LANB, HOSTA_MAPPED], [HOSTA_MAPPED, HOSTB]),
+            "the tunnel (rtr b1)": (tunnel, ["100.64.3.1", LANB_MAPPED, HOSTA_MAPPED],
+                                    ["100.64.1.1", HOSTA_MAPPED, HOSTB_MAPPED]),
+            "hosta": (at_a, [LANB_MAPPED, HOSTA], [HOSTA, HOSTB_MAPPED])}
+    for where, (cap, src, dst) in want.items():
+        rows = tshark(cap, *fields, display_filter=frag)
+        check(rows, f"{where}: frag-needed captured")
+        for ip_src, ip_dst, mtu, dport, csum in rows:
+            # Line 1 or 2: the outer addresses in the tunnel are a gateway's VTEPs.
+            check(ip_src[-2:] == src[-2:] and ip_dst[-2:] == dst[-2:] and len(ip_src) == len(src),
+                  f"{where}: frag-needed {src[-2]} -> {dst[-2]} quoting {src[-1]} -> {dst[-1]}",
+                  f"ip.src {ip_src}, ip.dst {ip_dst}")
+            check(mtu == [str(NARROW)] and dport == [str(PORT)],
+                  f"{where}: MTU {NARROW}, quoting the UDP datagram to port {PORT}", (mtu, dport))
+            # 1 good, 0 bad, 2 unverified (tshark's checksum status)
+            check(len(csum) == len(src) and all(c == "1" for c in csum),
+                  f"{where}: every IPv4 header checksum good (outer and quoted)", csum)
+    ok(f"tshark: lanb sent {LANB} -> {HOSTA_MAPPED} quoting {HOSTA_MAPPED} -> {HOSTB}; in the tunnel "
+       f"{LANB_MAPPED} -> {HOSTA_MAPPED} quoting {HOSTA_MAPPED} -> {HOSTB_MAPPED}; hosta received "
+       f"{LANB_MAPPED} -> {HOSTA} quoting its real {HOSTA} -> {HOSTB_MAPPED}; checksums good")
+
+
+def range_counters(lab, before: dict) -> None:
+    after = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
+    print(f"   per-range counters before: {json.dumps(before)}\n   after: {json.dumps(after)}", flush=True)
+    for gw, name in (("gwa", "legacy-a"), ("gwb", "legacy-b")):
+        check(name in after[gw], f"{gw}: show counters --json has per-range counters for {name}", after[gw])
+        moved = {k: v for k, v in after[gw][name].items()
+                 if isinstance(v, int) and v > before.get(gw, {}).get(name, {}).get(k, 0)}
+        check(moved, f"{gw}: counters of {name} moved", after[gw][name])
+    ok("per-range counters of both gateways moved: "
+       + "; ".join(f"{gw} {json.dumps(after[gw])}" for gw in after))
+
+
+def run(tmp: Path) -> None:
+    t_start = time.monotonic()
+    lab = new_lab(tmp)
+    with lab.up(start_gateways=True):
+        print(f"   lab {lab.prefix} up in {time.monotonic() - t_start:.1f} s ({MODE})", flush=True)
+        before = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
+        parts = ([("routes", routes_and_announcements)] if MODE == "bgp" else []) + [
+            ("ping", pings), ("tcp", tcp), ("frag-needed", frag_needed),
+            ("counters", lambda lab: range_counters(lab, before))]
+        failed = []
+        for label, part in parts:
+            try:
+                part(lab)
+            except Exception as e:  # noqa: BLE001 - report and go on with the next part
+                failed.append(label)
+                print(f"FAIL: {label}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        if failed:
+            for gw in ("gwa", "gwb"):
+                r = lab.ctl(gw, "show", "counters", "--json")
+                print(f"--- {gw} counters: {r.stdout.strip()[:3000]}", file=sys.stderr)
+            raise mcgwlab.LabError(f"parts failed: {', '.join(failed)}")
+    check(not [n for n in mcgwlab.list_netns() if n.startswith(lab.prefix)], "namespaces left")
+    print(f"   {time.monotonic() - t_start:.1f} s", flush=True)
+
+
+def main() -> int:
+    if MODE not in ("bgp", "static"):
+        print(f"lab_mapped_test.py [bgp|static], not {MODE!r}", file=sys.stderr)
+        return 2
+    return run_parts(f"mapped-{MODE}", [("mapped", run)], log_lines=20)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
