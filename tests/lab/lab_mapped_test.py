@@ -253,7 +253,12 @@ def run(tmp: Path) -> None:
         if failed:
             for gw in ("gwa", "gwb"):
                 r = lab.ctl(gw, "show", "counters", "--json")
-                print(f"--- {gw} counters: {r.stdout.strip()[:3000]}", file=sys.stderr)
+                try:
+                    c = json.loads(r.stdout)
+                    print(f"--- {gw} counters: drops {json.dumps(c.get('drops'))}, mapped "
+                          f"{json.dumps(c.get('mapped'))}", file=sys.stderr)
+                except json.JSONDecodeError:
+                    print(f"--- {gw}: show counters (exit {r.returncode}): {r.stdout}{r.stderr}", file=sys.stderr)
             raise mcgwlab.LabError(f"parts failed: {', '.join(failed)}")
     check(not [n for n in mcgwlab.list_netns() if n.startswith(lab.prefix)], "namespaces left")
     print(f"   {time.monotonic() - t_start:.1f} s", flush=True)
