@@ -222,14 +222,26 @@ def frag_needed(lab) -> None:
        f"{LANB_MAPPED} -> {HOSTA} quoting its real {HOSTA} -> {HOSTB_MAPPED}; checksums good")
 
 
+def packets(v) -> int:
+    """A counter of `show counters --json`: a number, or {"packets": n, ...}."""
+    return int(v.get("packets", 0)) if isinstance(v, dict) else int(v or 0)
+
+
+# At least 10 MiB each way in inner packets of at most 1450 bytes.
+MIN_TCP_PACKETS = (10 << 20) // 1450
+
+
 def range_counters(lab, before: dict) -> None:
     after = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
     print(f"   per-range counters before: {json.dumps(before)}\n   after: {json.dumps(after)}", flush=True)
-    for gw, name in (("gwa", "legacy-a"), ("gwb", "legacy-b")):
+    for gw, name, other in (("gwa", "legacy-a", "legacy-b"), ("gwb", "legacy-b", "legacy-a")):
         check(name in after[gw], f"{gw}: show counters --json has per-range counters for {name}", after[gw])
-        moved = {k: v for k, v in after[gw][name].items()
-                 if isinstance(v, int) and v > before.get(gw, {}).get(name, {}).get(k, 0)}
-        check(moved, f"{gw}: counters of {name} moved", after[gw][name])
+        check(other not in after[gw], f"{gw}: no counters for {other} (translated by the other site's gateway)",
+              after[gw])
+        for key in ("out", "in"):
+            moved = packets(after[gw][name].get(key)) - packets(before.get(gw, {}).get(name, {}).get(key))
+            check(moved >= MIN_TCP_PACKETS, f"{gw}: {name} `{key}` moved by at least {MIN_TCP_PACKETS} "
+                  "(10 MiB of TCP that way)", after[gw][name])
     ok("per-range counters of both gateways moved: "
        + "; ".join(f"{gw} {json.dumps(after[gw])}" for gw in after))
 
