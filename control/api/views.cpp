@@ -469,6 +469,17 @@ json countersView(const GatewayState& s) {
                        {"vni", tu.vni},
                        {"counters", pb(c.tunnel_tx[tu.slot], c.tunnel_rx[tu.slot])}});
   }
+  // The mapped ranges this gateway translates: packets whose source was
+  // mapped (out, into a tunnel) and whose destination was unmapped (in).
+  json mapped = json::array();
+  for (const auto& m : t->mapped) {
+    mapped.push_back({{"name", m.name},
+                      {"tenant", m.tenant},
+                      {"real", m.real.toString()},
+                      {"mapped", m.mapped.toString()},
+                      {"out", c.mapped_out[m.slot]},
+                      {"in", c.mapped_in[m.slot]}});
+  }
   json ports = json::array();
   for (const auto& p : s.ports.all()) {
     auto st = p->status();
@@ -479,6 +490,7 @@ json countersView(const GatewayState& s) {
   out["ports"] = ports;
   out["lines"] = lines;
   out["tunnels"] = tunnels;
+  out["mapped"] = mapped;
   out["workers"] = workers;
   return out;
 }

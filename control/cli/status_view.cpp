@@ -349,6 +349,14 @@ std::string renderCounters(json c) {
                   u(t["counters"], "rx_packets"));
     o << line;
   }
+  if (c.contains("mapped") && c["mapped"].is_array() && !c["mapped"].empty()) {
+    o << "\nMapped ranges                   out pkts      in pkts\n";
+    for (auto& m : c["mapped"]) {
+      std::snprintf(line, sizeof line, "  %-28s %12llu %12llu  %s as %s\n", str(m, "name").c_str(),
+                    u(m, "out"), u(m, "in"), str(m, "real").c_str(), str(m, "mapped").c_str());
+      o << line;
+    }
+  }
   o << "\nWorkers     state      polls    busy polls   busy cycles   rx pkts\n";
   for (auto& w : c["workers"]) {
     std::snprintf(line, sizeof line, "  %-8d %-9s %10llu %12llu %13llu %9llu\n",

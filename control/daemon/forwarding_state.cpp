@@ -2,7 +2,64 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "control/frr/frr_routes.hpp"
+
 namespace mcgw::daemon {
+
+// A mapped range is translated only where its real range lives: at its
+// `site`, or, when it names none, at the site of the VPC whose range is its
+// real one (where routing announces it, control/frr/render.cpp).  Its
+// tenant is the one the plan gives the mapped range (frr::Tenancy: the VPC
+// at that site holding the real range, else the single tenant).
+engine::TablesInput tablesInput(const config::Config& c,
+                                std::map<std::string, engine::OpenPort> ports, unsigned workers,
+                                std::vector<std::string>* not_translated) {
+  engine::TablesInput in = engine::TablesInput::fromConfig(c, std::move(ports), workers);
+  const auto& plan = c.address_plan;
+  if (plan.mapped_ranges.empty()) {
+    return in;
+  }
+  const frr::Tenancy tenancy(c);
+  for (const auto& m : plan.mapped_ranges) {
+    std::string site = m.site;
+    for (size_t i = 0; site.empty() && i < plan.vpcs.size(); ++i) {
+      const auto& prefixes = plan.vpcs[i].prefixes;
+      if (std::any_of(prefixes.begin(), prefixes.end(),
+                      [&](const config::IpPrefix& p) { return p.network() == m.real.network(); })) {
+        site = plan.vpcs[i].site;
+      }
+    }
+    if (site.empty() || site != c.node.site) {
+      continue;
+    }
+    auto claim = tenancy.claim(m.mapped);
+    if (!claim) {
+      if (not_translated) {
+        not_translated->push_back("mapped range " + m.name + " (" + m.real.toString() + " as " +
+                                  m.mapped.toString() +
+                                  ") is not translated here: " + claim.error());
+      }
+      continue;
+    }
+    in.mapped[claim->tenant].push_back({m.name, m.real, m.mapped});
+  }
+  return in;
+}
+
+engine::TablesInput ForwardingState::input(const config::Config& c,
+                                           const std::map<std::string, engine::OpenPort>& ports) {
+  std::vector<std::string> not_translated;
+  auto in = tablesInput(c, ports, dataplane_.workers(), &not_translated);
+  if (not_translated != not_translated_) {  // logged when it changes, not per neighbour event
+    for (const auto& why : not_translated) {
+      spdlog::warn("{}", why);
+    }
+    not_translated_ = std::move(not_translated);
+  }
+  return in;
+}
 
 std::map<std::string, engine::OpenPort> ForwardingState::openPorts(
     const std::set<std::string>& without) const {
@@ -26,8 +83,7 @@ std::map<std::string, engine::OpenPort> ForwardingState::openPorts(
 
 Result<bool, std::string> ForwardingState::publish(
     const config::Config& c, const std::map<std::string, engine::OpenPort>& ports) {
-  auto tables = builder_.build(engine::TablesInput::fromConfig(c, ports, dataplane_.workers()),
-                               [this] { dataplane_.synchronize(); });
+  auto tables = builder_.build(input(c, ports), [this] { dataplane_.synchronize(); });
   if (!tables) {
     return unexpected(tables.error());
   }
@@ -37,9 +93,7 @@ Result<bool, std::string> ForwardingState::publish(
 
 Result<bool, std::string> ForwardingState::updateNeighbors(const config::Config& c) {
   auto ports = openPorts();
-  auto lines =
-      builder_.updateNeighbors(engine::TablesInput::fromConfig(c, ports, dataplane_.workers()),
-                               [this] { dataplane_.synchronize(); });
+  auto lines = builder_.updateNeighbors(input(c, ports), [this] { dataplane_.synchronize(); });
   if (!lines) {
     return unexpected(lines.error());
   }
@@ -65,6 +119,9 @@ void ForwardingState::makeLive(std::unique_ptr<engine::ForwardingTables> tables)
   for (uint16_t slot : builder_.freshTunnelSlots()) {
     dataplane_.resetTunnelSlot(slot);
   }
+  for (uint16_t slot : builder_.freshMappedSlots()) {
+    dataplane_.resetMappedSlot(slot);
+  }
   lines_.beforePublish(*tables);
   dataplane_.publish(std::move(tables));
 }
@@ -74,9 +131,7 @@ Result<bool, std::string> ForwardingState::prepare(const ReloadPlan& plan) {
   for (const auto& [name, port] : ports_.prepared()) {
     ports[name] = {port->id(), port->mac(), port->rxQueues()};
   }
-  auto tables =
-      builder_.build(engine::TablesInput::fromConfig(*plan.next, ports, dataplane_.workers()),
-                     [this] { dataplane_.synchronize(); });
+  auto tables = builder_.build(input(*plan.next, ports), [this] { dataplane_.synchronize(); });
   if (!tables) {
     return unexpected(tables.error());
   }

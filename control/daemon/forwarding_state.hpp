@@ -21,6 +21,15 @@
 
 namespace mcgw::daemon {
 
+// What the table builder gets for a config: the config's own route sources
+// (engine::TablesInput::fromConfig) and the address plan's mapped ranges
+// that this gateway translates (those whose real range lives at its site,
+// each under the tenant the plan gives it).  Mapped ranges of this site that
+// no tenant claims are left out, each with why in *not_translated.
+engine::TablesInput tablesInput(const config::Config& config,
+                                std::map<std::string, engine::OpenPort> ports, unsigned workers,
+                                std::vector<std::string>* not_translated = nullptr);
+
 class ForwardingState : public Subsystem {
  public:
   ForwardingState(engine::Dataplane& dataplane, const ports::PortSet& ports,
@@ -80,6 +89,10 @@ class ForwardingState : public Subsystem {
   void abort() override { prepared_.reset(); }
 
  private:
+  // tablesInput() for config over ports; what it could not translate logged
+  // when that changes.
+  engine::TablesInput input(const config::Config& config,
+                            const std::map<std::string, engine::OpenPort>& ports);
   // Fresh counter slots reset, line state set, then the tables go live.
   void makeLive(std::unique_ptr<engine::ForwardingTables> tables);
 
@@ -90,7 +103,8 @@ class ForwardingState : public Subsystem {
   lines::UnderlayLines& lines_;
   engine::TablesBuilder builder_;
   std::unique_ptr<engine::ForwardingTables> prepared_;
-  size_t neighbors_left_out_ = 0;  // last logged
+  size_t neighbors_left_out_ = 0;            // last logged
+  std::vector<std::string> not_translated_;  // last logged
 };
 
 }  // namespace mcgw::daemon

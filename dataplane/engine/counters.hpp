@@ -68,6 +68,9 @@ struct alignas(64) WorkerCounters {
   std::array<PacketsBytes, kMaxTunnels> tunnel_tx, tunnel_rx;
   PacketsBytes lan_rx, lan_tx, wan_rx, wan_tx;
   PacketsBytes to_kernel, from_kernel;  // the exception path (TAP ports)
+  // Per mapped range (its slot): packets whose source was mapped on the way
+  // into a tunnel, and whose destination was unmapped on the way out of one.
+  std::array<Counter, kMaxMapped> mapped_out, mapped_in;
 #define MCGW_COUNTER_MEMBER(name, ...) Counter name;
   MCGW_EVENT_COUNTERS(MCGW_COUNTER_MEMBER)
 #undef MCGW_COUNTER_MEMBER

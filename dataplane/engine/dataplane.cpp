@@ -232,6 +232,10 @@ CountersSnapshot Dataplane::counters() const {
     add(s.wan_tx, c.wan_tx);
     add(s.to_kernel, c.to_kernel);
     add(s.from_kernel, c.from_kernel);
+    for (size_t i = 0; i < kMaxMapped; ++i) {
+      s.mapped_out[i] += c.mapped_out[i].get();
+      s.mapped_in[i] += c.mapped_in[i].get();
+    }
 #define MCGW_SUM_COUNTER(name, ...) s.name += c.name.get();
     MCGW_EVENT_COUNTERS(MCGW_SUM_COUNTER)
 #undef MCGW_SUM_COUNTER
@@ -261,6 +265,10 @@ CountersSnapshot Dataplane::counters() const {
   for (size_t i = 0; i < kMaxTunnels; ++i) {
     sub(s.tunnel_tx[i], baseline_->tunnel_tx[i]);
     sub(s.tunnel_rx[i], baseline_->tunnel_rx[i]);
+  }
+  for (size_t i = 0; i < kMaxMapped; ++i) {
+    s.mapped_out[i] -= std::min(s.mapped_out[i], baseline_->mapped_out[i]);
+    s.mapped_in[i] -= std::min(s.mapped_in[i], baseline_->mapped_in[i]);
   }
   return s;
 }
@@ -299,6 +307,12 @@ void Dataplane::resetTunnelSlot(uint16_t slot) {
   CountersSnapshot now = counters();
   rebase(baseline_->tunnel_tx[slot], now.tunnel_tx[slot]);
   rebase(baseline_->tunnel_rx[slot], now.tunnel_rx[slot]);
+}
+
+void Dataplane::resetMappedSlot(uint16_t slot) {
+  CountersSnapshot now = counters();
+  baseline_->mapped_out[slot] += now.mapped_out[slot];
+  baseline_->mapped_in[slot] += now.mapped_in[slot];
 }
 
 }  // namespace mcgw::engine

@@ -42,6 +42,7 @@ struct CountersSnapshot {
   std::array<PB, kMaxLines> line_tx{}, line_rx{};
   std::array<PB, kMaxTunnels> tunnel_tx{}, tunnel_rx{};
   PB lan_rx, lan_tx, wan_rx, wan_tx, to_kernel, from_kernel;
+  std::array<uint64_t, kMaxMapped> mapped_out{}, mapped_in{};  // packets, by mapped range slot
 #define MCGW_SNAPSHOT_MEMBER(name, ...) uint64_t name = 0;
   MCGW_EVENT_COUNTERS(MCGW_SNAPSHOT_MEMBER)
 #undef MCGW_SNAPSHOT_MEMBER
@@ -94,6 +95,7 @@ class Dataplane {
   // Counters of slots that a new line or tunnel took over start from zero.
   void resetLineSlot(uint16_t slot);
   void resetTunnelSlot(uint16_t slot);
+  void resetMappedSlot(uint16_t slot);
 
   CountersSnapshot counters() const;
 

@@ -18,6 +18,7 @@
 #include "dataplane/proto/ipv4.hpp"
 #include "dataplane/proto/ipv6.hpp"
 #include "dataplane/proto/mss.hpp"
+#include "dataplane/proto/prefix_map.hpp"
 #include "dataplane/proto/tcp.hpp"
 #include "dataplane/proto/tunnel.hpp"
 
@@ -271,6 +272,9 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     if (total < len - kEth) {  // Ethernet padding stays behind
       rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
     }
+    if (te.mapping && origin == Origin::kTunnel) [[unlikely]] {
+      unmapDestination(data + kEth, total, false, *te.mapping);
+    }
     dst = ip->dst;
     if (dst[0] >= 224) {  // multicast, broadcast
       localPacket(t, m, rx_port, origin);
@@ -311,6 +315,9 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     }
     if (total < len - kEth) {
       rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
+    }
+    if (te.mapping && origin == Origin::kTunnel) [[unlikely]] {
+      unmapDestination(data + kEth, total, true, *te.mapping);
     }
     dst = ip->dst;
     // Multicast and link-local destinations are never routed.
@@ -640,6 +647,13 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
     chosen = &t.lines[healthy[n == 1 ? 0 : (flow_hash >> 16) % n]];
   }
   const LineEntry& line = *chosen;
+  // Sources are mapped on the way in from the tenant's side only: a packet
+  // out of another tunnel (a hub's transit) comes from another site, whose
+  // addresses may well be the same real range.
+  const TenantMapping* mapping = t.tenants[tenant].mapping.get();
+  if (mapping && origin == Origin::kTunnel) [[unlikely]] {
+    mapping = nullptr;
+  }
   // The outer IP packet must fit the line's path MTU: the gateway never
   // fragments outer packets (RFC 7348 4.3).  The inner packet is
   // fragmented (IPv4 without DF) or answered with ICMP instead.
@@ -649,16 +663,46 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   if (m->data_len + outer > mtu) {
     const uint32_t inner_mtu = mtu > outer + kEth ? static_cast<uint32_t>(mtu - outer - kEth) : 0;
     tooBig(t, m, inner_mtu, tenant, rx_port, origin,
-           [&](rte_mbuf* f) { encapsulateOn(t, f, tunnel, line, flow_hash); });
+           [&](rte_mbuf* f) { encapsulateOn(t, f, tunnel, line, flow_hash, mapping); });
     return;
   }
-  encapsulateOn(t, m, tunnel, line, flow_hash);
+  encapsulateOn(t, m, tunnel, line, flow_hash, mapping);
+}
+
+// A packet from the tenant's side into a tunnel: its source in a real range
+// of the site becomes the mapped one (and, in an ICMP error, the quoted
+// destination).  Done last, on each fragment, so that everything before
+// (ICMP errors included) saw the real addresses.
+[[gnu::noinline]] void Pipeline::mapSource(rte_mbuf* m, const TenantMapping& mapping) {
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
+  const proto::MapResult r = proto::mapPacket(data + kEth, m->data_len - kEth, v6,
+                                              proto::AddressField::kSource, mapping.out);
+  if (r.outer) {
+    counters_->mapped_out[r.outer->slot].add();
+  }
+}
+
+// A packet out of a tunnel: its destination in a mapped range of the site
+// becomes the real one (and, in an ICMP error, the quoted source), before
+// the FIB lookup routes the real address.
+[[gnu::noinline]] void Pipeline::unmapDestination(uint8_t* ip, size_t len, bool v6,
+                                                  const TenantMapping& mapping) {
+  const proto::MapResult r =
+      proto::mapPacket(ip, len, v6, proto::AddressField::kDestination, mapping.in);
+  if (r.outer) {
+    counters_->mapped_in[r.outer->slot].add();
+  }
 }
 
 [[gnu::always_inline]] inline void Pipeline::encapsulateOn(const ForwardingTables& t, rte_mbuf* m,
                                                            const TunnelEntry& tunnel,
                                                            const LineEntry& line,
-                                                           uint32_t flow_hash) {
+                                                           uint32_t flow_hash,
+                                                           const TenantMapping* mapping) {
+  if (mapping) [[unlikely]] {
+    mapSource(m, *mapping);
+  }
   const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
   const size_t inner_len = m->data_len;
   auto* inner = rte_pktmbuf_mtod(m, uint8_t*);

@@ -6,6 +6,12 @@
 //                                        └─► LAN gateway / connected: neighbour ─► LAN tx
 //   WAN rx ─► decap (peer VTEP, VNI, Geneve C bit, RFC 6040) ─► the same forwarding
 //
+// Mapped ranges (the address plan's 1:1 mappings of this site): a packet
+// out of a tunnel has its destination unmapped before the tenant FIB
+// lookup; a packet from the LAN (or an ICMP error the gateway made) has its
+// source mapped just before encapsulation, after the MSS clamp and the path
+// MTU check, so that the gateway's own ICMP errors quote the real addresses.
+//
 // A Pipeline belongs to one worker: it owns that worker's TX buffers (one per
 // port, on the worker's own TX queue) and writes only its own counters.  No
 // locks, allocation (beyond mbufs from the mempool for ICMP errors), syscalls
@@ -94,8 +100,13 @@ class Pipeline {
                Origin origin = Origin::kPort);
   void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                    uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin);
+  // mapping: the tenant's mapped ranges when the packet's source is to be
+  // mapped (it did not come out of a tunnel), else null.
   void encapsulateOn(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
-                     const LineEntry& line, uint32_t flow_hash);
+                     const LineEntry& line, uint32_t flow_hash, const TenantMapping* mapping);
+  // The 1:1 translations of the mapped ranges (proto/prefix_map.hpp).
+  void mapSource(rte_mbuf* m, const TenantMapping& mapping);
+  void unmapDestination(uint8_t* ip, size_t len, bool v6, const TenantMapping& mapping);
   // Towards a LAN next hop: the neighbour's MAC, then TX (or held).
   void toLan(const ForwardingTables& t, rte_mbuf* m, const NextHop& nh, bool v6);
   // An IP packet larger than `mtu` (an IP MTU) on its way out: IPv4 without

@@ -541,7 +541,8 @@ const char* const kBusy = "another change of the forwarding tables is under way"
 
 // ------------------------------------------------------------ TablesBuilder
 
-TablesBuilder::TablesBuilder() : line_slots_(kMaxLines), tunnel_slots_(kMaxTunnels) {}
+TablesBuilder::TablesBuilder()
+    : line_slots_(kMaxLines), tunnel_slots_(kMaxTunnels), mapped_slots_(kMaxMapped) {}
 
 TablesBuilder::~TablesBuilder() = default;
 
@@ -560,13 +561,15 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   std::vector<uint16_t> fresh_lines, fresh_tunnels;
   // Counter slots are assigned as the lines and tunnels come; a failure
   // puts the maps back.
-  const SlotMap saved_lines = line_slots_, saved_tunnels = tunnel_slots_;
+  const SlotMap saved_lines = line_slots_, saved_tunnels = tunnel_slots_,
+                saved_mapped = mapped_slots_;
   std::vector<std::unique_ptr<Tenant>> created;
   std::vector<Tenant*> staged;
   auto fail = [&](std::string why) -> Result<std::unique_ptr<ForwardingTables>, std::string> {
     abortTenants(staged);
     line_slots_ = saved_lines;
     tunnel_slots_ = saved_tunnels;
+    mapped_slots_ = saved_mapped;
     return unexpected(std::move(why));
   };
 
@@ -666,6 +669,49 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     }
     t->tenants.push_back(std::move(te));
   }
+
+  // Mapped ranges: per tenant, both directions' tables; counter slots by name.
+  std::vector<std::string> mapped_names;
+  std::vector<uint16_t> fresh_mapped;
+  for (size_t ti = 0; ti < c.tenants.size(); ++ti) {
+    auto it = input.mapped.find(c.tenants[ti].name);
+    if (it == input.mapped.end() || it->second.empty()) {
+      continue;
+    }
+    std::vector<proto::PrefixRule> out, in;
+    for (const MappedRangeSpec& m : it->second) {
+      const bool v6 = m.real.address.family == Family::V6;
+      if (m.mapped.address.family != m.real.address.family || m.mapped.length != m.real.length) {
+        return fail("mapped range " + m.name + ": real " + m.real.toString() + " and mapped " +
+                    m.mapped.toString() + " differ in family or length");
+      }
+      bool fresh = false;
+      auto slot = mapped_slots_.assign(m.name, &fresh);
+      if (!slot) {
+        return fail("more than " + std::to_string(kMaxMapped) + " mapped ranges");
+      }
+      if (fresh) {
+        fresh_mapped.push_back(*slot);
+      }
+      mapped_names.push_back(m.name);
+      const auto& real = m.real.address.bytes;
+      const auto& mapped = m.mapped.address.bytes;
+      out.push_back(proto::PrefixRule::make(v6, real.data(), mapped.data(), m.real.length, *slot));
+      in.push_back(proto::PrefixRule::make(v6, mapped.data(), real.data(), m.real.length, *slot));
+      t->mapped.push_back(
+          {m.name, c.tenants[ti].name, m.real.network(), m.mapped.network(), *slot});
+    }
+    auto mapping = std::make_shared<TenantMapping>();
+    if (!mapping->out.assign(std::move(out))) {
+      return fail("tenant " + c.tenants[ti].name +
+                  ": the real ranges of its mapped ranges overlap");
+    }
+    if (!mapping->in.assign(std::move(in))) {
+      return fail("tenant " + c.tenants[ti].name + ": its mapped ranges overlap");
+    }
+    t->tenants[ti].mapping = std::move(mapping);
+  }
+  mapped_slots_.retain(mapped_names);
 
   // Lines, peer VTEPs and tunnels (one per peer and carried tenant).
   std::vector<std::string> line_names, tunnel_names;
@@ -890,6 +936,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   topology_ = std::move(topo);
   fresh_lines_ = std::move(fresh_lines);
   fresh_tunnels_ = std::move(fresh_tunnels);
+  fresh_mapped_ = std::move(fresh_mapped);
   generation_ = t->generation;
 
   // Receive queues, spread round-robin over the workers.

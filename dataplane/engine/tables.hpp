@@ -25,6 +25,7 @@
 #include "config/result.hpp"
 #include "dataplane/engine/fib.hpp"
 #include "dataplane/engine/routes.hpp"
+#include "dataplane/proto/prefix_map.hpp"
 #include "dataplane/proto/tunnel.hpp"
 
 struct rte_hash;
@@ -35,6 +36,7 @@ inline constexpr size_t kMaxPorts = 32;      // DPDK port ids we index
 inline constexpr size_t kMaxLines = 256;     // counter slots
 inline constexpr size_t kMaxTunnels = 1024;  // counter slots
 inline constexpr size_t kMaxLinesPerPeer = 8;
+inline constexpr size_t kMaxMapped = 4096;  // counter slots: the YANG's most mapped ranges
 inline constexpr uint16_t kNoTenant = 0xffff;
 
 using Mac = std::array<uint8_t, 6>;
@@ -88,6 +90,24 @@ struct TunnelEntry {
   std::string name;  // "peer/tenant"
 };
 
+// A tenant's mapped ranges that this gateway translates (those whose real
+// range lives at its site): packets from the tenant's LAN into a tunnel get
+// their source mapped (`out`, keyed by the real ranges), packets out of a
+// tunnel their destination unmapped (`in`, keyed by the mapped ranges).
+// Each rule's slot is its counter slot.  Immutable, part of a snapshot.
+struct TenantMapping {
+  proto::PrefixMapTable out;
+  proto::PrefixMapTable in;
+};
+
+// A mapped range as status shows it.
+struct MappedEntry {
+  std::string name;
+  std::string tenant;
+  config::IpPrefix real, mapped;
+  uint16_t slot = 0;
+};
+
 struct TenantEntry {
   std::string name;
   uint32_t vni = 0;
@@ -101,6 +121,9 @@ struct TenantEntry {
   // address of each family.
   std::optional<std::array<uint8_t, 4>> icmp_source4;
   std::optional<std::array<uint8_t, 16>> icmp_source6;
+  // Null when the tenant has no mapped range here: the fast path pays one
+  // branch per direction.
+  std::shared_ptr<const TenantMapping> mapping;
 };
 
 struct PeerVtep {
@@ -193,6 +216,7 @@ class ForwardingTables {
   // Per peer: (VNI, tunnel index), for decapsulation.
   std::vector<std::vector<std::pair<uint32_t, uint16_t>>> peer_vnis;
   std::vector<std::vector<RxQueue>> poll;  // per worker
+  std::vector<MappedEntry> mapped;         // every tenant's, in the input's order
   uint32_t idle_sleep_max_us = 200;
 
   // The MAC of a neighbour on a port (4 or 16 bytes at `address`).
@@ -273,6 +297,12 @@ struct RouteUpdate {
   uint8_t distance = 1;
 };
 
+// A mapped range this gateway translates (TablesInput::mapped).
+struct MappedRangeSpec {
+  std::string name;
+  config::IpPrefix real, mapped;  // same family and length
+};
+
 // Everything a build reads: the structure from the config (ports, tenants,
 // peers, lines, fast-path settings; its tenants' routes are NOT read from
 // it), the open ports, and per tenant the routes of the sources given here,
@@ -283,6 +313,11 @@ struct TablesInput {
   std::map<std::string, OpenPort> ports;
   unsigned workers = 1;
   std::map<std::string, std::map<RouteSource, std::vector<RouteSpec>>> routes;  // by tenant
+  // By tenant: the address plan's mapped ranges whose real range lives at
+  // this gateway's site (the control plane picks them: which site, which
+  // tenant); not filled by fromConfig.  Real ranges of one tenant must not
+  // overlap, nor mapped ranges.
+  std::map<std::string, std::vector<MappedRangeSpec>> mapped;
 
   // The config's sources: its static routes (distance 1), the open LAN
   // ports' subnets (connected, 0) and every open port's addresses as /32
@@ -334,6 +369,7 @@ class TablesBuilder {
   // Slots assigned afresh by the last build (their counters restart).
   const std::vector<uint16_t>& freshLineSlots() const { return fresh_lines_; }
   const std::vector<uint16_t>& freshTunnelSlots() const { return fresh_tunnels_; }
+  const std::vector<uint16_t>& freshMappedSlots() const { return fresh_mapped_; }
 
   // For `show routes`, status and tests (the writer's side: not while a
   // build runs on another thread).
@@ -356,7 +392,8 @@ class TablesBuilder {
  private:
   SlotMap line_slots_;
   SlotMap tunnel_slots_;
-  std::vector<uint16_t> fresh_lines_, fresh_tunnels_;
+  SlotMap mapped_slots_;  // mapped ranges by name
+  std::vector<uint16_t> fresh_lines_, fresh_tunnels_, fresh_mapped_;
   uint64_t generation_ = 0;
   std::map<std::string, std::unique_ptr<Tenant>> tenants_;
   std::vector<std::string> tenant_order_;  // as the config lists them
