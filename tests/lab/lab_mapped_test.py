@@ -212,7 +212,8 @@ def frag_needed(lab) -> None:
             check(ip_src[-2:] == src[-2:] and ip_dst[-2:] == dst[-2:] and len(ip_src) == len(src),
                   f"{where}: frag-needed {src[-2]} -> {dst[-2]} quoting {src[-1]} -> {dst[-1]}",
                   f"ip.src {ip_src}, ip.dst {ip_dst}")
-            check(mtu == [str(NARROW)] and dport == [str(PORT)],
+            # udp.dstport: in the tunnel the outer 4789 comes first.
+            check(mtu == [str(NARROW)] and dport[-1:] == [str(PORT)],
                   f"{where}: MTU {NARROW}, quoting the UDP datagram to port {PORT}", (mtu, dport))
             # 1 good, 0 bad, 2 unverified (tshark's checksum status)
             check(len(csum) == len(src) and all(c == "1" for c in csum),
