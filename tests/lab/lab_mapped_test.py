@@ -31,7 +31,14 @@ routes to the mapped ranges).
   10.202.0.3 -> 10.201.0.10 quoting 10.201.0.10 -> 10.202.1.20; hosta
   receives 10.202.0.3 -> 10.1.0.10 quoting its own real 10.1.0.10 ->
   10.202.1.20, every IPv4 header checksum (outer and quoted) good.
-- The gateways' per-range counters (`mcgwctl show counters --json`) moved.
+- TCP path MTU discovery through the mapping: with hosta's cached MTU
+  flushed, 10 MiB hosta -> hostb through lanb still narrowed to 1400
+  completes; hosta received frag-needed only from 10.202.0.3 quoting its
+  real 10.1.0.10 -> 10.202.1.20, and caches mtu 1400 again.
+- Per-range counters (`mcgwctl show counters --json`, `mapped[]`): gwa
+  lists only legacy-a and gwb only legacy-b; `out` (sources mapped into the
+  tunnel) and `in` (destinations unmapped out of it) each moved by at least
+  the 10 MiB of TCP that way (7231 packets of <= 1450 bytes).
 
 Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 """
@@ -223,6 +230,30 @@ def frag_needed(lab) -> None:
        f"{LANB_MAPPED} -> {HOSTA} quoting its real {HOSTA} -> {HOSTB_MAPPED}; checksums good")
 
 
+def tcp_pmtud(lab) -> None:
+    """TCP A -> B through the narrowed lanb with hosta's cached path MTU
+    gone: its 1450-byte segments (MSS clamped to 1410 by the gateways) do
+    not fit, and the transfer completes only if hosta's TCP takes lanb's
+    translated frag-needed for its own connection."""
+    lab.set_ip_mtu("lanb", "hb", NARROW)
+    lab.run("hosta", "ip", "route", "flush", "cache")
+    check(f"mtu {NARROW}" not in lab.run("hosta", "ip", "route", "get", HOSTB_MAPPED).stdout,
+          f"hosta: no cached path MTU towards {HOSTB_MAPPED} before the transfer")
+    at_a = lab.capture("hosta", "eth0", name="pmtud-hosta", bpf_filter=["icmp"], snaplen=256)
+    t = lab.iperf("hosta", "hostb", addr=HOSTA, connect=HOSTA_MAPPED)
+    at_a.stop()
+    check(t.bytes >= 10 << 20, f"10 MiB hosta -> hostb through lanb narrowed to {NARROW}", t)
+    print(f"   {t}", flush=True)
+    got = tshark(at_a, "ip.src", "ip.dst", "icmp.mtu", display_filter="icmp.type == 3 and icmp.code == 4")
+    # ip.src: outer, quoted; ip.dst likewise.
+    check(got and all(r == [[LANB_MAPPED, HOSTA], [HOSTA, HOSTB_MAPPED], [str(NARROW)]] for r in got),
+          f"hosta: frag-needed from {LANB_MAPPED} (MTU {NARROW}) quoting its real {HOSTA} -> {HOSTB_MAPPED}", got)
+    out = lab.run("hosta", "ip", "route", "get", HOSTB_MAPPED).stdout
+    check(f"mtu {NARROW}" in out, f"hosta: ip route get {HOSTB_MAPPED}: mtu {NARROW} after the transfer", out)
+    ok(f"TCP path MTU discovery through the mapping: 10 MiB hosta -> hostb with lanb at {NARROW}, "
+       f"{len(got)} frag-needed quoting hosta's real address, hosta caches mtu {NARROW}")
+
+
 def packets(v) -> int:
     """A counter of `show counters --json`: a number, or {"packets": n, ...}."""
     return int(v.get("packets", 0)) if isinstance(v, dict) else int(v or 0)
@@ -254,7 +285,7 @@ def run(tmp: Path) -> None:
         print(f"   lab {lab.prefix} up in {time.monotonic() - t_start:.1f} s ({MODE})", flush=True)
         before = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
         parts = ([("routes", routes_and_announcements)] if MODE == "bgp" else []) + [
-            ("ping", pings), ("tcp", tcp), ("frag-needed", frag_needed),
+            ("ping", pings), ("tcp", tcp), ("frag-needed", frag_needed), ("tcp-pmtud", tcp_pmtud),
             ("counters", lambda lab: range_counters(lab, before))]
         failed = []
         for label, part in parts:
