@@ -126,6 +126,11 @@ sitec  vxlan0  (overlay)   10.3.255.1/24     fd00:c:ff::1/64    Linux VXLAN, MAC
 sitec  lan0    hostc eth0  10.3.0.1/24       fd00:c::1/64       site C router (forwarding on)
 hostc  eth0    sitec lan0  10.3.0.10/24      fd00:c::10/64      host C, default via 10.3.0.1 / fd00:c::1
 VPCs: A 10.1.0.0/16 + fd00:a::/64, B 10.2.0.0/16 + fd00:b::/64, C 10.3.0.0/16 + fd00:c::/64
+With --overlap (sites A and B both 10.1.0.0/16; A mapped to 10.201.0.0/16, B to 10.202.0.0/16):
+gwb    lan0    lanb gw     10.1.0.2/24       fd00:b::1/64       gateway B LAN port; routes 10.1.1.0/24 via 10.1.0.3
+lanb   gw      gwb lan0    10.1.0.3/24       fd00:b::3/64       router before hostb, default via 10.1.0.2
+lanb   hb      hostb eth0  10.1.1.1/24                          (Lab.set_ip_mtu("lanb", "hb", MTU): frag-needed)
+hostb  eth0    lanb hb     10.1.1.20/24                         host B, default via 10.1.1.1; 10.202.1.20 to the others
 """
 
 
@@ -698,8 +703,8 @@ class Options:
         if self.idc_router and (self.static_neighbors or self.kernel_static_neighbors):
             raise LabError("idc_router: gateway A's LAN is a bridge; static neighbours are not supported with it")
         if self.overlap and self.idc_router:
-            raise LabError("overlap and idc_router: not supported together (the IDC router's plan VPC "
-                           "would be site A's only IPv4 range beside a mapped one)")
+            raise LabError("overlap and idc_router: not supported together (the overlap plan replaces "
+                           "the VPCs, the IDC router's idc-a among them)")
 
     def mbufs_for(self, ports: int) -> int:
         """The af_xdp PMD keeps 2048 mbufs per RX queue in its fill ring
