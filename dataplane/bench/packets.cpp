@@ -63,7 +63,41 @@ std::vector<uint8_t> innerFrame(size_t size, const InnerSpec& s) {
   udp->dst_port.set(s.dst_port);
   udp->length.set(static_cast<uint16_t>(size - kEthLen - sizeof(Ipv4Header)));
   udp->checksum.set(0);
+  if (s.udp_checksum) {
+    const size_t n = size - kEthLen - sizeof(Ipv4Header);
+    uint16_t c =
+        internetChecksum(Bytes(reinterpret_cast<const std::byte*>(udp), n),
+                         pseudoHeaderV4(ip->src, ip->dst, kIpProtoUdp, static_cast<uint16_t>(n)));
+    udp->checksum.set(c == 0 ? 0xffff : c);
+  }
   return f;
+}
+
+std::string checkSourceAndUdpChecksum(const uint8_t* frame, size_t len, size_t offset,
+                                      const Ip4& src) {
+  using namespace proto;
+  const uint8_t* f = frame + offset + kEthLen;
+  if (len < offset + kEthLen + sizeof(Ipv4Header) + sizeof(UdpHeader)) {
+    return "too short for IPv4 / UDP";
+  }
+  const auto* ip = reinterpret_cast<const Ipv4Header*>(f);
+  Ip4 s;
+  std::memcpy(s.data(), ip->src, 4);
+  if (s != src) {
+    return "inner source " + toString(s) + ", expected " + toString(src);
+  }
+  const size_t n = len - offset - kEthLen - sizeof(Ipv4Header);
+  const auto* udp = f + sizeof(Ipv4Header);
+  if ((udp[6] | udp[7]) == 0) {
+    return "inner UDP checksum 0";
+  }
+  const uint32_t sum =
+      checksumAdd(Bytes(reinterpret_cast<const std::byte*>(udp), n),
+                  pseudoHeaderV4(ip->src, ip->dst, kIpProtoUdp, static_cast<uint16_t>(n)));
+  if (checksumFold(sum) != 0xffff) {
+    return "inner UDP checksum is wrong";
+  }
+  return {};
 }
 
 std::vector<uint8_t> vxlanFrame(const std::vector<uint8_t>& inner,

@@ -23,10 +23,12 @@ struct InnerSpec {
   Ip4 src{}, dst{};
   uint16_t src_port = 0, dst_port = 0;
   uint8_t ttl = 64;
+  bool udp_checksum = false;  // compute it (else 0: none)
 };
 
 // An Ethernet + IPv4 + UDP frame of `size` bytes (no FCS; at least 42), IPv4
-// header checksum set, UDP checksum 0, the payload a byte pattern.
+// header checksum set, UDP checksum 0 (or computed: spec.udp_checksum), the
+// payload a byte pattern.
 std::vector<uint8_t> innerFrame(size_t size, const InnerSpec& spec);
 
 // `inner` behind outer Ethernet / IPv4 / UDP / VXLAN headers, as a peer VTEP
@@ -55,6 +57,10 @@ std::string checkLan(const uint8_t* frame, size_t len, size_t inner_size, const 
                      const ExpectLan& e);
 std::string checkTunnel(const uint8_t* frame, size_t len, size_t inner_size, const Ip4& dst,
                         const ExpectTunnel& e);
+// The inner IPv4 / UDP packet at frame[offset + 14] comes from `src` and its
+// UDP checksum (which must be set) verifies over the pseudo-header.
+std::string checkSourceAndUdpChecksum(const uint8_t* frame, size_t len, size_t offset,
+                                      const Ip4& src);
 
 std::string toString(const Mac& m);
 std::string toString(const Ip4& a);

@@ -1,6 +1,7 @@
 #include "dataplane/proto/prefix_map.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "dataplane/proto/checksum.hpp"
 #include "dataplane/proto/icmp.hpp"
@@ -8,16 +9,8 @@
 #include "dataplane/proto/ipv6.hpp"
 
 namespace mcgw::proto {
+namespace prefix_map_detail {
 namespace {
-
-uint16_t load16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-void store16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
 
 uint32_t load32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
@@ -72,6 +65,8 @@ Change adjustTransport(uint8_t* l4, size_t l4_len, uint8_t protocol, bool v6, ui
   }
   return adjustAt(l4 + at, delta, protocol == kIpProtoUdp);
 }
+
+}  // namespace
 
 // The packet quoted in the ICMP / ICMPv6 error at icmp (icmp_len bytes of
 // ICMP message in this packet): its address on the other side of `field`
@@ -157,7 +152,35 @@ const PrefixRule* mapQuote(uint8_t* icmp, size_t icmp_len, bool v6, AddressField
   return r;
 }
 
-}  // namespace
+MapResult mapPacket6(uint8_t* ip, size_t len, AddressField field, const PrefixMapTable& table) {
+  MapResult res;
+  const Ipv6Packet p = parseIpv6(Bytes(reinterpret_cast<const std::byte*>(ip), len));
+  if (!p.ip.ok()) {
+    return res;
+  }
+  // A later fragment has no transport header (p.upper is empty).
+  uint8_t* l4 =
+      p.upper.empty() ? nullptr : ip + (reinterpret_cast<const uint8_t*>(p.upper.data()) - ip);
+  const size_t l4_len = p.upper.size();
+  uint8_t* a = ip + (field == AddressField::kSource ? 8 : 24);
+  if (const PrefixRule* r = table.find6(a)) {
+    r->rewrite(a);
+    if (p.first_fragment) {
+      adjustTransport(l4, l4_len, p.upper_protocol, true, r->delta);
+    }
+    res.outer = r;
+  }
+  if (p.upper_protocol == kIpProtoIpv6Icmp && p.first_fragment && l4_len >= sizeof(IcmpHeader) &&
+      isIcmp6Error(l4[0])) {
+    res.inner = mapQuote(l4, l4_len, true, field, table);
+  }
+  return res;
+}
+
+}  // namespace prefix_map_detail
+
+using prefix_map_detail::load32;
+using prefix_map_detail::load64;
 
 PrefixRule PrefixRule::make(bool v6, const uint8_t* from, const uint8_t* to, uint8_t length,
                             uint16_t slot) {
@@ -181,6 +204,8 @@ PrefixRule PrefixRule::make(bool v6, const uint8_t* from, const uint8_t* to, uin
   const uint16_t d = checksumFold(sum);
   r.delta = d == 0xffff ? 0 : d;  // one zero: adding 0 leaves every checksum as it is
   r.slot = slot;
+  std::memcpy(&r.mask4, r.mask.data(), 4);
+  std::memcpy(&r.to4, r.to.data(), 4);
   return r;
 }
 
@@ -235,24 +260,6 @@ bool PrefixMapTable::assign(std::vector<PrefixRule> rules) {
   return true;
 }
 
-const PrefixRule* PrefixMapTable::find4(const uint8_t* address) const {
-  const uint32_t a = load32(address);
-  // The last range starting at or before a.
-  size_t lo = 0, hi = v4_.size();
-  while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
-    if (v4_[mid].first <= a) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0 || a > v4_[lo - 1].last) {
-    return nullptr;
-  }
-  return &rules_[v4_[lo - 1].rule];
-}
-
 const PrefixRule* PrefixMapTable::find6(const uint8_t* address) const {
   const uint64_t ahi = load64(address), alo = load64(address + 8);
   size_t lo = 0, hi = v6_.size();
@@ -273,59 +280,6 @@ const PrefixRule* PrefixMapTable::find6(const uint8_t* address) const {
     return nullptr;
   }
   return &rules_[r.rule];
-}
-
-MapResult mapPacket(uint8_t* ip, size_t len, bool v6, AddressField field,
-                    const PrefixMapTable& table) {
-  MapResult res;
-  if (!v6) {
-    if (len < sizeof(Ipv4Header) || (ip[0] >> 4) != 4) {
-      return res;
-    }
-    const size_t hl = static_cast<size_t>(ip[0] & 0x0f) * 4;
-    const size_t total = load16(ip + 2);
-    if (hl < sizeof(Ipv4Header) || total < hl || total > len) {
-      return res;
-    }
-    const uint8_t protocol = ip[9];
-    const bool first = (load16(ip + 6) & 0x1fff) == 0;
-    uint8_t* l4 = ip + hl;
-    const size_t l4_len = total - hl;
-    uint8_t* a = ip + (field == AddressField::kSource ? 12 : 16);
-    if (const PrefixRule* r = table.find4(a)) {
-      r->rewrite(a);
-      adjustAt(ip + 10, r->delta, false);
-      if (first) {
-        adjustTransport(l4, l4_len, protocol, false, r->delta);
-      }
-      res.outer = r;
-    }
-    if (protocol == kIpProtoIcmp && first && l4_len >= sizeof(IcmpHeader) && isIcmpError(l4[0])) {
-      res.inner = mapQuote(l4, l4_len, false, field, table);
-    }
-    return res;
-  }
-  const Ipv6Packet p = parseIpv6(Bytes(reinterpret_cast<const std::byte*>(ip), len));
-  if (!p.ip.ok()) {
-    return res;
-  }
-  // A later fragment has no transport header (p.upper is empty).
-  uint8_t* l4 =
-      p.upper.empty() ? nullptr : ip + (reinterpret_cast<const uint8_t*>(p.upper.data()) - ip);
-  const size_t l4_len = p.upper.size();
-  uint8_t* a = ip + (field == AddressField::kSource ? 8 : 24);
-  if (const PrefixRule* r = table.find6(a)) {
-    r->rewrite(a);
-    if (p.first_fragment) {
-      adjustTransport(l4, l4_len, p.upper_protocol, true, r->delta);
-    }
-    res.outer = r;
-  }
-  if (p.upper_protocol == kIpProtoIpv6Icmp && p.first_fragment && l4_len >= sizeof(IcmpHeader) &&
-      isIcmp6Error(l4[0])) {
-    res.inner = mapQuote(l4, l4_len, true, field, table);
-  }
-  return res;
 }
 
 }  // namespace mcgw::proto

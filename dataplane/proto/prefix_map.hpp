@@ -30,7 +30,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#include "dataplane/proto/icmp.hpp"
+#include "dataplane/proto/ipv4.hpp"
 
 namespace mcgw::proto {
 
@@ -45,6 +49,8 @@ struct PrefixRule {
   uint16_t delta = 0;
   // The caller's name for the range (a counter slot).
   uint16_t slot = 0;
+  // IPv4: mask and to as the 4 bytes lie in memory, for rewrite4().
+  uint32_t mask4 = 0, to4 = 0;
 
   // A rule from/length → to/length (network addresses are masked here).
   static PrefixRule make(bool v6, const uint8_t* from, const uint8_t* to, uint8_t length,
@@ -57,6 +63,12 @@ struct PrefixRule {
     for (size_t i = 0; i < n; ++i) {
       address[i] = static_cast<uint8_t>((address[i] & ~mask[i]) | to[i]);
     }
+  }
+  void rewrite4(uint8_t* address) const {
+    uint32_t a;
+    std::memcpy(&a, address, 4);
+    a = (a & ~mask4) | to4;
+    std::memcpy(address, &a, 4);
   }
 };
 
@@ -79,8 +91,25 @@ class PrefixMapTable {
   size_t size() const { return rules_.size(); }
   const std::vector<PrefixRule>& rules() const { return rules_; }
 
-  // The rule whose `from` range holds the address, or null.
-  const PrefixRule* find4(const uint8_t* address) const;
+  // The rule whose `from` range holds the address, or null.  IPv4 inline:
+  // a binary search without data-dependent branches (the last range that
+  // starts at or before the address, then its end).
+  const PrefixRule* find4(const uint8_t* address) const {
+    size_t n = v4_.size();
+    if (n == 0) {
+      return nullptr;
+    }
+    const uint32_t a = static_cast<uint32_t>(address[0]) << 24 |
+                       static_cast<uint32_t>(address[1]) << 16 |
+                       static_cast<uint32_t>(address[2]) << 8 | address[3];
+    const Range4* base = v4_.data();
+    while (n > 1) {
+      const size_t half = n / 2;
+      base = base[half].first <= a ? base + half : base;
+      n -= half;
+    }
+    return base->first <= a && a <= base->last ? &rules_[base->rule] : nullptr;
+  }
   const PrefixRule* find6(const uint8_t* address) const;
   const PrefixRule* find(const uint8_t* address, bool v6) const {
     return v6 ? find6(address) : find4(address);
@@ -119,7 +148,69 @@ struct MapResult {
 // Nothing changes when the IP header does not parse (IPv4: version, IHL,
 // total length; IPv6: version, payload length, the extension headers).  L4
 // and quoted headers cut short are left as they are.
-MapResult mapPacket(uint8_t* ip, size_t len, bool v6, AddressField field,
-                    const PrefixMapTable& table);
+// (IPv4 without ICMP errors inline: the fast path's common case.)
+inline MapResult mapPacket(uint8_t* ip, size_t len, bool v6, AddressField field,
+                           const PrefixMapTable& table);
+
+namespace prefix_map_detail {
+
+// Out of line: IPv6, and the quote of an ICMP / ICMPv6 error (icmp: the
+// ICMP header, icmp_len bytes of message in this packet, at least 8).
+MapResult mapPacket6(uint8_t* ip, size_t len, AddressField field, const PrefixMapTable& table);
+const PrefixRule* mapQuote(uint8_t* icmp, size_t icmp_len, bool v6, AddressField field,
+                           const PrefixMapTable& table);
+
+inline uint16_t load16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+inline void store16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
+}  // namespace prefix_map_detail
+
+inline MapResult mapPacket(uint8_t* ip, size_t len, bool v6, AddressField field,
+                           const PrefixMapTable& table) {
+  using namespace prefix_map_detail;
+  if (v6) {
+    return mapPacket6(ip, len, field, table);
+  }
+  MapResult res;
+  if (len < sizeof(Ipv4Header) || (ip[0] >> 4) != 4) {
+    return res;
+  }
+  const size_t hl = static_cast<size_t>(ip[0] & 0x0f) * 4;
+  const size_t total = load16(ip + 2);
+  if (hl < sizeof(Ipv4Header) || total < hl || total > len) {
+    return res;
+  }
+  const uint8_t protocol = ip[9];
+  const bool first = (load16(ip + 6) & 0x1fff) == 0;
+  uint8_t* l4 = ip + hl;
+  const size_t l4_len = total - hl;
+  uint8_t* a = ip + (field == AddressField::kSource ? 12 : 16);
+  if (const PrefixRule* r = table.find4(a)) {
+    r->rewrite4(a);
+    store16(ip + 10, checksumAdjust(load16(ip + 10), r->delta));
+    if (first) {
+      if (protocol == kIpProtoTcp && l4_len >= 18) {
+        store16(l4 + 16, checksumAdjust(load16(l4 + 16), r->delta));
+      } else if (protocol == kIpProtoUdp && l4_len >= 8) {
+        // 0: no checksum, stays; a computed 0 is sent as 0xffff (RFC 768).
+        if (const uint16_t c = load16(l4 + 6); c != 0) {
+          const uint16_t n = checksumAdjust(c, r->delta);
+          store16(l4 + 6, n == 0 ? 0xffff : n);
+        }
+      }
+    }
+    res.outer = r;
+  }
+  if (protocol == kIpProtoIcmp && first && l4_len >= sizeof(IcmpHeader) && isIcmpError(l4[0]))
+      [[unlikely]] {
+    res.inner = mapQuote(l4, l4_len, false, field, table);
+  }
+  return res;
+}
 
 }  // namespace mcgw::proto
