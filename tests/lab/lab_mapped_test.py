@@ -21,6 +21,11 @@ routes to the mapped ranges).
   and a2, VXLAN decoded) every inner address is a mapped one, none in
   10.1.0.0/16.
 - 10 MiB TCP (iperf3) hosta -> hostb and hostb -> hosta, by mapped addresses.
+- Gateway A's own work on a mapped flow sees real addresses: 1500-byte UDP
+  from hosta to 10.202.1.20 without DF is fragmented by gwa (the tunnel
+  carries 1450) and each fragment mapped: hostb receives 3 intact from
+  10.201.0.10; with DF hosta gets frag-needed with MTU 1450 from gwa's LAN
+  address 10.1.0.1 (its socket's error queue: the quote is its own packet).
 - Frag-needed for a mapped flow: lanb forwards at most 1400 bytes towards
   hostb (route MTU); hosta sends UDP packets of 1450 bytes with DF to
   10.202.1.20.  Hosta's socket gets ICMP 3/4 with MTU 1400 from 10.202.0.3
@@ -108,9 +113,9 @@ def tshark(cap, *fields: str, display_filter: str) -> list[list[list[str]]]:
     return [[x.split(",") if x else [] for x in line.split("\t")] for line in out.splitlines() if line.strip()]
 
 
-def udp_send(lab, node: str, dst: str, size: int, count: int = 3) -> dict:
-    r = lab.run(node, "/usr/bin/python3", PMTU_TEST, "udp-send", dst, PORT, size, "--df", "--count", count,
-                "--interval", 0.3, timeout=count * 2 + 10)
+def udp_send(lab, node: str, dst: str, size: int, count: int = 3, df: bool = True) -> dict:
+    r = lab.run(node, "/usr/bin/python3", PMTU_TEST, "udp-send", dst, PORT, size, *(["--df"] if df else []),
+                "--count", count, "--interval", 0.3, timeout=count * 2 + 10)
     return json.loads(r.stdout)
 
 
@@ -176,11 +181,29 @@ def frag_needed(lab) -> None:
     lab.start(recv, "hostb", "/usr/bin/python3", PMTU_TEST, "udp-recv", PORT)
     check(wait_for(lambda: lab.run("hostb", "ss", "-Hlun", f"sport = :{PORT}", check=False).stdout.strip(), 10),
           f"UDP receiver on hostb port {PORT}")
+    lab.run("hosta", "ip", "route", "flush", "cache")
+
+    # The gateway's own work on a mapped flow sees real addresses: gwa
+    # fragments a 1500-byte packet without DF (the tunnel carries 1450) and
+    # maps each fragment; with DF it answers from its LAN address, quoting
+    # hosta's packet as hosta sent it.
+    r = udp_send(lab, "hosta", HOSTB_MAPPED, 1500 - 28, df=False)
+    got = wait_for(lambda: [d for d in received(lab, recv) if d["len"] == 1500 - 28], 3)
+    check(len(got) == 3 and all(d["intact"] and d["src"] == HOSTA_MAPPED for d in got),
+          f"hostb: 3 datagrams of 1500 bytes without DF, fragmented by gwa, reassembled, from {HOSTA_MAPPED}",
+          (r, received(lab, recv)))
+    r = udp_send(lab, "hosta", HOSTB_MAPPED, 1500 - 28)
+    errs = [e for e in r["errors"] if e["origin"] == "icmp"]
+    check(errs and all(e["type"] == 3 and e["code"] == 4 and e["info"] == 1450 and e["offender"] == "10.1.0.1"
+                       for e in errs) and r["mtu"] == 1450,
+          "1500 bytes with DF: frag-needed with MTU 1450 from gwa's LAN address 10.1.0.1", r)
+    ok(f"gwa on a mapped flow: 1500-byte datagrams without DF fragmented and mapped (hostb got 3 intact from "
+       f"{HOSTA_MAPPED}); with DF frag-needed from 10.1.0.1, MTU 1450")
+
     lab.set_ip_mtu("lanb", "hb", NARROW)
     at_a = lab.capture("hosta", "eth0", name="fn-hosta", bpf_filter=["icmp"], snaplen=256)
     at_lanb = lab.capture("lanb", "gw", name="fn-lanb", bpf_filter=["icmp"], snaplen=256)
     tunnel = lab.capture("rtr", "b1", name="fn-b1", bpf_filter=["udp port 4789"], snaplen=300)
-    lab.run("hosta", "ip", "route", "flush", "cache")
 
     r = udp_send(lab, "hosta", HOSTB_MAPPED, 1450 - 28)
     errs = [e for e in r["errors"] if e["origin"] == "icmp"]
