@@ -151,16 +151,18 @@ def test_overlap_configs(tmp: Path) -> None:
         for c in (a, b):
             check(c["address-plan"]["mapped-ranges"] == [
                 {"name": "legacy-a", "real": "10.1.0.0/16", "mapped": "10.201.0.0/16", "site": "site-a"},
-                {"name": "legacy-b", "real": "10.1.0.0/16", "mapped": "10.202.0.0/16", "site": "site-b"}],
-                "both mapped ranges in the plan", c["address-plan"])
+                {"name": "legacy-b", "real": "10.1.0.0/16", "mapped": "10.202.0.0/16", "site": "site-b"},
+                {"name": "legacy-a6", "real": "fd00:a::/56", "mapped": "fd00:201::/56", "site": "site-a"},
+                {"name": "legacy-b6", "real": "fd00:a::/56", "mapped": "fd00:202::/56", "site": "site-b"}],
+                "the mapped ranges of both sites, IPv4 and IPv6, in the plan", c["address-plan"])
             vpcs = c["address-plan"]["clouds"][0]["regions"][0]["vpcs"]
-            check([v["name"] for v in vpcs] == ["vpc-a6", "vpc-b6", "vpc-c"], "VPCs without the shared range", vpcs)
-        check(b["ports"][0]["addresses"] == ["10.1.0.2/24", "fd00:b::1/64"], "gwb lan0 in site A's range",
+            check([v["name"] for v in vpcs] == ["vpc-c"], "VPCs without the shared ranges", vpcs)
+        check(b["ports"][0]["addresses"] == ["10.1.0.2/24", "fd00:a::2/64"], "gwb lan0 in site A's ranges",
               b["ports"][0])
         routes = {gw: [(r["prefix"], r.get("peer") or r.get("next-hop")) for r in c["tenants"][0]["routes"]]
                   for gw, c in (("gwa", a), ("gwb", b))}
-        want = {"gwa": [("fd00:b::/64", "site-b"), ("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
-                "gwb": [("fd00:a::/64", "site-a"), ("10.1.1.0/24", "10.1.0.3")]}
+        want = {"gwa": [("fd00:202::/56", "site-b"), ("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
+                "gwb": [("fd00:201::/56", "site-a"), ("10.1.1.0/24", "10.1.0.3"), ("fd00:a:0:1::/64", "fd00:a::3")]}
         if not bgp:
             want["gwa"].insert(0, ("10.202.0.0/16", "site-b"))
             want["gwb"].insert(0, ("10.201.0.0/16", "site-a"))
@@ -168,8 +170,8 @@ def test_overlap_configs(tmp: Path) -> None:
         check(lab.bgp_prefixes("gwa") == (["10.202.0.0/16"] if bgp else [])
               and lab.bgp_prefixes("gwb") == (["10.201.0.0/16"] if bgp else []),
               "BGP waits for the other site's mapped range", (lab.bgp_prefixes("gwa"), lab.bgp_prefixes("gwb")))
-    ok("overlap configs (with and without BGP) pass check-config: mapped ranges legacy-a/legacy-b, the other "
-       "site's mapped range routed, gwb's static route to hostb's subnet via lanb")
+    ok("overlap configs (with and without BGP) pass check-config: mapped ranges legacy-a/b (IPv4) and "
+       "legacy-a6/b6 (IPv6), the other site's mapped ranges routed, gwb's static routes to hostb's subnets via lanb")
 
 
 def test_failed_up_cleans_up(tmp: Path) -> None:

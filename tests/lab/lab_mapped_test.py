@@ -2,9 +2,9 @@
 """Lab test: 1:1 mapped ranges (issue 15, part 5), af_xdp, VXLAN, IPv4
 underlay, Options.overlap.
 
-Sites A and B both use 10.1.0.0/16: hosta 10.1.0.10 behind gwa (10.1.0.1),
-hostb 10.1.1.20 behind router lanb (10.1.0.3 / 10.1.1.1) behind gwb
-(10.1.0.2).  The plan maps site A's copy to 10.201.0.0/16 and site B's to
+Sites A and B both use 10.1.0.0/16 (and fd00:a::/56, see IPv6 below):
+hosta 10.1.0.10 behind gwa (10.1.0.1), hostb 10.1.1.20 behind router lanb
+(10.1.0.3 / 10.1.1.1) behind gwb (10.1.0.2).  The plan maps site A's copy to 10.201.0.0/16 and site B's to
 10.202.0.0/16; each gateway translates its own site's (source real ->
 mapped before encapsulation, destination mapped -> real after
 decapsulation, and the quoted header of ICMP errors), so the hosts reach
@@ -40,10 +40,18 @@ routes to the mapped ranges).
   flushed, 10 MiB hosta -> hostb through lanb still narrowed to 1400
   completes; hosta received frag-needed only from 10.202.0.3 quoting its
   real 10.1.0.10 -> 10.202.1.20, and caches mtu 1400 again.
+- IPv6: both sites also use fd00:a::/56 (hosta fd00:a::10, hostb
+  fd00:a:0:1::20), A mapped to fd00:201::/56, B to fd00:202::/56: ping
+  hosta -> fd00:202:0:1::20 and hostb -> fd00:201::10 (hostb sees the
+  requests from fd00:201::10 to its real address), 10 MiB TCP both ways,
+  and Packet Too Big from lanb (MTU 1400): from fd00:202::3 in hosta's
+  socket error queue, and at hosta (tshark) quoting hosta's real fd00:a::10
+  -> fd00:202:0:1::20.
 - Per-range counters (`mcgwctl show counters --json`, `mapped[]`): gwa
-  lists only legacy-a and gwb only legacy-b; `out` (sources mapped into the
-  tunnel) and `in` (destinations unmapped out of it) each moved by at least
-  the 10 MiB of TCP that way (7231 packets of <= 1450 bytes).
+  lists only legacy-a and legacy-a6, gwb only legacy-b and legacy-b6; `out`
+  (sources mapped into the tunnel) and `in` (destinations unmapped out of
+  it) of each moved by at least the 10 MiB of TCP that way (7231 packets of
+  <= 1450 bytes).
 
 Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 """
@@ -68,6 +76,10 @@ PMTU_TEST = HERE / "lab_pmtu_test.py"  # its udp-send / udp-recv helpers
 HOSTA, HOSTA_MAPPED = "10.1.0.10", "10.201.0.10"
 HOSTB, HOSTB_MAPPED = "10.1.1.20", "10.202.1.20"
 LANB, LANB_MAPPED = "10.1.0.3", "10.202.0.3"
+# IPv6: both sites use fd00:a::/56, A mapped to fd00:201::/56, B to fd00:202::/56.
+HOSTA6, HOSTA6_MAPPED = "fd00:a::10", "fd00:201::10"
+HOSTB6, HOSTB6_MAPPED = "fd00:a:0:1::20", "fd00:202:0:1::20"
+LANB6_MAPPED = "fd00:202::3"
 NARROW = 1400  # lanb's IP MTU towards hostb in the frag-needed part
 PORT = 9001
 
@@ -113,8 +125,8 @@ def tshark(cap, *fields: str, display_filter: str) -> list[list[list[str]]]:
     return [[x.split(",") if x else [] for x in line.split("\t")] for line in out.splitlines() if line.strip()]
 
 
-def udp_send(lab, node: str, dst: str, size: int, count: int = 3, df: bool = True) -> dict:
-    r = lab.run(node, "/usr/bin/python3", PMTU_TEST, "udp-send", dst, PORT, size, *(["--df"] if df else []),
+def udp_send(lab, node: str, dst: str, size: int, count: int = 3, df: bool = True, port: int = PORT) -> dict:
+    r = lab.run(node, "/usr/bin/python3", PMTU_TEST, "udp-send", dst, port, size, *(["--df"] if df else []),
                 "--count", count, "--interval", 0.3, timeout=count * 2 + 10)
     return json.loads(r.stdout)
 
@@ -277,6 +289,48 @@ def tcp_pmtud(lab) -> None:
        f"{len(got)} frag-needed quoting hosta's real address, hosta caches mtu {NARROW}")
 
 
+def ipv6(lab) -> None:
+    """The same over IPv6 (fd00:a::/56 on both sites): ping, 10 MiB TCP both
+    ways, and Packet Too Big from lanb quoting hosta's real address."""
+    at_b = lab.capture("hostb", "eth0", name="echo6-hostb", bpf_filter=["icmp6 and ip6[40] == 128"], snaplen=128)
+    for src, dst in (("hosta", HOSTB6_MAPPED), ("hostb", HOSTA6_MAPPED)):
+        n = lab.ping(src, dst, count=3, timeout=2)
+        check(n == 3, f"ping {src} -> {dst}: 3 of 3 replies", n)
+    at_b.stop()
+    seen = {(s, d) for s, d in at_b.fields("ipv6.src", "ipv6.dst")}
+    check(seen == {(HOSTA6_MAPPED, HOSTB6), (HOSTB6, HOSTA6_MAPPED)},
+          f"hostb: echo requests from {HOSTA6_MAPPED} to its real {HOSTB6} (and its own to {HOSTA6_MAPPED})", seen)
+    for sender, receiver, real, mapped in (("hosta", "hostb", HOSTA6, HOSTA6_MAPPED),
+                                           ("hostb", "hosta", HOSTB6, HOSTB6_MAPPED)):
+        t = lab.iperf(sender, receiver, addr=real, connect=mapped)
+        check(t.bytes >= 10 << 20, f"10 MiB {sender} -> {receiver} by {mapped}", t)
+        print(f"   {t}", flush=True)
+    ok(f"IPv6: ping hosta -> {HOSTB6_MAPPED} and hostb -> {HOSTA6_MAPPED} (hostb sees {HOSTA6_MAPPED} -> {HOSTB6}), "
+       "10 MiB TCP both ways by mapped addresses")
+
+    port = PORT + 1
+    lab.start(f"udp-recv-hostb-{port}", "hostb", "/usr/bin/python3", PMTU_TEST, "udp-recv", port)
+    check(wait_for(lambda: lab.run("hostb", "ss", "-Hlun", f"sport = :{port}", check=False).stdout.strip(), 10),
+          f"UDP receiver on hostb port {port}")
+    lab.set_ip_mtu("lanb", "hb", NARROW)
+    lab.run("hosta", "ip", "-6", "route", "flush", "cache")
+    at_a = lab.capture("hosta", "eth0", name="ptb-hosta", bpf_filter=["icmp6 and ip6[40] == 2"], snaplen=256)
+    r = udp_send(lab, "hosta", HOSTB6_MAPPED, 1450 - 48, port=port)
+    at_a.stop()
+    errs = [e for e in r["errors"] if e["origin"] == "icmp6"]
+    check(errs and all(e["type"] == 2 and e["info"] == NARROW and e["offender"] == LANB6_MAPPED for e in errs)
+          and r["mtu"] == NARROW,
+          f"hosta's socket (connected to {HOSTB6_MAPPED}): Packet Too Big with MTU {NARROW} from {LANB6_MAPPED} "
+          f"in its error queue, path MTU {NARROW}", r)
+    rows = tshark(at_a, "ipv6.src", "ipv6.dst", "icmpv6.mtu", display_filter="icmpv6.type == 2")
+    # ipv6.src: outer, quoted; ipv6.dst likewise.
+    check(rows and all(x == [[LANB6_MAPPED, HOSTA6], [HOSTA6, HOSTB6_MAPPED], [str(NARROW)]] for x in rows),
+          f"tshark at hosta: Packet Too Big {LANB6_MAPPED} -> {HOSTA6} quoting its real {HOSTA6} -> {HOSTB6_MAPPED}",
+          rows)
+    ok(f"IPv6 Packet Too Big for a mapped flow: from {LANB6_MAPPED}, MTU {NARROW}, quoting hosta's real "
+       f"{HOSTA6} -> {HOSTB6_MAPPED} (socket error queue, tshark)")
+
+
 def packets(v) -> int:
     """A counter of `show counters --json`: a number, or {"packets": n, ...}."""
     return int(v.get("packets", 0)) if isinstance(v, dict) else int(v or 0)
@@ -289,7 +343,8 @@ MIN_TCP_PACKETS = (10 << 20) // 1450
 def range_counters(lab, before: dict) -> None:
     after = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
     print(f"   per-range counters before: {json.dumps(before)}\n   after: {json.dumps(after)}", flush=True)
-    for gw, name, other in (("gwa", "legacy-a", "legacy-b"), ("gwb", "legacy-b", "legacy-a")):
+    for gw, name, other in (("gwa", "legacy-a", "legacy-b"), ("gwb", "legacy-b", "legacy-a"),
+                            ("gwa", "legacy-a6", "legacy-b6"), ("gwb", "legacy-b6", "legacy-a6")):
         check(name in after[gw], f"{gw}: show counters --json has per-range counters for {name}", after[gw])
         check(other not in after[gw], f"{gw}: no counters for {other} (translated by the other site's gateway)",
               after[gw])
@@ -309,7 +364,7 @@ def run(tmp: Path) -> None:
         before = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
         parts = ([("routes", routes_and_announcements)] if MODE == "bgp" else []) + [
             ("ping", pings), ("tcp", tcp), ("frag-needed", frag_needed), ("tcp-pmtud", tcp_pmtud),
-            ("counters", lambda lab: range_counters(lab, before))]
+            ("ipv6", ipv6), ("counters", lambda lab: range_counters(lab, before))]
         failed = []
         for label, part in parts:
             try:

@@ -21,7 +21,7 @@ below and ``topology.txt`` in the lab directory)::
 With BGP (Options.bgp; the CLI's default) FRR runs in gwa and gwb and routes
 A<->B; with Options.idc_router namespace idc is gwa's LAN switch and an IDC
 router (BIRD) for idchost; with Options.overlap sites A and B share
-10.1.0.0/16, each reached at its own mapped range, and router lanb stands
+10.1.0.0/16 and fd00:a::/56, each reached at its own mapped ranges, and router lanb stands
 between gwb and hostb (tests/lab/README.md).
 
 CLI (run as root, with /usr/bin/python3; stdlib only)::
@@ -98,11 +98,12 @@ GWA_ASN, GWB_ASN, IDC_ASN = 65001, 65002, 64512
 IDC_ROUTER = "10.1.0.254"
 IDC_RANGE, IDC_FOREIGN_RANGE = "10.100.0.0/16", "10.200.0.0/16"
 
-# Options.overlap (issue 15): sites A and B both use OVERLAP_RANGE; each
-# gateway maps its own site's into a unique range of the plan, which is all
-# the other sites see and route.
-OVERLAP_RANGE = "10.1.0.0/16"
+# Options.overlap (issue 15): sites A and B both use OVERLAP_RANGE and
+# OVERLAP_RANGE6; each gateway maps its own site's into a unique range of the
+# plan (MAPPED, MAPPED6), which is all the other sites see and route.
+OVERLAP_RANGE, OVERLAP_RANGE6 = "10.1.0.0/16", "fd00:a::/56"
 MAPPED = {"site-a": "10.201.0.0/16", "site-b": "10.202.0.0/16"}
+MAPPED6 = {"site-a": "fd00:201::/56", "site-b": "fd00:202::/56"}
 
 ADDRESS_TABLE = """\
 node   iface   peer        IPv4              IPv6               role
@@ -126,11 +127,12 @@ sitec  vxlan0  (overlay)   10.3.255.1/24     fd00:c:ff::1/64    Linux VXLAN, MAC
 sitec  lan0    hostc eth0  10.3.0.1/24       fd00:c::1/64       site C router (forwarding on)
 hostc  eth0    sitec lan0  10.3.0.10/24      fd00:c::10/64      host C, default via 10.3.0.1 / fd00:c::1
 VPCs: A 10.1.0.0/16 + fd00:a::/64, B 10.2.0.0/16 + fd00:b::/64, C 10.3.0.0/16 + fd00:c::/64
-With --overlap (sites A and B both 10.1.0.0/16; A mapped to 10.201.0.0/16, B to 10.202.0.0/16):
-gwb    lan0    lanb gw     10.1.0.2/24       fd00:b::1/64       gateway B LAN port; routes 10.1.1.0/24 via 10.1.0.3
-lanb   gw      gwb lan0    10.1.0.3/24       fd00:b::3/64       router before hostb, default via 10.1.0.2
-lanb   hb      hostb eth0  10.1.1.1/24                          (Lab.set_ip_mtu("lanb", "hb", MTU): frag-needed)
-hostb  eth0    lanb hb     10.1.1.20/24                         host B, default via 10.1.1.1; 10.202.1.20 to the others
+With --overlap: sites A and B both 10.1.0.0/16 + fd00:a::/56; A mapped to 10.201.0.0/16 + fd00:201::/56,
+B to 10.202.0.0/16 + fd00:202::/56; VPCs: C only
+gwb    lan0    lanb gw     10.1.0.2/24       fd00:a::2/64       gateway B LAN port; routes hostb's subnets via lanb
+lanb   gw      gwb lan0    10.1.0.3/24       fd00:a::3/64       router before hostb, default via 10.1.0.2 / fd00:a::2
+lanb   hb      hostb eth0  10.1.1.1/24       fd00:a:0:1::1/64   (Lab.set_ip_mtu("lanb", "hb", MTU): frag-needed, PTB)
+hostb  eth0    lanb hb     10.1.1.20/24      fd00:a:0:1::20/64  host B; 10.202.1.20 / fd00:202:0:1::20 to the others
 """
 
 
@@ -674,16 +676,19 @@ class Options:
     # (10.100.0.10/24).  BIRD announces 10.100.0.0/16 (VPC idc-a of site A in
     # the plan) and 10.200.0.0/16 (in no plan: gateway A refuses it).
     idc_router: bool = False
-    # Issue 15's legacy overlap: site B uses site A's range (OVERLAP_RANGE,
-    # 10.1.0.0/16) too, and each site is reached through its own 1:1 mapped
-    # range (MAPPED: A 10.201.0.0/16, B 10.202.0.0/16), translated by its own
-    # gateway; the hosts address each other by mapped addresses.  Site B's
-    # LAN becomes gwb lan0 10.1.0.2/24 and a router, namespace lanb
-    # (10.1.0.3/24 towards gwb, 10.1.1.1/24 towards hostb), with hostb
-    # 10.1.1.20/24 behind it (IPv4 only): a router on the far side that can
-    # send frag-needed for a mapped flow (Lab.set_ip_mtu("lanb", "hb", ...)).
-    # gwb routes 10.1.1.0/24 to lanb (a static LAN route).  Host parts differ
-    # from site A's (hosta 10.1.0.10, gwa 10.1.0.1) so a trace is unambiguous.
+    # Issue 15's legacy overlap: site B uses site A's ranges (OVERLAP_RANGE
+    # 10.1.0.0/16, OVERLAP_RANGE6 fd00:a::/56) too, and each site is reached
+    # through its own 1:1 mapped ranges (MAPPED: A 10.201.0.0/16, B
+    # 10.202.0.0/16; MAPPED6: A fd00:201::/56, B fd00:202::/56), translated by
+    # its own gateway; the hosts address each other by mapped addresses.
+    # Site B's LAN becomes gwb lan0 10.1.0.2/24 + fd00:a::2/64 and a router,
+    # namespace lanb (10.1.0.3/24 + fd00:a::3/64 towards gwb, 10.1.1.1/24 +
+    # fd00:a:0:1::1/64 towards hostb), with hostb 10.1.1.20/24 +
+    # fd00:a:0:1::20/64 behind it: a router on the far side that can send
+    # frag-needed / Packet Too Big for a mapped flow
+    # (Lab.set_ip_mtu("lanb", "hb", ...)).  gwb routes 10.1.1.0/24 and
+    # fd00:a:0:1::/64 to lanb (static LAN routes).  Host parts differ from
+    # site A's (hosta .10, gwa .1) so a trace is unambiguous.
     overlap: bool = False
     log_level: str = "info"
     memory_mb: int = 512
@@ -763,11 +768,12 @@ def standard_topology(o: Options) -> Topology:
         elif site == "b" and o.overlap:
             # Site A's range, different host parts; hostb behind router lanb.
             t.node("lanb", "router", sysctls=dict(router))
-            t.link(Iface("lanb", "gw", ["10.1.0.3/24", "fd00:b::3/64"]),
-                   gw_if(gw, "lan0", ["10.1.0.2/24", "fd00:b::1/64"]), o.lan_mtu)
-            t.link(host_if(host, ["10.1.1.20/24"]), Iface("lanb", "hb", ["10.1.1.1/24"]), o.lan_mtu)
-            t.nodes["lanb"].routes += [Route("default", "10.1.0.2"), Route("default", "fd00:b::1")]
-            t.nodes[host].routes.append(Route("default", "10.1.1.1"))
+            t.link(Iface("lanb", "gw", ["10.1.0.3/24", "fd00:a::3/64"]),
+                   gw_if(gw, "lan0", ["10.1.0.2/24", "fd00:a::2/64"]), o.lan_mtu)
+            t.link(host_if(host, ["10.1.1.20/24", "fd00:a:0:1::20/64"]),
+                   Iface("lanb", "hb", ["10.1.1.1/24", "fd00:a:0:1::1/64"]), o.lan_mtu)
+            t.nodes["lanb"].routes += [Route("default", "10.1.0.2"), Route("default", "fd00:a::2")]
+            t.nodes[host].routes += [Route("default", "10.1.1.1"), Route("default", "fd00:a:0:1::1")]
             continue
         else:
             t.link(host_if(host, [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
@@ -826,7 +832,7 @@ def standard_topology(o: Options) -> Topology:
                           neighbors=[("10.3.255.254", VXLAN_C_NEXTHOP_MAC),
                                      ("fd00:c:ff::fe", VXLAN_C_NEXTHOP_MAC)]))
     c.routes += [Route(MAPPED["site-a"] if o.overlap else "10.1.0.0/16", "10.3.255.254", "vxlan0"),
-                 Route("fd00:a::/64", "fd00:c:ff::fe", "vxlan0")]
+                 Route(MAPPED6["site-a"] if o.overlap else "fd00:a::/64", "fd00:c:ff::fe", "vxlan0")]
 
     # The gateways.
     fam = 1 if v6 else 0
@@ -844,11 +850,13 @@ def standard_topology(o: Options) -> Topology:
     # IPv6 VPC (IPv6 ranges ride IPv6 sessions; over an IPv6 underlay the
     # sessions carry both families, with extended next hops).
     # With overlap the other site is reached at its mapped range.
-    b_routes = [(MAPPED["site-b"] if o.overlap else "10.2.0.0/16", "site-b"), ("fd00:b::/64", "site-b")]
-    a_routes = [(MAPPED["site-a"] if o.overlap else "10.1.0.0/16", "site-a"), ("fd00:a::/64", "site-a")]
+    b4, b6 = (MAPPED["site-b"], MAPPED6["site-b"]) if o.overlap else ("10.2.0.0/16", "fd00:b::/64")
+    a4, a6 = (MAPPED["site-a"], MAPPED6["site-a"]) if o.overlap else ("10.1.0.0/16", "fd00:a::/64")
+    b_routes = [(b4, "site-b"), (b6, "site-b")]
+    a_routes = [(a4, "site-a"), (a6, "site-a")]
     if o.bgp:
-        b_routes = [] if v6 else [("fd00:b::/64", "site-b")]
-        a_routes = [] if v6 else [("fd00:a::/64", "site-a")]
+        b_routes = [] if v6 else [(b6, "site-b")]
+        a_routes = [] if v6 else [(a6, "site-a")]
     t.gateways["gwa"] = Gateway(
         "gwa", "gw-a", "site-a", ports, "blue", o.vni,
         routes=b_routes + [("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
@@ -868,7 +876,7 @@ def standard_topology(o: Options) -> Topology:
                                         line("line2", "gwb", "wan2", "gwa", "wan2")],
                     asn=GWA_ASN if o.bgp else None)],
         asn=GWB_ASN if o.bgp else None, router_id="10.255.0.2" if o.bgp else None,
-        lan_routes=[("10.1.1.0/24", "10.1.0.3")] if o.overlap else [])
+        lan_routes=[("10.1.1.0/24", "10.1.0.3"), ("fd00:a:0:1::/64", "fd00:a::3")] if o.overlap else [])
     if o.bgp:
         t.vpcs = [Vpc("vpc-a", ["10.1.0.0/16", "fd00:a::/64"], "site-a"),
                   Vpc("vpc-b", ["10.2.0.0/16", "fd00:b::/64"], "site-b"),
@@ -876,12 +884,11 @@ def standard_topology(o: Options) -> Topology:
         if o.idc_router:
             t.vpcs.append(Vpc("idc-a", [IDC_RANGE], "site-a"))
     if o.overlap:
-        # The shared range is no VPC of the plan (the plan is overlap-free):
-        # each site's copy is a mapped range of that site, and the VPCs of
-        # sites A and B keep only their IPv6 ranges.
-        t.vpcs = [Vpc("vpc-a6", ["fd00:a::/64"], "site-a"), Vpc("vpc-b6", ["fd00:b::/64"], "site-b"),
-                  Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
-        t.mapped = [MappedRange(f"legacy-{s[-1]}", OVERLAP_RANGE, m, s) for s, m in MAPPED.items()]
+        # The shared ranges are no VPC of the plan (the plan is overlap-free):
+        # each site's copy is a mapped range of that site.
+        t.vpcs = [Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
+        t.mapped = [MappedRange(f"legacy-{s[-1]}", OVERLAP_RANGE, m, s) for s, m in MAPPED.items()] + \
+            [MappedRange(f"legacy-{s[-1]}6", OVERLAP_RANGE6, m, s) for s, m in MAPPED6.items()]
     return t
 
 
@@ -2053,8 +2060,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--idc-router", action="store_true",
                        help="an IDC router (BIRD 2, namespace idc, with idchost) on gateway A's LAN")
         p.add_argument("--overlap", action="store_true",
-                       help="sites A and B both use 10.1.0.0/16, each reached at its own mapped range "
-                            "(10.201.0.0/16, 10.202.0.0/16); router lanb in front of hostb")
+                       help="sites A and B both use 10.1.0.0/16 and fd00:a::/56, each reached at its own "
+                            "mapped ranges (10.201.0.0/16 + fd00:201::/56, 10.202.0.0/16 + fd00:202::/56); "
+                            "router lanb in front of hostb")
         p.add_argument("--log-level", default="info")
         p.add_argument("--build-dir", help="where mcgwd/mcgwctl are (env MCGW_BUILD_DIR)")
 
