@@ -8,13 +8,15 @@ hosta 10.1.0.10 behind gwa (10.1.0.1), hostb 10.1.1.20 behind router lanb
 10.202.0.0/16; each gateway translates its own site's (source real ->
 mapped before encapsulation, destination mapped -> real after
 decapsulation, and the quoted header of ICMP errors), so the hosts reach
-each other at hosta 10.201.0.10 and hostb 10.202.1.20.  Argument: `bgp`
-(default; FRR announces each site's mapped range) or `static` (static
-routes to the mapped ranges).
+each other at hosta 10.201.0.10 and hostb 10.202.1.20.  Arguments: `bgp`
+(default; FRR announces each site's mapped ranges) or `static` (static
+routes to the mapped ranges), then the underlay, `ipv4` (default) or
+`ipv6` (the tunnel carries 1430-byte inner packets instead of 1450).
 
 - bgp: gwa has 10.202.0.0/16 via site-b from FRR and gwb 10.201.0.0/16 via
-  site-a, and neither has anything of 10.1.0.0/16 from FRR (the real range
-  is never announced).
+  site-a (over an IPv6 underlay fd00:202::/56 and fd00:201::/56 too), and
+  neither has anything of 10.1.0.0/16 or fd00:a::/56 from FRR or in FRR's
+  BGP table (the real ranges are never announced).
 - Ping hosta -> 10.202.1.20 and hostb -> 10.201.0.10, 3 of 3 each; tshark:
   hostb sees the requests from 10.201.0.10 to its real 10.1.1.20, hosta sees
   them from 10.202.1.20 to its real 10.1.0.10; between the gateways (rtr a1
@@ -23,11 +25,12 @@ routes to the mapped ranges).
 - 10 MiB TCP (iperf3) hosta -> hostb and hostb -> hosta, by mapped addresses.
 - Gateway A's own work on a mapped flow sees real addresses: 1500-byte UDP
   from hosta to 10.202.1.20 without DF is fragmented by gwa (the tunnel
-  carries 1450) and each fragment mapped: hostb receives 3 intact from
-  10.201.0.10; with DF hosta gets frag-needed with MTU 1450 from gwa's LAN
+  carries 1450; 1430 over an IPv6 underlay) and each fragment mapped: hostb
+  receives 3 intact from 10.201.0.10; with DF hosta gets frag-needed with
+  MTU 1450 (1430) from gwa's LAN
   address 10.1.0.1 (its socket's error queue: the quote is its own packet).
 - Frag-needed for a mapped flow: lanb forwards at most 1400 bytes towards
-  hostb (route MTU); hosta sends UDP packets of 1450 bytes with DF to
+  hostb (route MTU); hosta sends UDP packets of 1450 (1430) bytes with DF to
   10.202.1.20.  Hosta's socket gets ICMP 3/4 with MTU 1400 from 10.202.0.3
   (lanb's mapped address) in its error queue (the kernel matched the quoted
   header to the socket), caches mtu 1400 towards 10.202.1.20, and a
@@ -71,6 +74,7 @@ from labtest import check, ok, run_parts  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 MODE = sys.argv[1] if len(sys.argv) > 1 else "bgp"
+UNDERLAY = sys.argv[2] if len(sys.argv) > 2 else "ipv4"
 PMTU_TEST = HERE / "lab_pmtu_test.py"  # its udp-send / udp-recv helpers
 # Real and mapped addresses.
 HOSTA, HOSTA_MAPPED = "10.1.0.10", "10.201.0.10"
@@ -82,11 +86,15 @@ HOSTB6, HOSTB6_MAPPED = "fd00:a:0:1::20", "fd00:202:0:1::20"
 LANB6_MAPPED = "fd00:202::3"
 NARROW = 1400  # lanb's IP MTU towards hostb in the frag-needed part
 PORT = 9001
+# The largest inner packet the tunnel carries on a 1500-byte line (VXLAN over IPv4 / IPv6).
+INNER = 1450 if UNDERLAY == "ipv4" else 1430
+# The outer IPv4 addresses in the tunnel on rtr b1 (gwb's line-1 VTEP to gwa's); none over IPv6.
+OUTER4 = ["100.64.3.1", "100.64.1.1"] if UNDERLAY == "ipv4" else []
 
 
 def new_lab(tmp: Path) -> mcgwlab.Lab:
     prefix = f"mapped-{secrets.token_hex(3)}-"
-    o = mcgwlab.Options(overlap=True, bgp=MODE == "bgp")
+    o = mcgwlab.Options(overlap=True, bgp=MODE == "bgp", underlay=UNDERLAY)
     return mcgwlab.Lab(prefix=prefix, workdir=tmp / prefix.rstrip("-"), options=o, build_dir=BUILD)
 
 
@@ -135,19 +143,35 @@ def received(lab, name: str) -> list[dict]:
     return [json.loads(x) for x in (lab.dir / f"{name}.log").read_text().splitlines() if x.startswith("{")]
 
 
+def in_overlap(prefix: str) -> bool:
+    """Whether a prefix lies in (or holds) one of the shared real ranges."""
+    import ipaddress
+    p = ipaddress.ip_network(prefix)
+    for r in (mcgwlab.OVERLAP_RANGE, mcgwlab.OVERLAP_RANGE6):
+        n = ipaddress.ip_network(r)
+        if p.version == n.version and (p.subnet_of(n) or n.subnet_of(p)):
+            return True
+    return False
+
+
 def routes_and_announcements(lab) -> None:
+    """BGP carries the mapped ranges, never the real ones (IPv6 ranges ride
+    the IPv6 sessions of an IPv6 underlay)."""
     from bgptest import frr_routes, wait_route
-    for gw, prefix, peer in (("gwa", mcgwlab.MAPPED["site-b"], "site-b"),
-                             ("gwb", mcgwlab.MAPPED["site-a"], "site-a")):
-        wait_route(lab, gw, prefix, peer)
-        leaked = [r["prefix"] for r in frr_routes(lab, gw) if r["prefix"].startswith("10.1.")]
-        check(not leaked, f"{gw}: nothing of {mcgwlab.OVERLAP_RANGE} among its FRR routes", leaked)
-        bgp = lab.vtysh(gw, "show bgp ipv4 unicast json") or {}
-        learned = sorted(bgp.get("routes", {}))
-        check(prefix in learned and not [p for p in learned if p.startswith("10.1.")],
-              f"{gw}: FRR's BGP table has {prefix} and nothing of {mcgwlab.OVERLAP_RANGE}", learned)
-    ok(f"BGP: gwa has {mcgwlab.MAPPED['site-b']} via site-b, gwb {mcgwlab.MAPPED['site-a']} via site-a "
-       f"(FRR and the fast path); {mcgwlab.OVERLAP_RANGE} announced by neither")
+    fams = ["ipv4"] + (["ipv6"] if UNDERLAY == "ipv6" else [])
+    got = []
+    for gw, other in (("gwa", "site-b"), ("gwb", "site-a")):
+        want = [mcgwlab.MAPPED[other]] + ([mcgwlab.MAPPED6[other]] if UNDERLAY == "ipv6" else [])
+        for prefix in want:
+            wait_route(lab, gw, prefix, other)
+        leaked = [r["prefix"] for r in frr_routes(lab, gw) if in_overlap(r["prefix"])]
+        check(not leaked, f"{gw}: nothing of the shared ranges among its FRR routes", leaked)
+        learned = sorted(p for f in fams for p in (lab.vtysh(gw, f"show bgp {f} unicast json") or {}).get("routes", {}))
+        check(set(want) <= set(learned) and not [p for p in learned if in_overlap(p)],
+              f"{gw}: FRR's BGP table has {want} and nothing of the shared ranges", learned)
+        got.append(f"{gw} {', '.join(want)} via {other}")
+    ok(f"BGP: {'; '.join(got)} (FRR and the fast path); {mcgwlab.OVERLAP_RANGE} and "
+       f"{mcgwlab.OVERLAP_RANGE6} announced by neither")
 
 
 def pings(lab) -> None:
@@ -172,7 +196,7 @@ def pings(lab) -> None:
     for cap in tunnel.values():
         for f in cap.fields("ip.src", "ip.dst", display_filter="vxlan and icmp"):
             src, dst = (x.split(",") for x in f)
-            inner.update(src[1:] + dst[1:])
+            inner.update(a for a in src + dst if not a.startswith("100.64."))  # not the VTEPs
     check(inner == {HOSTA_MAPPED, HOSTB_MAPPED}, "between the gateways (rtr a1, a2): every inner address a "
           "mapped one", sorted(inner))
     ok(f"ping hosta -> {HOSTB_MAPPED} and hostb -> {HOSTA_MAPPED}, 3 of 3 each; hostb sees {HOSTA_MAPPED} -> "
@@ -196,7 +220,7 @@ def frag_needed(lab) -> None:
     lab.run("hosta", "ip", "route", "flush", "cache")
 
     # The gateway's own work on a mapped flow sees real addresses: gwa
-    # fragments a 1500-byte packet without DF (the tunnel carries 1450) and
+    # fragments a 1500-byte packet without DF (the tunnel carries INNER) and
     # maps each fragment; with DF it answers from its LAN address, quoting
     # hosta's packet as hosta sent it.
     r = udp_send(lab, "hosta", HOSTB_MAPPED, 1500 - 28, df=False)
@@ -206,29 +230,29 @@ def frag_needed(lab) -> None:
           (r, received(lab, recv)))
     r = udp_send(lab, "hosta", HOSTB_MAPPED, 1500 - 28)
     errs = [e for e in r["errors"] if e["origin"] == "icmp"]
-    check(errs and all(e["type"] == 3 and e["code"] == 4 and e["info"] == 1450 and e["offender"] == "10.1.0.1"
-                       for e in errs) and r["mtu"] == 1450,
-          "1500 bytes with DF: frag-needed with MTU 1450 from gwa's LAN address 10.1.0.1", r)
+    check(errs and all(e["type"] == 3 and e["code"] == 4 and e["info"] == INNER and e["offender"] == "10.1.0.1"
+                       for e in errs) and r["mtu"] == INNER,
+          f"1500 bytes with DF: frag-needed with MTU {INNER} from gwa's LAN address 10.1.0.1", r)
     ok(f"gwa on a mapped flow: 1500-byte datagrams without DF fragmented and mapped (hostb got 3 intact from "
-       f"{HOSTA_MAPPED}); with DF frag-needed from 10.1.0.1, MTU 1450")
+       f"{HOSTA_MAPPED}); with DF frag-needed from 10.1.0.1, MTU {INNER}")
 
     lab.set_ip_mtu("lanb", "hb", NARROW)
     at_a = lab.capture("hosta", "eth0", name="fn-hosta", bpf_filter=["icmp"], snaplen=256)
     at_lanb = lab.capture("lanb", "gw", name="fn-lanb", bpf_filter=["icmp"], snaplen=256)
     tunnel = lab.capture("rtr", "b1", name="fn-b1", bpf_filter=["udp port 4789"], snaplen=300)
 
-    r = udp_send(lab, "hosta", HOSTB_MAPPED, 1450 - 28)
+    r = udp_send(lab, "hosta", HOSTB_MAPPED, INNER - 28)
     errs = [e for e in r["errors"] if e["origin"] == "icmp"]
     check(errs and all(e["type"] == 3 and e["code"] == 4 and e["info"] == NARROW and e["offender"] == LANB_MAPPED
                        for e in errs),
           f"hosta's socket (connected to {HOSTB_MAPPED}): ICMP frag-needed (3/4) with MTU {NARROW} from "
           f"{LANB_MAPPED} in its error queue", r)
     check(r["mtu"] == NARROW and "EMSGSIZE" in r["sends"],
-          f"hosta's socket: path MTU {NARROW}, later 1450-byte sends refused (EMSGSIZE)", r)
+          f"hosta's socket: path MTU {NARROW}, later {INNER}-byte sends refused (EMSGSIZE)", r)
     out = lab.run("hosta", "ip", "route", "get", HOSTB_MAPPED).stdout
     check(f"mtu {NARROW}" in out, f"hosta: ip route get {HOSTB_MAPPED}: mtu {NARROW}", out)
     time.sleep(0.3)
-    check(not [d for d in received(lab, recv) if d["len"] == 1450 - 28], "hostb: no 1450-byte packet",
+    check(not [d for d in received(lab, recv) if d["len"] == INNER - 28], f"hostb: no {INNER}-byte packet",
           received(lab, recv))
     r = udp_send(lab, "hosta", HOSTB_MAPPED, NARROW - 28, count=1)
     got = wait_for(lambda: [d for d in received(lab, recv) if d["len"] == NARROW - 28], 3)
@@ -243,15 +267,14 @@ def frag_needed(lab) -> None:
     frag = "icmp.type == 3 and icmp.code == 4"
     # Each: every occurrence of ip.src / ip.dst (outer, [inner,] quoted).
     want = {"lanb (leaving it, before gwb)": (at_lanb, [LANB, HOSTA_MAPPED], [HOSTA_MAPPED, HOSTB]),
-            "the tunnel (rtr b1)": (tunnel, ["100.64.3.1", LANB_MAPPED, HOSTA_MAPPED],
-                                    ["100.64.1.1", HOSTA_MAPPED, HOSTB_MAPPED]),
+            "the tunnel (rtr b1)": (tunnel, OUTER4[:1] + [LANB_MAPPED, HOSTA_MAPPED],
+                                    OUTER4[1:] + [HOSTA_MAPPED, HOSTB_MAPPED]),
             "hosta": (at_a, [LANB_MAPPED, HOSTA], [HOSTA, HOSTB_MAPPED])}
     for where, (cap, src, dst) in want.items():
         rows = tshark(cap, *fields, display_filter=frag)
         check(rows, f"{where}: frag-needed captured")
         for ip_src, ip_dst, mtu, dport, csum in rows:
-            # Line 1 or 2: the outer addresses in the tunnel are a gateway's VTEPs.
-            check(ip_src[-2:] == src[-2:] and ip_dst[-2:] == dst[-2:] and len(ip_src) == len(src),
+            check(ip_src == src and ip_dst == dst,
                   f"{where}: frag-needed {src[-2]} -> {dst[-2]} quoting {src[-1]} -> {dst[-1]}",
                   f"ip.src {ip_src}, ip.dst {ip_dst}")
             # udp.dstport: in the tunnel the outer 4789 comes first.
@@ -267,7 +290,8 @@ def frag_needed(lab) -> None:
 
 def tcp_pmtud(lab) -> None:
     """TCP A -> B through the narrowed lanb with hosta's cached path MTU
-    gone: its 1450-byte segments (MSS clamped to 1410 by the gateways) do
+    gone: its 1450-byte segments (MSS clamped to 1410 by the gateways; 1430
+    and 1390 over an IPv6 underlay) do
     not fit, and the transfer completes only if hosta's TCP takes lanb's
     translated frag-needed for its own connection."""
     lab.set_ip_mtu("lanb", "hb", NARROW)
@@ -315,7 +339,7 @@ def ipv6(lab) -> None:
     lab.set_ip_mtu("lanb", "hb", NARROW)
     lab.run("hosta", "ip", "-6", "route", "flush", "cache")
     at_a = lab.capture("hosta", "eth0", name="ptb-hosta", bpf_filter=["icmp6 and ip6[40] == 2"], snaplen=256)
-    r = udp_send(lab, "hosta", HOSTB6_MAPPED, 1450 - 48, port=port)
+    r = udp_send(lab, "hosta", HOSTB6_MAPPED, INNER - 48, port=port)
     at_a.stop()
     errs = [e for e in r["errors"] if e["origin"] == "icmp6"]
     check(errs and all(e["type"] == 2 and e["info"] == NARROW and e["offender"] == LANB6_MAPPED for e in errs)
@@ -336,7 +360,7 @@ def packets(v) -> int:
     return int(v.get("packets", 0)) if isinstance(v, dict) else int(v or 0)
 
 
-# At least 10 MiB each way in inner packets of at most 1450 bytes.
+# At least 10 MiB each way in inner packets of at most 1450 bytes (1430 over IPv6).
 MIN_TCP_PACKETS = (10 << 20) // 1450
 
 
@@ -360,7 +384,8 @@ def run(tmp: Path) -> None:
     t_start = time.monotonic()
     lab = new_lab(tmp)
     with lab.up(start_gateways=True):
-        print(f"   lab {lab.prefix} up in {time.monotonic() - t_start:.1f} s ({MODE})", flush=True)
+        print(f"   lab {lab.prefix} up in {time.monotonic() - t_start:.1f} s ({MODE}, {UNDERLAY} underlay)",
+              flush=True)
         before = {gw: mapped_counters(counters(lab, gw)) for gw in ("gwa", "gwb")}
         parts = ([("routes", routes_and_announcements)] if MODE == "bgp" else []) + [
             ("ping", pings), ("tcp", tcp), ("frag-needed", frag_needed), ("tcp-pmtud", tcp_pmtud),
@@ -387,10 +412,10 @@ def run(tmp: Path) -> None:
 
 
 def main() -> int:
-    if MODE not in ("bgp", "static"):
-        print(f"lab_mapped_test.py [bgp|static], not {MODE!r}", file=sys.stderr)
+    if MODE not in ("bgp", "static") or UNDERLAY not in ("ipv4", "ipv6"):
+        print(f"lab_mapped_test.py [bgp|static [ipv4|ipv6]], not {' '.join(sys.argv[1:])}", file=sys.stderr)
         return 2
-    return run_parts(f"mapped-{MODE}", [("mapped", run)], log_lines=20)
+    return run_parts(f"mapped-{MODE}-{UNDERLAY}", [("mapped", run)], log_lines=20)
 
 
 if __name__ == "__main__":
