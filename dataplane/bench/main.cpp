@@ -1424,11 +1424,18 @@ int main(int argc, char** argv) {
     }
     for (bool big : bigs) {
       for (const auto& s : kScenarios) {
-        if (!selected(s) || s.kind == Kind::kFloor || standalone(s.kind)) {
+        if (!selected(s) || s.kind == Kind::kFloor || standalone(s.kind) ||
+            s.kind == Kind::kMapped) {
           continue;
         }
         for (size_t size : sizes) {
           jobs.push_back({&s, size, big, {}});
+          // mapped right after encap of the same size: an A/B pair in every round.
+          for (const auto& m : kScenarios) {
+            if (s.kind == Kind::kEncap && m.kind == Kind::kMapped && selected(m)) {
+              jobs.push_back({&m, size, big, {}});
+            }
+          }
         }
       }
     }

@@ -220,14 +220,18 @@ bool PrefixRule::contains(const uint8_t* address) const {
 }
 
 bool PrefixMapTable::assign(std::vector<PrefixRule> rules) {
-  std::vector<Range4> v4;
+  struct Build4 {
+    uint32_t first, last;
+    size_t rule;
+  };
+  std::vector<Build4> v4;
   std::vector<Range6> v6;
   for (size_t i = 0; i < rules.size(); ++i) {
     const PrefixRule& r = rules[i];
     if (!r.v6) {
       const uint32_t first = load32(r.from.data());
       const uint32_t host = r.length >= 32 ? 0 : ~uint32_t{0} >> r.length;
-      v4.push_back({first, first | host, static_cast<uint16_t>(i)});
+      v4.push_back({first, first | host, i});
     } else {
       const uint64_t hi = load64(r.from.data()), lo = load64(r.from.data() + 8);
       const uint64_t host_hi = r.length >= 64 ? 0 : ~uint64_t{0} >> r.length;
@@ -238,7 +242,7 @@ bool PrefixMapTable::assign(std::vector<PrefixRule> rules) {
     }
   }
   std::sort(v4.begin(), v4.end(),
-            [](const Range4& a, const Range4& b) { return a.first < b.first; });
+            [](const Build4& a, const Build4& b) { return a.first < b.first; });
   std::sort(v6.begin(), v6.end(), [](const Range6& a, const Range6& b) {
     return a.first_hi != b.first_hi ? a.first_hi < b.first_hi : a.first_lo < b.first_lo;
   });
@@ -255,7 +259,10 @@ bool PrefixMapTable::assign(std::vector<PrefixRule> rules) {
     }
   }
   rules_ = std::move(rules);
-  v4_ = std::move(v4);
+  v4_.clear();
+  for (const Build4& b : v4) {
+    v4_.push_back({b.first, b.last, &rules_[b.rule]});
+  }
   v6_ = std::move(v6);
   return true;
 }

@@ -84,6 +84,13 @@ constexpr uint16_t checksumAdjust(uint16_t checksum, uint16_t delta) {
 // disjoint `from` ranges.  Built once (it allocates), then read only.
 class PrefixMapTable {
  public:
+  PrefixMapTable() = default;
+  // Moved, never copied: the ranges point at the rules.
+  PrefixMapTable(const PrefixMapTable&) = delete;
+  PrefixMapTable& operator=(const PrefixMapTable&) = delete;
+  PrefixMapTable(PrefixMapTable&&) = default;
+  PrefixMapTable& operator=(PrefixMapTable&&) = default;
+
   // False (and the table left as it was) when two `from` ranges of the same
   // family overlap.
   bool assign(std::vector<PrefixRule> rules);
@@ -108,7 +115,7 @@ class PrefixMapTable {
       base = base[half].first <= a ? base + half : base;
       n -= half;
     }
-    return base->first <= a && a <= base->last ? &rules_[base->rule] : nullptr;
+    return base->first <= a && a <= base->last ? base->rule : nullptr;
   }
   const PrefixRule* find6(const uint8_t* address) const;
   const PrefixRule* find(const uint8_t* address, bool v6) const {
@@ -118,7 +125,7 @@ class PrefixMapTable {
  private:
   struct Range4 {
     uint32_t first, last;
-    uint16_t rule;
+    const PrefixRule* rule;  // in rules_
   };
   struct Range6 {
     uint64_t first_hi, first_lo, last_hi, last_lo;

@@ -455,9 +455,10 @@ class FastPathTestCase(unittest.TestCase):
         except ValueError as e:
             raise AssertionError("mcgwctl %s: not JSON (%s): %r" % (" ".join(args), e, r.stdout))
 
-    def run_gateway(self, name, inputs):
+    def run_gateway(self, name, inputs, edit_config=None):
         """Runs mcgwd over `inputs` ({port: [frames]}) and returns a Run once
-        every input frame has been processed and mcgwd has exited."""
+        every input frame has been processed and mcgwd has exited.
+        edit_config: changes the case's config (a dict) before it is written."""
         serial = next(_case_serial)
         case_dir = tempfile.mkdtemp(prefix="mcgw-fp-%s-" % name)
         if not KEEP:
@@ -467,6 +468,8 @@ class FastPathTestCase(unittest.TestCase):
         runtime = os.environ.get("XDG_RUNTIME_DIR", "/tmp") if os.getuid() else "/var/run"
         self.addCleanup(shutil.rmtree, os.path.join(runtime, "dpdk", prefix), True)
         config = make_config(case_dir, prefix)
+        if edit_config:
+            edit_config(config)
         cfg_path = os.path.join(case_dir, "gw.yaml")
         with open(cfg_path, "w") as f:
             json.dump(config, f, indent=2)  # JSON is YAML (flow style)
@@ -1281,6 +1284,52 @@ class PathMtuPcapTest(FastPathTestCase):
             self.assertEqual(c["packet_too_big"], 2)
         self.assertEqual(run.counters["fragmentation"], {"packets": 2, "fragments": 4})
         self.assert_drops(run, {"too-big": 3 + 1 + 30})
+
+
+MAPPED4, MAPPED6 = "10.99.0.10", "fd00:99::10"  # HOST4, HOST6 as the other sites see them
+
+
+class MappedRangePcapTest(FastPathTestCase):
+
+    def test_11_mapped_ranges(self):
+        """The LAN's ranges mapped 1:1 at this site (issue 15): sources mapped
+        into the tunnel, destinations unmapped out of it, checksums right,
+        counted per range in show counters."""
+        def plan(config):
+            config["address-plan"] = {"mapped-ranges": [
+                {"name": "lan4", "real": "10.1.0.0/24", "mapped": "10.99.0.0/24", "site": "a"},
+                {"name": "lan6", "real": "fd00:1::/64", "mapped": "fd00:99::/64", "site": "a"},
+                {"name": "elsewhere", "real": "10.2.0.0/24", "mapped": "10.98.0.0/24",
+                 "site": "b"}]}
+
+        peer = PEERS["vx4"]
+        out_cases, in_cases, frames_lan, frames_wan = [], [], [], []
+        for v6 in (False, True):
+            tag = "mapped-out-%s" % ("v6" if v6 else "v4")
+            f = lan_packet(peer.host(v6), tag)
+            exp = lan_packet(peer.host(v6), tag, src=MAPPED6 if v6 else MAPPED4)
+            out_cases.append((tag, f, expected_routed(exp, peer.dst_mac, WAN0_MAC)))
+            frames_lan.append(f)
+            tag = "mapped-in-%s" % ("v6" if v6 else "v4")
+            inner = inner_packet(peer.host(v6, 7), tag, dst=MAPPED6 if v6 else MAPPED4)
+            exp = inner_packet(peer.host(v6, 7), tag, dst=HOST6 if v6 else HOST4)
+            in_cases.append((tag, expected_routed(exp, HOST_MAC, LAN_MAC)))
+            frames_wan.append(tunnel_packet(peer.lines[0], peer.encap, inner))
+        run = self.run_gateway("mapped", {"lan0": frames_lan, "wan0": frames_wan},
+                               edit_config=plan)
+        for tag, f, exp in out_cases:
+            with self.subTest(case=tag):
+                raw = self.one(run.out["wan0"], tag, tag)
+                self.check_encap(raw, f, peer, peer.lines[0], tag, exp_inner=exp)
+        for tag, exp in in_cases:
+            with self.subTest(case=tag):
+                self.check_routed(self.one(run.out["lan0"], tag, tag), exp, tag)
+        self.assert_drops(run, {})
+        self.assertEqual(run.counters["mapped"], [
+            {"name": "lan4", "tenant": "blue", "real": "10.1.0.0/24", "mapped": "10.99.0.0/24",
+             "out": 1, "in": 1},
+            {"name": "lan6", "tenant": "blue", "real": "fd00:1::/64", "mapped": "fd00:99::/64",
+             "out": 1, "in": 1}])
 
 
 def main():

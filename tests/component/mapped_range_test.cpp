@@ -78,8 +78,8 @@ config::Config siteA() {
   lan.role = config::PortRole::kLan;
   lan.mtu = 1500;
   lan.tenant = "t1";
-  lan.addresses = {prefix("10.1.0.1/16"), prefix("fd12:3456:789a:1000::1/64")};
-  lan.neighbors = {{ip("10.1.2.3"), mac(kHostMac)}};
+  lan.addresses = {prefix("10.1.0.1/16"), prefix("fd12:3456:789a:1abc::1/64")};
+  lan.neighbors = {{ip("10.1.2.3"), mac(kHostMac)}, {ip("fd12:3456:789a:1abc::7"), mac(kHostMac)}};
   config::PortConfig wan;
   wan.name = "wan0";
   wan.role = config::PortRole::kWan;
@@ -216,8 +216,8 @@ class MappedRangeTest : public ::testing::Test {
   void fromPeer(const Bytes& ip) {
     Bytes inner(kInnerMac.begin(), kInnerMac.end());
     inner.insert(inner.end(), kPeerMac.begin(), kPeerMac.end());
-    inner.push_back(0x08);
-    inner.push_back(0x00);
+    inner.push_back((ip[0] >> 4) == 6 ? 0x86 : 0x08);
+    inner.push_back((ip[0] >> 4) == 6 ? 0xdd : 0x00);
     inner.insert(inner.end(), ip.begin(), ip.end());
     proto::TunnelHeaderTemplate outer;
     std::copy(kPeerMac.begin(), kPeerMac.end(), outer.src_mac);
@@ -326,6 +326,12 @@ const Case kIngress[] = {
      "d0 50 18 01 f5 41 99 00 00 72 65 70 6c 79 20 66 72 6f 6d 20 62",
      "45 00 00 34 12 34 40 00 3f 06 13 86 0a 02 00 05 0a 01 02 03 01 bb 9c 40 00 00 03 e8 00 00 07 "
      "d0 50 18 01 f5 9b d9 00 00 72 65 70 6c 79 20 66 72 6f 6d 20 62"},
+    {"Tcp6Unmapped",
+     "60 00 00 00 00 16 06 40 fd 00 00 02 00 00 00 00 00 00 00 00 00 00 00 05 fd 99 88 88 77 77 6a "
+     "bc 00 00 00 00 00 00 00 07 9c 40 00 16 00 00 00 01 00 00 00 02 50 10 02 58 35 86 00 00 76 36",
+     "60 00 00 00 00 16 06 3f fd 00 00 02 00 00 00 00 00 00 00 00 00 00 00 05 fd 12 34 56 78 9a 1a "
+     "bc 00 00 00 00 00 00 00 07 9c 40 00 16 00 00 00 01 00 00 00 02 50 10 02 58 d9 1c 00 00 76 "
+     "36"},
     {"FragNeededUnmapped",
      "45 00 00 38 00 01 00 00 40 01 0a 7e 0a 02 00 01 64 41 02 03 03 04 30 0e 00 00 05 78 45 00 00 "
      "26 00 07 00 00 3f 11 0b 76 64 41 02 03 0a 02 00 05 14 e9 00 35 00 12 b2 45",
@@ -367,6 +373,7 @@ TEST_F(MappedRangeTest, TunnelToLanUnmapsTheDestination) {
     EXPECT_EQ(toHex(out[0]), toHex(hex(c.after))) << c.name;
   }
   EXPECT_EQ(counters_->mapped_in[slot("legacy4")].get(), 2u);
+  EXPECT_EQ(counters_->mapped_in[slot("legacy6")].get(), 1u);
   EXPECT_EQ(counters_->mapped_out[slot("legacy4")].get(), 0u);
 }
 

@@ -43,6 +43,8 @@ case("Tcp6Mapped", tcp6("fd12:3456:789a:1abc::7", "fd00:2::5", 64),
 case("OtherSiteNotMapped", udp4("10.4.0.7", "10.2.0.5", 64), udp4("10.4.0.7", "10.2.0.5", 63))
 print("// Ingress: out of the tunnel from site-b to lan0.")
 case("Tcp4Unmapped", tcp4("10.2.0.5", "100.65.2.3", 64), tcp4("10.2.0.5", "10.1.2.3", 63))
+case("Tcp6Unmapped", tcp6("fd00:2::5", "fd99:8888:7777:6abc::7", 64),
+     tcp6("fd00:2::5", "fd12:3456:789a:1abc::7", 63))
 case("FragNeededUnmapped",
      fragneeded("10.2.0.1", "100.65.2.3", 64, udp4("100.65.2.3", "10.2.0.5", 63)),
      fragneeded("10.2.0.1", "10.1.2.3", 63, udp4("10.1.2.3", "10.2.0.5", 63)))
