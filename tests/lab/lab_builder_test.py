@@ -134,6 +134,46 @@ def test_bgp_configs(tmp: Path) -> None:
        "site C (and, over IPv4, the IPv6 VPCs)")
 
 
+def test_overlap_configs(tmp: Path) -> None:
+    """Options.overlap: the configs pass check-config, carry both mapped
+    ranges and route the other site's mapped range (statically without BGP)."""
+    for bgp in (True, False):
+        o = mcgwlab.Options(overlap=True, bgp=bgp)
+        lab = mcgwlab.Lab(prefix="mcgwlab-ovcfg-", workdir=tmp / "ovcfg", options=o,
+                          mcgwd=str(MCGWD), mcgwctl=str(MCGWCTL))
+        lab.topo = mcgwlab.standard_topology(o)
+        for gw in ("gwa", "gwb"):
+            path = tmp / f"{gw}-overlap-{'bgp' if bgp else 'static'}.yaml"
+            path.write_text(lab.render(gw, fake_macs=True))
+            r = subprocess.run([MCGWCTL, "check-config", path], capture_output=True, text=True)
+            check(r.returncode == 0, f"check-config {path.name}", r.stdout + r.stderr)
+        a, b = lab.gateway_config("gwa", fake_macs=True), lab.gateway_config("gwb", fake_macs=True)
+        for c in (a, b):
+            check(c["address-plan"]["mapped-ranges"] == [
+                {"name": "legacy-a", "real": "10.1.0.0/16", "mapped": "10.201.0.0/16", "site": "site-a"},
+                {"name": "legacy-b", "real": "10.1.0.0/16", "mapped": "10.202.0.0/16", "site": "site-b"},
+                {"name": "legacy-a6", "real": "fd00:a::/56", "mapped": "fd00:201::/56", "site": "site-a"},
+                {"name": "legacy-b6", "real": "fd00:a::/56", "mapped": "fd00:202::/56", "site": "site-b"}],
+                "the mapped ranges of both sites, IPv4 and IPv6, in the plan", c["address-plan"])
+            vpcs = c["address-plan"]["clouds"][0]["regions"][0]["vpcs"]
+            check([v["name"] for v in vpcs] == ["vpc-c"], "VPCs without the shared ranges", vpcs)
+        check(b["ports"][0]["addresses"] == ["10.1.0.2/24", "fd00:a::2/64"], "gwb lan0 in site A's ranges",
+              b["ports"][0])
+        routes = {gw: [(r["prefix"], r.get("peer") or r.get("next-hop")) for r in c["tenants"][0]["routes"]]
+                  for gw, c in (("gwa", a), ("gwb", b))}
+        want = {"gwa": [("fd00:202::/56", "site-b"), ("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
+                "gwb": [("fd00:201::/56", "site-a"), ("10.1.1.0/24", "10.1.0.3"), ("fd00:a:0:1::/64", "fd00:a::3")]}
+        if not bgp:
+            want["gwa"].insert(0, ("10.202.0.0/16", "site-b"))
+            want["gwb"].insert(0, ("10.201.0.0/16", "site-a"))
+        check(routes == want, f"routes with overlap ({'bgp' if bgp else 'static'})", routes)
+        check(lab.bgp_prefixes("gwa") == (["10.202.0.0/16"] if bgp else [])
+              and lab.bgp_prefixes("gwb") == (["10.201.0.0/16"] if bgp else []),
+              "BGP waits for the other site's mapped range", (lab.bgp_prefixes("gwa"), lab.bgp_prefixes("gwb")))
+    ok("overlap configs (with and without BGP) pass check-config: mapped ranges legacy-a/b (IPv4) and "
+       "legacy-a6/b6 (IPv6), the other site's mapped ranges routed, gwb's static routes to hostb's subnets via lanb")
+
+
 def test_failed_up_cleans_up(tmp: Path) -> None:
     lab = new_lab(tmp)
     topo = mcgwlab.standard_topology(lab.options)
@@ -322,7 +362,7 @@ def main() -> int:
         if not b.exists():
             print(f"lab_builder_test: {b} missing (build the mcgwd and mcgwctl targets)", file=sys.stderr)
             return 1
-    parts = (test_configs, test_bgp_configs, test_failed_up_cleans_up, test_standard_lab, test_cli)
+    parts = (test_configs, test_bgp_configs, test_overlap_configs, test_failed_up_cleans_up, test_standard_lab, test_cli)
     return run_parts("builder", [(p.__name__, p) for p in parts], logs="*.log")
 
 

@@ -20,7 +20,9 @@ below and ``topology.txt`` in the lab directory)::
 
 With BGP (Options.bgp; the CLI's default) FRR runs in gwa and gwb and routes
 A<->B; with Options.idc_router namespace idc is gwa's LAN switch and an IDC
-router (BIRD) for idchost (tests/lab/README.md).
+router (BIRD) for idchost; with Options.overlap sites A and B share
+10.1.0.0/16 and fd00:a::/56, each reached at its own mapped ranges, and router lanb stands
+between gwb and hostb (tests/lab/README.md).
 
 CLI (run as root, with /usr/bin/python3; stdlib only)::
 
@@ -28,7 +30,7 @@ CLI (run as root, with /usr/bin/python3; stdlib only)::
                 [--underlay ipv4|ipv6] [--driver af_xdp|af_packet]
                 [--host-mtu N] [--rtr-mtu IF=MTU] [--drop-icmp] [--path-mtu KEY=VALUE]
                 [--static-neighbors] [--kernel-static-neighbors]
-                [--no-bgp] [--idc-router] [--no-gateways] [--replace]
+                [--no-bgp] [--idc-router] [--overlap] [--no-gateways] [--replace]
   mcgwlab.py status [--prefix P] [--json]
   mcgwlab.py exec NODE -- CMD ...         e.g. exec hosta -- ip route
   mcgwlab.py ping NODE DST [--from SRC] [-c N] [-W S] [-s SIZE] [--df] [-Q TOS]
@@ -96,6 +98,13 @@ GWA_ASN, GWB_ASN, IDC_ASN = 65001, 65002, 64512
 IDC_ROUTER = "10.1.0.254"
 IDC_RANGE, IDC_FOREIGN_RANGE = "10.100.0.0/16", "10.200.0.0/16"
 
+# Options.overlap (issue 15): sites A and B both use OVERLAP_RANGE and
+# OVERLAP_RANGE6; each gateway maps its own site's into a unique range of the
+# plan (MAPPED, MAPPED6), which is all the other sites see and route.
+OVERLAP_RANGE, OVERLAP_RANGE6 = "10.1.0.0/16", "fd00:a::/56"
+MAPPED = {"site-a": "10.201.0.0/16", "site-b": "10.202.0.0/16"}
+MAPPED6 = {"site-a": "fd00:201::/56", "site-b": "fd00:202::/56"}
+
 ADDRESS_TABLE = """\
 node   iface   peer        IPv4              IPv6               role
 hosta  eth0    gwa lan0    10.1.0.10/24      fd00:a::10/64      host A, default via 10.1.0.1 / fd00:a::1
@@ -118,6 +127,12 @@ sitec  vxlan0  (overlay)   10.3.255.1/24     fd00:c:ff::1/64    Linux VXLAN, MAC
 sitec  lan0    hostc eth0  10.3.0.1/24       fd00:c::1/64       site C router (forwarding on)
 hostc  eth0    sitec lan0  10.3.0.10/24      fd00:c::10/64      host C, default via 10.3.0.1 / fd00:c::1
 VPCs: A 10.1.0.0/16 + fd00:a::/64, B 10.2.0.0/16 + fd00:b::/64, C 10.3.0.0/16 + fd00:c::/64
+With --overlap: sites A and B both 10.1.0.0/16 + fd00:a::/56; A mapped to 10.201.0.0/16 + fd00:201::/56,
+B to 10.202.0.0/16 + fd00:202::/56; VPCs: C only
+gwb    lan0    lanb gw     10.1.0.2/24       fd00:a::2/64       gateway B LAN port; routes hostb's subnets via lanb
+lanb   gw      gwb lan0    10.1.0.3/24       fd00:a::3/64       router before hostb, default via 10.1.0.2 / fd00:a::2
+lanb   hb      hostb eth0  10.1.1.1/24       fd00:a:0:1::1/64   (Lab.set_ip_mtu("lanb", "hb", MTU): frag-needed, PTB)
+hostb  eth0    lanb hb     10.1.1.20/24      fd00:a:0:1::20/64  host B; 10.202.1.20 / fd00:202:0:1::20 to the others
 """
 
 
@@ -532,6 +547,8 @@ class Gateway:
     router_id: str | None = None
     # bgp.neighbors: routers on a LAN port ({"address", "asn", "port", "site"})
     neighbors: list[dict] = field(default_factory=list)
+    # (prefix, next hop on the LAN): static routes to a router behind the gateway
+    lan_routes: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -544,11 +561,23 @@ class Vpc:
 
 
 @dataclass
+class MappedRange:
+    """A 1:1 mapped range of the address plan (`address-plan.mapped-ranges`):
+    the gateways of `site` translate `real` to `mapped` and back."""
+    name: str
+    real: str
+    mapped: str
+    site: str
+
+
+@dataclass
 class Topology:
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     gateways: dict[str, Gateway] = field(default_factory=dict)
-    vpcs: list[Vpc] = field(default_factory=list)  # the address plan (written with Options.bgp)
+    # the address plan (written with Options.bgp or when there are mapped ranges)
+    vpcs: list[Vpc] = field(default_factory=list)
+    mapped: list[MappedRange] = field(default_factory=list)
 
     def node(self, name: str, kind: str = "host", **kw) -> Node:
         n = Node(name, kind, **kw)
@@ -651,6 +680,20 @@ class Options:
     # writes the plan): a store and pools, e.g. {"store": {"type": "etcd",
     # "endpoints": [...]}, "pools": [...]} (lab_plan_test.py).
     plan_extra: dict | None = None
+    # Issue 15's legacy overlap: site B uses site A's ranges (OVERLAP_RANGE
+    # 10.1.0.0/16, OVERLAP_RANGE6 fd00:a::/56) too, and each site is reached
+    # through its own 1:1 mapped ranges (MAPPED: A 10.201.0.0/16, B
+    # 10.202.0.0/16; MAPPED6: A fd00:201::/56, B fd00:202::/56), translated by
+    # its own gateway; the hosts address each other by mapped addresses.
+    # Site B's LAN becomes gwb lan0 10.1.0.2/24 + fd00:a::2/64 and a router,
+    # namespace lanb (10.1.0.3/24 + fd00:a::3/64 towards gwb, 10.1.1.1/24 +
+    # fd00:a:0:1::1/64 towards hostb), with hostb 10.1.1.20/24 +
+    # fd00:a:0:1::20/64 behind it: a router on the far side that can send
+    # frag-needed / Packet Too Big for a mapped flow
+    # (Lab.set_ip_mtu("lanb", "hb", ...)).  gwb routes 10.1.1.0/24 and
+    # fd00:a:0:1::/64 to lanb (static LAN routes).  Host parts differ from
+    # site A's (hosta .10, gwa .1) so a trace is unambiguous.
+    overlap: bool = False
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -668,6 +711,9 @@ class Options:
             raise LabError("idc_router needs bgp (the IDC router talks BGP to gateway A)")
         if self.idc_router and (self.static_neighbors or self.kernel_static_neighbors):
             raise LabError("idc_router: gateway A's LAN is a bridge; static neighbours are not supported with it")
+        if self.overlap and self.idc_router:
+            raise LabError("overlap and idc_router: not supported together (the overlap plan replaces "
+                           "the VPCs, the IDC router's idc-a among them)")
 
     def mbufs_for(self, ports: int) -> int:
         """The af_xdp PMD keeps 2048 mbufs per RX queue in its fill ring
@@ -723,6 +769,16 @@ def standard_topology(o: Options) -> Topology:
             t.link(host_if("idchost", ["10.100.0.10/24", "fd00:100::10/64"]),
                    Iface("idc", "h0", ["10.100.0.1/24", "fd00:100::1/64"]), o.lan_mtu)
             t.nodes["idchost"].routes += [Route("default", "10.100.0.1"), Route("default", "fd00:100::1")]
+        elif site == "b" and o.overlap:
+            # Site A's range, different host parts; hostb behind router lanb.
+            t.node("lanb", "router", sysctls=dict(router))
+            t.link(Iface("lanb", "gw", ["10.1.0.3/24", "fd00:a::3/64"]),
+                   gw_if(gw, "lan0", ["10.1.0.2/24", "fd00:a::2/64"]), o.lan_mtu)
+            t.link(host_if(host, ["10.1.1.20/24", "fd00:a:0:1::20/64"]),
+                   Iface("lanb", "hb", ["10.1.1.1/24", "fd00:a:0:1::1/64"]), o.lan_mtu)
+            t.nodes["lanb"].routes += [Route("default", "10.1.0.2"), Route("default", "fd00:a::2")]
+            t.nodes[host].routes += [Route("default", "10.1.1.1"), Route("default", "fd00:a:0:1::1")]
+            continue
         else:
             t.link(host_if(host, [f"10.{n}.0.10/24", f"fd00:{site}::10/64"]),
                    gw_if(gw, "lan0", [f"10.{n}.0.1/24", f"fd00:{site}::1/64"]), o.lan_mtu)
@@ -779,8 +835,8 @@ def standard_topology(o: Options) -> Topology:
                           dev="wan0", mac=VXLAN_C_MAC, addrs=["10.3.255.1/24", "fd00:c:ff::1/64"],
                           neighbors=[("10.3.255.254", VXLAN_C_NEXTHOP_MAC),
                                      ("fd00:c:ff::fe", VXLAN_C_NEXTHOP_MAC)]))
-    c.routes += [Route("10.1.0.0/16", "10.3.255.254", "vxlan0"),
-                 Route("fd00:a::/64", "fd00:c:ff::fe", "vxlan0")]
+    c.routes += [Route(MAPPED["site-a"] if o.overlap else "10.1.0.0/16", "10.3.255.254", "vxlan0"),
+                 Route(MAPPED6["site-a"] if o.overlap else "fd00:a::/64", "fd00:c:ff::fe", "vxlan0")]
 
     # The gateways.
     fam = 1 if v6 else 0
@@ -797,11 +853,14 @@ def standard_topology(o: Options) -> Topology:
     # (Linux VXLAN, no BGP) and, over an IPv4 underlay, the other gateway's
     # IPv6 VPC (IPv6 ranges ride IPv6 sessions; over an IPv6 underlay the
     # sessions carry both families, with extended next hops).
-    b_routes = [("10.2.0.0/16", "site-b"), ("fd00:b::/64", "site-b")]
-    a_routes = [("10.1.0.0/16", "site-a"), ("fd00:a::/64", "site-a")]
+    # With overlap the other site is reached at its mapped range.
+    b4, b6 = (MAPPED["site-b"], MAPPED6["site-b"]) if o.overlap else ("10.2.0.0/16", "fd00:b::/64")
+    a4, a6 = (MAPPED["site-a"], MAPPED6["site-a"]) if o.overlap else ("10.1.0.0/16", "fd00:a::/64")
+    b_routes = [(b4, "site-b"), (b6, "site-b")]
+    a_routes = [(a4, "site-a"), (a6, "site-a")]
     if o.bgp:
-        b_routes = [] if v6 else [("fd00:b::/64", "site-b")]
-        a_routes = [] if v6 else [("fd00:a::/64", "site-a")]
+        b_routes = [] if v6 else [(b6, "site-b")]
+        a_routes = [] if v6 else [(a6, "site-a")]
     t.gateways["gwa"] = Gateway(
         "gwa", "gw-a", "site-a", ports, "blue", o.vni,
         routes=b_routes + [("10.3.0.0/16", "site-c"), ("fd00:c::/64", "site-c")],
@@ -820,13 +879,20 @@ def standard_topology(o: Options) -> Topology:
         peers=[Peer("site-a", o.encap, [line("line1", "gwb", "wan1", "gwa", "wan1"),
                                         line("line2", "gwb", "wan2", "gwa", "wan2")],
                     asn=GWA_ASN if o.bgp else None)],
-        asn=GWB_ASN if o.bgp else None, router_id="10.255.0.2" if o.bgp else None)
+        asn=GWB_ASN if o.bgp else None, router_id="10.255.0.2" if o.bgp else None,
+        lan_routes=[("10.1.1.0/24", "10.1.0.3"), ("fd00:a:0:1::/64", "fd00:a::3")] if o.overlap else [])
     if o.bgp:
         t.vpcs = [Vpc("vpc-a", ["10.1.0.0/16", "fd00:a::/64"], "site-a"),
                   Vpc("vpc-b", ["10.2.0.0/16", "fd00:b::/64"], "site-b"),
                   Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
         if o.idc_router:
             t.vpcs.append(Vpc("idc-a", [IDC_RANGE], "site-a"))
+    if o.overlap:
+        # The shared ranges are no VPC of the plan (the plan is overlap-free):
+        # each site's copy is a mapped range of that site.
+        t.vpcs = [Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
+        t.mapped = [MappedRange(f"legacy-{s[-1]}", OVERLAP_RANGE, m, s) for s, m in MAPPED.items()] + \
+            [MappedRange(f"legacy-{s[-1]}6", OVERLAP_RANGE6, m, s) for s, m in MAPPED6.items()]
     return t
 
 
@@ -1215,10 +1281,12 @@ class Lab:
                    "neighbors": [dict(n) for n in g.neighbors],
                    "fpm": {"address": "127.0.0.1", "port": 2620, "stale-time": 120},
                    "frr": {"config-dir": str(confdir), "run-dir": str(rundir)}}
-        if o.bgp and t.vpcs:
+        if (o.bgp and t.vpcs) or t.mapped:
             plan = {"clouds": [{"name": "lab", "regions": [{"name": "r1", "vpcs": [
                 {"name": v.name, "prefixes": list(v.prefixes), "tenant": v.tenant, "site": v.site}
-                for v in t.vpcs]}]}]}
+                for v in t.vpcs]}]}],
+                "mapped-ranges": [{"name": m.name, "real": m.real, "mapped": m.mapped, "site": m.site}
+                                  for m in t.mapped]}
             plan.update(o.plan_extra or {})
         return {
             "node": {"name": g.name, "site": g.site,
@@ -1227,7 +1295,8 @@ class Lab:
                     "file-prefix": self.ns(node)},
             "ports": ports,
             "tenants": [{"name": g.tenant, "vni": g.vni,
-                         "routes": [{"prefix": pfx, "peer": peer} for pfx, peer in g.routes]}],
+                         "routes": [{"prefix": pfx, "peer": peer} for pfx, peer in g.routes]
+                         + [{"prefix": pfx, "next-hop": nh} for pfx, nh in g.lan_routes]}],
             "peers": peers,
             "bgp": bgp,
             "address-plan": plan,
@@ -1493,7 +1562,7 @@ class Lab:
 
     def iperf(self, sender: str, receiver: str, addr: str | None = None, v6: bool = False,
               nbytes: int | None = 10 << 20, seconds: float | None = None, interval: float | None = None,
-              bitrate: str | None = None, timeout: float = 60) -> "Transfer":
+              bitrate: str | None = None, timeout: float = 60, connect: str | None = None) -> "Transfer":
         """A TCP transfer with iperf3 from `sender` to `receiver`: the iperf3
         server runs in `sender` (on its address `addr`, default its first
         global address of the family) and the client in `receiver` with
@@ -1502,7 +1571,9 @@ class Lab:
         the sender says it is done, with data still in flight: esnet/iperf
         issue 382).  `seconds` instead of `nbytes`: a timed transfer;
         `interval`: seconds per entry of .intervals; `bitrate`: pace the
-        sender (iperf3 -b, e.g. "100M").
+        sender (iperf3 -b, e.g. "100M"); `connect`: the address the receiver
+        connects to when it is not `addr` (the sender's mapped address,
+        Options.overlap).
         Raises LabError when iperf3 fails (the result still in .error)."""
         addr = addr or self.address(sender, v6)
         self._iperf_port = getattr(self, "_iperf_port", 5200) + 1
@@ -1510,7 +1581,7 @@ class Lab:
         name = f"iperf3-{sender}-{port}"
         self.start(name, sender, "iperf3", "-s", "-1", "-p", port, "-B", addr, listen=port)
         try:
-            argv = ["iperf3", "-c", addr, "-p", port, "--reverse", "--json", "--connect-timeout", 3000]
+            argv = ["iperf3", "-c", connect or addr, "-p", port, "--reverse", "--json", "--connect-timeout", 3000]
             argv += ["-t", seconds] if seconds else ["-n", nbytes]
             if interval:
                 argv += ["-i", interval]
@@ -1524,9 +1595,9 @@ class Lab:
             doc = json.loads(r.stdout)
         except json.JSONDecodeError:
             doc = {"error": (r.stdout + r.stderr).strip()[-500:] or f"exit {r.returncode}"}
-        t = Transfer(sender, receiver, addr, doc, r.returncode)
+        t = Transfer(sender, receiver, connect or addr, doc, r.returncode)
         if t.error:
-            raise LabError(f"iperf3 {sender} -> {receiver} ({addr}): {t.error}")
+            raise LabError(f"iperf3 {sender} -> {receiver} ({connect or addr}): {t.error}")
         return t
 
     def ip(self, node: str, *args) -> list | dict:
@@ -1701,7 +1772,8 @@ class Lab:
         mine = g.site
         peers = {p.name for p in g.peers if p.asn}
         return [pfx for v in t.vpcs if v.site in peers and v.site != mine
-                for pfx in v.prefixes if v6 or not _is_v6(pfx)]
+                for pfx in v.prefixes if v6 or not _is_v6(pfx)] + \
+            [m.mapped for m in t.mapped if m.site in peers and m.site != mine and (v6 or not _is_v6(m.mapped))]
 
     def frr_routes(self, node: str) -> list[dict]:
         """mcgwd's fast-path routes from FRR (`mcgwctl show routes --source frr --json`)."""
@@ -1906,7 +1978,7 @@ def _options_from(args) -> Options:
                    vni=args.vni, log_level=args.log_level, host_mtu=args.host_mtu,
                    rtr_mtu=dict(_kv(x, int) for x in args.rtr_mtu), rtr_drop_icmp=args.drop_icmp,
                    path_mtu=dict(_kv(x, _yaml_value) for x in args.path_mtu) or None,
-                   bgp=args.bgp, idc_router=args.idc_router)
+                   bgp=args.bgp, idc_router=args.idc_router, overlap=args.overlap)
 
 
 def _kv(text: str, conv) -> tuple[str, object]:
@@ -1992,6 +2064,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="FRR in the gateways, routes A<->B by BGP (default); --no-bgp: static routes only")
         p.add_argument("--idc-router", action="store_true",
                        help="an IDC router (BIRD 2, namespace idc, with idchost) on gateway A's LAN")
+        p.add_argument("--overlap", action="store_true",
+                       help="sites A and B both use 10.1.0.0/16 and fd00:a::/56, each reached at its own "
+                            "mapped ranges (10.201.0.0/16 + fd00:201::/56, 10.202.0.0/16 + fd00:202::/56); "
+                            "router lanb in front of hostb")
         p.add_argument("--log-level", default="info")
         p.add_argument("--build-dir", help="where mcgwd/mcgwctl are (env MCGW_BUILD_DIR)")
 
