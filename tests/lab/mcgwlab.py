@@ -888,9 +888,13 @@ def standard_topology(o: Options) -> Topology:
         if o.idc_router:
             t.vpcs.append(Vpc("idc-a", [IDC_RANGE], "site-a"))
     if o.overlap:
-        # The shared ranges are no VPC of the plan (the plan is overlap-free):
-        # each site's copy is a mapped range of that site.
-        t.vpcs = [Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
+        # Both sites' VPCs hold the shared ranges: each is a legacy overlap,
+        # declared by a mapped range of its site whose real range is the
+        # VPC's prefix (docs/address-plan.md); the plan routes only the
+        # mapped ranges.
+        t.vpcs = [Vpc("vpc-a", [OVERLAP_RANGE, OVERLAP_RANGE6], "site-a"),
+                  Vpc("vpc-b", [OVERLAP_RANGE, OVERLAP_RANGE6], "site-b"),
+                  Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
         t.mapped = [MappedRange(f"legacy-{s[-1]}", OVERLAP_RANGE, m, s) for s, m in MAPPED.items()] + \
             [MappedRange(f"legacy-{s[-1]}6", OVERLAP_RANGE6, m, s) for s, m in MAPPED6.items()]
     return t
