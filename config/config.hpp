@@ -308,7 +308,7 @@ struct BuiltinReserved {
   const char* why;  // "link-local", "loopback", "multicast"
 };
 inline constexpr BuiltinReserved kBuiltinReserved[] = {
-    {"169.254.0.0/16", "link-local"}, {"fe80::/10", "link-local"}, {"127.0.0.0/8", "loopback"},
+    {"169.254.0.0/16", "link-local"}, {"fe80::/10", "link-local"},  {"127.0.0.0/8", "loopback"},
     {"::1/128", "loopback"},          {"224.0.0.0/4", "multicast"}, {"ff00::/8", "multicast"}};
 // The cloud's full name when a cloud of that address-plan name keeps
 // 100.64.0.0/10 for its own services (aliyun: Alibaba Cloud; huaweicloud or

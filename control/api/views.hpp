@@ -32,7 +32,7 @@ struct GatewayState {
   const kernel::NeighborResolver& neighbors;
   const lines::UnderlayLines& lines;
   const daemon::ForwardingState& forwarding;
-  const frr::FrrRouting* frr = nullptr;  // BGP through FRR
+  const frr::FrrRouting* frr = nullptr;      // BGP through FRR
   const plan::PlanFollower* plan = nullptr;  // the address plan's store, when followed
 };
 

@@ -203,8 +203,8 @@ std::string renderStatus(json s) {
   if (s.contains("address_plan") && s["address_plan"].is_object()) {
     json& ap = s["address_plan"];
     o << "\nAddress plan  " << ap.value("vpcs", uint64_t{0}) << " VPCs, "
-      << ap.value("mapped_ranges", uint64_t{0}) << " mapped ranges, " << ap.value("pools", uint64_t{0})
-      << " pools";
+      << ap.value("mapped_ranges", uint64_t{0}) << " mapped ranges, "
+      << ap.value("pools", uint64_t{0}) << " pools";
     if (ap.contains("store") && ap["store"].is_object()) {
       json& st = ap["store"];
       o << "; store " << str(st, "store") << ": " << str(st, "state") << ", revision "

@@ -62,9 +62,10 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     if (auto merged = plan::inForce(*gw->file_config_, first.snapshot); merged) {
       gw->config_ = *merged;
     } else {
-      spdlog::error("address plan: store revision {} conflicts with {}; starting with the "
-                    "file's plan alone:",
-                    first.snapshot.revision, path);
+      spdlog::error(
+          "address plan: store revision {} conflicts with {}; starting with the "
+          "file's plan alone:",
+          first.snapshot.revision, path);
       for (const auto& e : merged.error()) {
         spdlog::error("  {}", e);
       }
@@ -181,8 +182,8 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_,      *dataplane_,  *ports_,     *kernel_,   *neighbors_,
-          *lines_,       *forwarding_, frr_.get(), plan_.get()};
+  return {*config_, *dataplane_,  *ports_,    *kernel_,   *neighbors_,
+          *lines_,  *forwarding_, frr_.get(), plan_.get()};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -272,9 +273,9 @@ void Gateway::saveLastGood() {
 }
 
 ReloadOutcome Gateway::finish(ReloadOutcome o, const plan::Snapshot* store_revision) {
-  const std::string what = store_revision ? "address plan store revision " +
-                                                std::to_string(store_revision->revision)
-                                          : "reload of " + path_;
+  const std::string what =
+      store_revision ? "address plan store revision " + std::to_string(store_revision->revision)
+                     : "reload of " + path_;
   if (o.ok) {
     o.summary = o.changes.empty() ? "no changes"
                                   : "applied " + std::to_string(o.changes.size()) + " change" +

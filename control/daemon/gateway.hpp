@@ -145,7 +145,7 @@ class Gateway {
   std::unique_ptr<LastGoodStore> last_good_;
   std::optional<Fallback> fallback_;
   std::string last_good_error_;
-  config::ConfigPtr config_;  // the file's config with the store's VPCs: what runs
+  config::ConfigPtr config_;       // the file's config with the store's VPCs: what runs
   config::ConfigPtr file_config_;  // the file's alone
   std::string config_text_;
   std::string state_dir_;

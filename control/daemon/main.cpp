@@ -356,20 +356,21 @@ int main(int argc, char** argv) {
   std::function<void(const mcgw::plan::Snapshot&)> adoptPlan =
       [&](const mcgw::plan::Snapshot& snapshot) {
         auto s = std::make_shared<mcgw::plan::Snapshot>(snapshot);
-        reloadOffLoop([&gw, s] { gw.adoptPlan(*s); },
-                      [&gw](std::exception_ptr error) {
-                        if (error) {
-                          try {
-                            std::rethrow_exception(error);
-                          } catch (const std::exception& e) {
-                            spdlog::error("address plan: applying failed: {}",
-                                          mcgw::text::escape(e.what(), 512));
-                          } catch (...) {
-                            spdlog::error("address plan: applying failed with an unknown exception");
-                          }
-                        }
-                        notify("READY=1\nSTATUS=" + gw.summary());
-                      });
+        reloadOffLoop(
+            [&gw, s] { gw.adoptPlan(*s); },
+            [&gw](std::exception_ptr error) {
+              if (error) {
+                try {
+                  std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                  spdlog::error("address plan: applying failed: {}",
+                                mcgw::text::escape(e.what(), 512));
+                } catch (...) {
+                  spdlog::error("address plan: applying failed with an unknown exception");
+                }
+              }
+              notify("READY=1\nSTATUS=" + gw.summary());
+            });
       };
   auto adoptPendingPlan = [&] {
     if (auto pending = gw.pendingPlan(); pending && !reloading) {

@@ -25,7 +25,6 @@ namespace mcgw::plan {
 
 using config::Family;
 
-
 // A number of addresses.  An IPv6 pool holds up to 2^128 addresses, more
 // than uint64_t counts, so the count is kept in 129 bits and shown as
 // decimal text (exact) or as a power of two (log2, for a glance).

@@ -70,7 +70,6 @@ bool isNameChar(char c) {
   return isLetter(c) || isDigit(c) || c == '_' || c == '.' || c == '-';
 }
 
-
 // A cloud's VPC id: vpc-0a1b2c3d (AWS), vpc-bp1... (Alibaba Cloud), a UUID
 // (Huawei Cloud).  Stricter than any of them need, so that an id can be
 // printed and used as a name without surprises.

@@ -53,5 +53,4 @@ std::string formatPlanFile(const Snapshot& snapshot);
 // names the file in messages.
 StoreResult<Snapshot> parsePlanFile(std::string_view text, const std::string& file);
 
-
 }  // namespace mcgw::plan

@@ -45,10 +45,10 @@ Result<std::unique_ptr<Store>, std::string> openStoreFor(const config::Config& c
 StoreSettings storeSettings(const config::Config& config) {
   const AddressPlanConfig& p = config.address_plan;
   const bool follows = p.store == AddressPlanConfig::Store::kEtcd || !p.pools.empty();
-  return {follows,          p.store == AddressPlanConfig::Store::kEtcd ? "etcd" : "file",
-          p.store_path,     p.etcd_endpoints,
-          p.etcd_ca_file,   p.etcd_cert_file,
-          p.etcd_key_file,  p.etcd_prefix};
+  return {follows,         p.store == AddressPlanConfig::Store::kEtcd ? "etcd" : "file",
+          p.store_path,    p.etcd_endpoints,
+          p.etcd_ca_file,  p.etcd_cert_file,
+          p.etcd_key_file, p.etcd_prefix};
 }
 
 Result<config::ConfigPtr, std::vector<std::string>> inForce(const config::Config& file,
@@ -57,7 +57,8 @@ Result<config::ConfigPtr, std::vector<std::string>> inForce(const config::Config
     return config::ConfigPtr(std::make_shared<config::Config>(file));
   }
   std::vector<std::string> errors;
-  for (const PlanProblem& p : checkSnapshot(file, snapshot, prefixesOf(reservedRanges(file, &snapshot)))) {
+  for (const PlanProblem& p :
+       checkSnapshot(file, snapshot, prefixesOf(reservedRanges(file, &snapshot)))) {
     if (p.severity == PlanProblem::Severity::kError) {
       errors.push_back(p.message);
     }

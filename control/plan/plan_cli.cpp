@@ -30,9 +30,8 @@ json vpcJson(const StoredVpc& v) {
   for (const auto& p : v.prefixes) {
     prefixes.push_back(p.toString());
   }
-  return {{"name", v.name},     {"cloud", v.cloud},   {"region", v.region},
-          {"prefixes", prefixes}, {"pool", v.pool},   {"tenant", v.tenant},
-          {"site", v.site},     {"source", v.source}};
+  return {{"name", v.name}, {"cloud", v.cloud},   {"region", v.region}, {"prefixes", prefixes},
+          {"pool", v.pool}, {"tenant", v.tenant}, {"site", v.site},     {"source", v.source}};
 }
 
 std::string prefixList(const std::vector<IpPrefix>& ps) {
@@ -52,8 +51,9 @@ int exitFor(const StoreError& e) {
 }  // namespace
 
 PlanCommands::PlanCommands(CLI::App& app) {
-  plan_ = app.add_subcommand("plan", "The global address plan: check, allocate, release, show, "
-                                     "import (works on the config file and its store)");
+  plan_ = app.add_subcommand("plan",
+                             "The global address plan: check, allocate, release, show, "
+                             "import (works on the config file and its store)");
   plan_->require_subcommand(1);
   plan_->add_option("-c,--config", config_path_, "mcgw config file (its address-plan section)")
       ->capture_default_str();
@@ -149,9 +149,8 @@ int PlanCommands::run(const Print& out, const Print& err) {
           const bool error = p.severity == PlanProblem::Severity::kError;
           text += std::string(error ? "error" : "warning") + ": store " + (*follows)->describe() +
                   ": " + p.message + "\n";
-          problems.push_back({{"severity", error ? "error" : "warning"},
-                              {"vpc", p.vpc},
-                              {"message", p.message}});
+          problems.push_back(
+              {{"severity", error ? "error" : "warning"}, {"vpc", p.vpc}, {"message", p.message}});
           rc = error ? kRefused : rc;
         }
         store_j = {{"store", (*follows)->describe()},
@@ -264,16 +263,16 @@ int PlanCommands::run(const Print& out, const Print& err) {
         for (const auto& p : u.free_blocks) {
           free_blocks.push_back(p.toString());
         }
-        pj.push_back({{"pool", u.pool},
-                      {"family", familyName(u.family)},
-                      {"prefixes", prefixes},
-                      {"size", u.size.toString()},
-                      {"used", u.used.toString()},
-                      {"free", u.free.toString()},
-                      {"free_blocks", free_blocks},
-                      {"free_block_count", u.free_block_count},
-                      {"largest_free", u.largest_free ? json(u.largest_free->toString())
-                                                      : json(nullptr)}});
+        pj.push_back(
+            {{"pool", u.pool},
+             {"family", familyName(u.family)},
+             {"prefixes", prefixes},
+             {"size", u.size.toString()},
+             {"used", u.used.toString()},
+             {"free", u.free.toString()},
+             {"free_blocks", free_blocks},
+             {"free_block_count", u.free_block_count},
+             {"largest_free", u.largest_free ? json(u.largest_free->toString()) : json(nullptr)}});
       }
       json vj = json::array();
       for (const auto& v : snap->vpcs) {

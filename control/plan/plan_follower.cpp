@@ -71,8 +71,7 @@ void PlanFollower::heard(StoreResult<Snapshot> r) {
     return;
   }
   if (!store_error_.empty()) {
-    spdlog::info("address plan: {} answers again (revision {})", store_->describe(),
-                 r->revision);
+    spdlog::info("address plan: {} answers again (revision {})", store_->describe(), r->revision);
     store_error_.clear();
   }
   const uint64_t seen = latest_ ? latest_->revision : adopted_.revision;

@@ -25,7 +25,8 @@ class PlanFollower {
  public:
   // `adopted`: the snapshot the gateway starts with; `from_cache` says it
   // was read from the local cache because the store did not answer.
-  PlanFollower(std::unique_ptr<Store> store, Snapshot adopted, std::optional<std::string> start_error);
+  PlanFollower(std::unique_ptr<Store> store, Snapshot adopted,
+               std::optional<std::string> start_error);
   ~PlanFollower();  // stops waiting (at most one poll interval)
   PlanFollower(const PlanFollower&) = delete;
   PlanFollower& operator=(const PlanFollower&) = delete;

@@ -53,13 +53,15 @@ class DaemonPlanTest : public DaemonTest {
   // A config the CLI allocates with: the same store, maybe another file plan.
   std::string cliConfig(const std::string& store, const std::string& more_vpcs = "") {
     std::string path = dir_.file("cli.yaml");
-    writeFile(path, nullConfig(dir_.file("unused.sock"), prefix_ + "c", planConfig(store, more_vpcs)));
+    writeFile(path,
+              nullConfig(dir_.file("unused.sock"), prefix_ + "c", planConfig(store, more_vpcs)));
     return path;
   }
 
   CommandResult allocate(const std::string& cli_config, const std::string& vpc) {
-    return run(kMcgwctl + " plan -c " + cli_config + " allocate --cloud aws --region us-east-1 --vpc " +
-               vpc + " --tenant training --site lab --json");
+    return run(kMcgwctl + " plan -c " + cli_config +
+               " allocate --cloud aws --region us-east-1 --vpc " + vpc +
+               " --tenant training --site lab --json");
   }
 
   // Polls status until pred holds; the last status either way.
@@ -124,7 +126,7 @@ TEST_F(DaemonPlanTest, RefusesARevisionThatConflictsWithItsFile) {
   const std::string errors = store(s)["refused"]["errors"].dump();
   EXPECT_NE(errors.find("train-use1"), std::string::npos) << errors;
   EXPECT_NE(errors.find("x-only"), std::string::npos) << errors;
-  EXPECT_EQ(store(s)["revision"], 0);     // the plan in force is unchanged
+  EXPECT_EQ(store(s)["revision"], 0);       // the plan in force is unchanged
   EXPECT_EQ(s["address_plan"]["vpcs"], 2);  // the file's two
   EXPECT_EQ(s["health"]["state"], "degraded");
   EXPECT_NE(s["health"]["reasons"].dump().find("address plan revision 1 refused"),
@@ -186,8 +188,7 @@ TEST_F(DaemonPlanTest, EtcdDownKeepsThePlanAndSaysSo) {
   EXPECT_EQ(s["address_plan"]["vpcs"], 2) << s.dump();
   EXPECT_EQ(store(s)["revision"], revision);
   EXPECT_EQ(store(s)["state"], "unreachable");
-  EXPECT_NE(store(s)["error"].get<std::string>().find("running the cached plan"),
-            std::string::npos)
+  EXPECT_NE(store(s)["error"].get<std::string>().find("running the cached plan"), std::string::npos)
       << store(s).dump();
 }
 

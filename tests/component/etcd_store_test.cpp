@@ -269,7 +269,9 @@ TEST(EtcdStore, UpdateLoadAndRelease) {
   auto bad_name = store.update(add(vpc("9lives", "10.3.0.0/16")));
   ASSERT_FALSE(bad_name);
   EXPECT_EQ(bad_name.error().kind, Kind::kAborted);
-  EXPECT_EQ(bad_name.error().message, R"(VPC "9lives": the name is not valid (1..63 letters, digits, '_', '.', '-' starting with a letter))");
+  EXPECT_EQ(
+      bad_name.error().message,
+      R"(VPC "9lives": the name is not valid (1..63 letters, digits, '_', '.', '-' starting with a letter))");
 
   // Release: the key goes, the serial moves on.
   auto released = store.update([](Snapshot& s) -> Result<bool, std::string> {

@@ -72,7 +72,8 @@ TEST(EtcdStoreVpcJson, RoundTripsAndSaysWhatIsWrong) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"[]", R"(the value is not a JSON object: "[]")"},
       {R"({"name":"a","cloud":"c","region":"r"})", "field prefixes is not an array"},
-      {R"({"name":"a","cloud":"c","region":"r","prefixes":[]})", "VPC \"a\": 0 prefixes; a VPC has 1..64"},
+      {R"({"name":"a","cloud":"c","region":"r","prefixes":[]})",
+       "VPC \"a\": 0 prefixes; a VPC has 1..64"},
       {R"({"name":"a","cloud":"c","region":"r","prefixes":[7]})", R"(prefix "7" does not parse)"},
       {R"({"name":"a","cloud":"c","region":"r","prefixes":["10.0.0.0/8"],"site":"x y"})",
        R"(VPC "a": pool, tenant or site "x y" is not a valid name)"},

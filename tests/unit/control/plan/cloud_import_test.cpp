@@ -464,7 +464,8 @@ TEST(CloudImport, MappedRangeAndNamesInTheListing) {
                            awsListing({awsVpc("vpc-1", "web", {"100.65.8.0/24"}),
                                        awsVpc("vpc-2", "web", {"10.90.0.0/16"})})),
             (std::vector<std::vector<std::string>>{
-                {"100.65.8.0/24 overlaps 100.64.0.0/10, reserved for Alibaba Cloud's own services (a cloud "
+                {"100.65.8.0/24 overlaps 100.64.0.0/10, reserved for Alibaba Cloud's own services "
+                 "(a cloud "
                  "of the plan)",
                  "100.65.8.0/24 overlaps 100.65.0.0/16 of mapped range legacy-erp in the config",
                  "the name web is also the name of imported VPC aws/us-east-1/web (vpc-2) in "
