@@ -469,32 +469,41 @@ class Checker {
     struct Entry {
       IpPrefix prefix;
       std::string why;  // "link-local", "underlay: ..."
+      // The VPCs of this site may hold the range (a cloud VM's WAN
+      // interface is in a subnet of its own VPC); "" for none.
+      std::string site;
     };
-    void add(const IpPrefix& p, std::string why) {
+    void add(const IpPrefix& p, std::string why, std::string site = "") {
       const IpPrefix net = p.network();
       if (by_prefix_.count(net)) {
         return;  // the first reason given stands
       }
-      entries_.push_back({net, std::move(why)});
+      entries_.push_back({net, std::move(why), std::move(site)});
       by_prefix_.emplace(net, entries_.size() - 1);
       by_first_.emplace(net.address, entries_.size() - 1);
       lengths_.insert({net.address.family, net.length});
     }
-    // The most specific range containing p, else the lowest inside p.
-    const Entry* overlapping(const IpPrefix& p) const {
+    // The most specific range containing p, else the lowest inside p; a
+    // range of site (when given) does not count.
+    const Entry* overlapping(const IpPrefix& p, const std::string* site) const {
+      auto counts = [&](size_t i) {
+        return entries_[i].site.empty() || !site || entries_[i].site != *site;
+      };
       for (auto it = lengths_.rbegin(); it != lengths_.rend(); ++it) {
         if (it->first != p.address.family || it->second > p.length) {
           continue;
         }
         if (auto f = by_prefix_.find(IpPrefix{p.address, it->second}.network());
-            f != by_prefix_.end()) {
+            f != by_prefix_.end() && counts(f->second)) {
           return &entries_[f->second];
         }
       }
       const auto range = DisjointPrefixes<int>::rangeOf(p);
-      auto it = by_first_.lower_bound(range.first);
-      if (it != by_first_.end() && it->first <= range.last) {
-        return &entries_[it->second];
+      for (auto it = by_first_.lower_bound(range.first);
+           it != by_first_.end() && it->first <= range.last; ++it) {
+        if (counts(it->second)) {
+          return &entries_[it->second];
+        }
       }
       return nullptr;
     }
@@ -567,8 +576,10 @@ class Checker {
       }
       for (const auto& item : map_.items(portPath(p.name) + "/addresses")) {
         if (auto a = IpPrefix::parse(item.loc.raw)) {
-          r.add(*a, "underlay: address " + a->toString() + " of wan port " + q(p.name) +
-                        at(item.loc.line));
+          r.add(*a,
+                "underlay: address " + a->toString() + " of wan port " + q(p.name) +
+                    at(item.loc.line),
+                c_.node.site);
         }
       }
     }
@@ -579,9 +590,11 @@ class Checker {
         for (const auto& [leaf, a] :
              {std::pair<const char*, const IpAddress*>{"local-vtep", &l.local_vtep},
               {"remote-vtep", &l.remote_vtep}}) {
+          // The local VTEP is this site's, the remote one the peer site's.
           r.add(IpPrefix{*a, static_cast<uint8_t>(a->bits())},
                 std::string("underlay: ") + leaf + " of line " + p.name + "/" + l.name +
-                    at(map_.find(lpath + "/" + leaf).line));
+                    at(map_.find(lpath + "/" + leaf).line),
+                a == &l.local_vtep ? c_.node.site : p.name);
         }
       }
     }
@@ -740,7 +753,7 @@ class Checker {
       at_site.add(c.prefix, {c.prefix, &c});
     };
     for (const auto& c : claims) {
-      if (const auto* r = reserved.overlapping(c.prefix)) {
+      if (const auto* r = reserved.overlapping(c.prefix, c.vpc ? &c.vpc->site : nullptr)) {
         error(*c.path, c.prefix.toString() + " of " + c.what() + " overlaps reserved range " +
                            r->prefix.toString() + " (" + r->why + ")");
         continue;

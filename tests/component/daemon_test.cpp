@@ -305,6 +305,30 @@ TEST_F(DaemonTest, MalformedRequestsGetErrorsAndDaemonSurvives) {
   EXPECT_EQ(ctl("status --json").code, 0);
 }
 
+// Config warnings are logged when the file is loaded: at start and at every
+// reload.
+TEST_F(DaemonTest, LogsConfigWarningsAtStartAndReload) {
+  writeFile(config_, nullConfig(socket_, prefix_,
+                                "address-plan:\n"
+                                "  pools: [{name: p1, prefixes: [10.64.0.0/10]}]\n"
+                                "  clouds:\n"
+                                "    - {name: aws, regions: [{name: r1, vpcs: [{name: a, "
+                                "prefixes: [10.2.0.0/16]}]}]}\n"));
+  start();
+  const std::string warning = config_ +
+                              ":19:68: /mcgw:address-plan/clouds/cloud[name='aws']/regions/"
+                              "region[name='r1']/vpcs/vpc[name='a']/prefixes[.='10.2.0.0/16']: "
+                              "10.2.0.0/16 of VPC aws/r1/a is outside every pool (p1)";
+  std::string out = log();
+  const size_t first = out.find(warning);
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.find(warning, first + 1), std::string::npos) << "once per load\n" << out;
+  EXPECT_EQ(status()["health"]["state"], "healthy") << "a warning is not a fault";
+  hangup();
+  out = log();
+  EXPECT_NE(out.find(warning, first + 1), std::string::npos) << out;
+}
+
 TEST_F(DaemonTest, InvalidConfigAtStartExits78WithEveryError) {
   writeFile(config_, nullConfig(socket_, prefix_, "tenants:\n  - name: a\n    vni: x\n") +
                          "logging:\n  levle: info\n");
@@ -340,6 +364,29 @@ TEST(Mcgwctl, CheckConfig) {
                                                 "an integer in 1280..9216, found \"100\""),
             std::string::npos)
       << bad.err;
+}
+
+// Warnings do not make a file invalid: printed like errors with
+// "warning: ", exit 0, and the valid line says so.
+TEST(Mcgwctl, CheckConfigPrintsWarnings) {
+  TempDir dir;
+  writeFile(
+      dir.file("plan.yaml"),
+      "node: {name: x, site: y}\n"
+      "ports: [{name: p, role: lan, vdev: net_null0}]\n"
+      "address-plan:\n"
+      "  pools: [{name: p1, prefixes: [10.64.0.0/10]}]\n"
+      "  clouds:\n"
+      "    - {name: aws, regions: [{name: r1, vpcs: [{name: a, prefixes: [10.2.0.0/16]}]}]}\n");
+  CommandResult r = run(kMcgwctl + " check-config " + dir.file("plan.yaml"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, dir.file("plan.yaml") +
+                       ":6:68: /mcgw:address-plan/clouds/cloud[name='aws']/regions/"
+                       "region[name='r1']/vpcs/vpc[name='a']/prefixes[.='10.2.0.0/16']: warning: "
+                       "10.2.0.0/16 of VPC aws/r1/a is outside every pool (p1)\n");
+  EXPECT_NE(r.out.find("valid (node x, 1 ports, 0 tenants, 0 peers, sha256 "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(", with warnings)\n"), std::string::npos) << r.out;
 }
 
 // A file that is not text, or not an mcgw config at all: exit 1 with the

@@ -290,6 +290,51 @@ std::vector<PlanCase> planCases() {
          "198.51.100.0/24 of VPC aws/r1/a overlaps reserved range 198.51.100.7/32 (underlay: "
          "remote-vtep of line site-b/line1 at plan.yaml:20)"}},
        {}},
+      // A cloud VM's wan interface is in a subnet of its own VPC: the VPCs of
+      // this gateway's site (idc-a) may hold its wan subnets and local VTEP,
+      // those of the peer's site (site-b) the peer's VTEP.
+      {"UnderlayInsideTheVpcsOfItsOwnSite",
+       R"(  clouds:
+    - name: aws
+      regions:
+        - name: r1
+          vpcs:
+            - {name: here, prefixes: [203.0.112.0/23, "2001:db8:ff00::/40"], site: idc-a}
+            - {name: peer, prefixes: [198.51.100.0/24], site: site-b}
+)",
+       {},
+       {}},
+      {"UnderlayInsideTheVpcOfAnotherSite",
+       R"(  clouds:
+    - name: aws
+      regions:
+        - name: r1
+          vpcs:
+            - {name: a, prefixes: [203.0.112.0/23], site: site-b}
+            - {name: b, prefixes: [198.51.100.0/24], site: idc-a}
+)",
+       {{27,
+         "203.0.112.0/23 of VPC aws/r1/a overlaps reserved range 203.0.113.0/29 (underlay: "
+         "address 203.0.113.1/29 of wan port 'wan0' at plan.yaml:13)"},
+        {28,
+         "198.51.100.0/24 of VPC aws/r1/b overlaps reserved range 198.51.100.7/32 (underlay: "
+         "remote-vtep of line site-b/line1 at plan.yaml:20)"}},
+       {}},
+      // The operator's range counts even where the port's subnet does not.
+      {"OperatorReservedAroundAnExemptUnderlay",
+       R"(  reserved:
+    - {name: dmz, prefix: 203.0.113.0/24}
+  clouds:
+    - name: aws
+      regions:
+        - name: r1
+          vpcs:
+            - {name: here, prefixes: [203.0.113.0/28], site: idc-a}
+)",
+       {{29,
+         "203.0.113.0/28 of VPC aws/r1/here overlaps reserved range 203.0.113.0/24 "
+         "(address-plan.reserved 'dmz' at plan.yaml:23)"}},
+       {}},
       {"SharedSpaceWithAliyunInThePlan",
        R"(  clouds:
     - name: aliyun
