@@ -71,8 +71,9 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
       }
       first.snapshot = plan::Snapshot{};
     }
-    gw->plan_ = std::make_unique<plan::PlanFollower>(std::move(*store), std::move(first.snapshot),
-                                                     std::move(first.error));
+    gw->plan_ =
+        std::make_unique<plan::PlanFollower>(std::move(*store), std::move(first.snapshot),
+                                             std::move(first.error), std::move(first.cached));
   }
   gw->started_at_ = gw->loaded_at_ = std::chrono::system_clock::now();
   gw->started_ = std::chrono::steady_clock::now();

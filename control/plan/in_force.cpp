@@ -109,14 +109,14 @@ StoreResult<Snapshot> readCache(const std::string& path) {
 FirstSnapshot firstSnapshot(Store& store, const std::string& cache_path) {
   auto r = store.load();
   if (r) {
-    return {std::move(*r), std::nullopt};
+    return {std::move(*r), std::nullopt, ""};
   }
   FirstSnapshot out;
   out.error = r.error().message;
   if (auto c = readCache(cache_path); c) {
     out.snapshot = std::move(*c);
-    *out.error += "; running the cached plan (revision " + std::to_string(out.snapshot.revision) +
-                  ") from " + cache_path;
+    out.cached = "; running the cached plan (revision " + std::to_string(out.snapshot.revision) +
+                 ") from " + cache_path;
   } else {
     *out.error += "; no cached plan either (" + c.error().message + ")";
   }

@@ -38,7 +38,8 @@ Result<bool, std::string> writeCache(const std::string& path, const Snapshot& sn
 // answer the cached copy (error says why; revision 0 when there is none).
 struct FirstSnapshot {
   Snapshot snapshot;
-  std::optional<std::string> error;
+  std::optional<std::string> error;  // why the store did not answer
+  std::string cached;                // "; running the cached plan (revision N) from PATH", or ""
 };
 FirstSnapshot firstSnapshot(Store& store, const std::string& cache_path);
 

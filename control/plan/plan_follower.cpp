@@ -10,10 +10,10 @@ namespace mcgw::plan {
 using core::isoTime;
 
 PlanFollower::PlanFollower(std::unique_ptr<Store> store, Snapshot adopted,
-                           std::optional<std::string> start_error)
-    : store_(std::move(store)), adopted_(std::move(adopted)) {
+                           std::optional<std::string> start_error, std::string cached)
+    : store_(std::move(store)), adopted_(std::move(adopted)), cached_(std::move(cached)) {
   if (start_error) {
-    store_error_ = *start_error;
+    store_error_ = *start_error + cached_;
     store_error_since_ = std::chrono::system_clock::now();
   }
 }
@@ -55,7 +55,7 @@ void PlanFollower::poll() {
 
 void PlanFollower::heard(StoreResult<Snapshot> r) {
   if (!r) {
-    const std::string why = r.error().message;
+    const std::string why = r.error().message + cached_;
     if (store_error_.empty()) {
       store_error_since_ = std::chrono::system_clock::now();
       spdlog::error("address plan: {} is unreachable: {}; forwarding goes on with plan revision {}",
@@ -74,6 +74,7 @@ void PlanFollower::heard(StoreResult<Snapshot> r) {
     spdlog::info("address plan: {} answers again (revision {})", store_->describe(), r->revision);
     store_error_.clear();
   }
+  cached_.clear();
   const uint64_t seen = latest_ ? latest_->revision : adopted_.revision;
   if (r->revision > seen) {
     latest_ = std::move(*r);

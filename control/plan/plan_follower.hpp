@@ -23,10 +23,12 @@ namespace mcgw::plan {
 
 class PlanFollower {
  public:
-  // `adopted`: the snapshot the gateway starts with; `from_cache` says it
-  // was read from the local cache because the store did not answer.
+  // `adopted`: the snapshot the gateway starts with; `start_error`: why the
+  // store did not answer at start; `cached` ("; running the cached plan
+  // ..."), when adopted came from the gateway's cache, is added to the
+  // store's error until the store answers.
   PlanFollower(std::unique_ptr<Store> store, Snapshot adopted,
-               std::optional<std::string> start_error);
+               std::optional<std::string> start_error, std::string cached = "");
   ~PlanFollower();  // stops waiting (at most one poll interval)
   PlanFollower(const PlanFollower&) = delete;
   PlanFollower& operator=(const PlanFollower&) = delete;
@@ -65,6 +67,7 @@ class PlanFollower {
   std::vector<std::string> refused_errors_;
   uint64_t refused_revision_ = 0;
   std::string store_error_;  // empty: the last call worked
+  std::string cached_;       // set: the plan is the cached copy and the store has not answered
   std::chrono::system_clock::time_point store_error_since_{};
   std::chrono::system_clock::time_point last_change_{};
   core::EventLoop* loop_ = nullptr;
