@@ -156,7 +156,10 @@ def test_overlap_configs(tmp: Path) -> None:
                 {"name": "legacy-b6", "real": "fd00:a::/56", "mapped": "fd00:202::/56", "site": "site-b"}],
                 "the mapped ranges of both sites, IPv4 and IPv6, in the plan", c["address-plan"])
             vpcs = c["address-plan"]["clouds"][0]["regions"][0]["vpcs"]
-            check([v["name"] for v in vpcs] == ["vpc-c"], "VPCs without the shared ranges", vpcs)
+            check([(v["name"], v["prefixes"]) for v in vpcs] ==
+                  [("vpc-a", ["10.1.0.0/16", "fd00:a::/56"]), ("vpc-b", ["10.1.0.0/16", "fd00:a::/56"]),
+                   ("vpc-c", ["10.3.0.0/16", "fd00:c::/64"])],
+                  "VPCs of sites A and B hold the shared ranges (legacy overlaps)", vpcs)
         check(b["ports"][0]["addresses"] == ["10.1.0.2/24", "fd00:a::2/64"], "gwb lan0 in site A's ranges",
               b["ports"][0])
         routes = {gw: [(r["prefix"], r.get("peer") or r.get("next-hop")) for r in c["tenants"][0]["routes"]]

@@ -1775,8 +1775,12 @@ class Lab:
         v6 = self.options.underlay == "ipv6"
         mine = g.site
         peers = {p.name for p in g.peers if p.asn}
+        # A legacy VPC's prefix behind a mapped range of its site is announced
+        # as the mapped range (below), never as itself.
+        behind = {(m.real, m.site) for m in t.mapped}
         return [pfx for v in t.vpcs if v.site in peers and v.site != mine
-                for pfx in v.prefixes if v6 or not _is_v6(pfx)] + \
+                for pfx in v.prefixes
+                if (v6 or not _is_v6(pfx)) and (pfx, v.site) not in behind] + \
             [m.mapped for m in t.mapped if m.site in peers and m.site != mine and (v6 or not _is_v6(m.mapped))]
 
     def frr_routes(self, node: str) -> list[dict]:
