@@ -20,6 +20,20 @@ const char* cloudReserving100_64(std::string_view cloud) {
   return nullptr;
 }
 
+std::string siteOf(const Config& config, const MappedRange& m) {
+  if (!m.site.empty()) {
+    return m.site;
+  }
+  for (const auto& v : config.address_plan.vpcs) {
+    for (const auto& p : v.prefixes) {
+      if (p.network() == m.real.network()) {
+        return v.site;
+      }
+    }
+  }
+  return "";
+}
+
 const PortConfig* Config::findPort(const std::string& name) const {
   for (const auto& p : ports) {
     if (p.name == name) {

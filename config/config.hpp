@@ -302,6 +302,10 @@ struct Config {
 
 using ConfigPtr = std::shared_ptr<const Config>;
 
+// Where a mapped range's real range lives: its `site`, or when it names none
+// the site of the VPC whose prefix is its real range ("" when none is).
+std::string siteOf(const Config& config, const MappedRange& m);
+
 // Ranges no VPC prefix or mapped range may use, whatever the config says.
 struct BuiltinReserved {
   const char* prefix;

@@ -57,4 +57,38 @@ std::string dump(const json& j, int indent) {
   }
 }
 
+const char* typeName(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float:
+      return "a number";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    default:
+      return "a value";
+  }
+}
+
+std::string parseErrorReason(const std::string& what) {
+  std::string reason = what;
+  if (size_t dash = reason.find(" - "); dash != std::string::npos) {
+    reason = reason.substr(dash + 3);
+  }
+  if (size_t last = reason.find("; last read: "); last != std::string::npos) {
+    size_t expected = reason.find("; expected ", last);
+    reason = reason.substr(0, last) +
+             (expected == std::string::npos ? std::string() : reason.substr(expected));
+  }
+  return text::escape(reason, 200);
+}
+
 }  // namespace mcgw::api

@@ -18,4 +18,12 @@ nlohmann::json sanitized(const nlohmann::json& j);
 // j as text (indent < 0: one line).  Never throws.
 std::string dump(const nlohmann::json& j, int indent = -1);
 
+// What a value is, for an error: "a string", "an array", "null", ...
+const char* typeName(const nlohmann::json& j);
+
+// nlohmann's parse error without the input it quotes ("last read: '...'"),
+// escaped: "syntax error while parsing value - invalid literal" ->
+// "invalid literal".  Untrusted input never reaches a message through it.
+std::string parseErrorReason(const std::string& what);
+
 }  // namespace mcgw::api

@@ -35,52 +35,16 @@ json errorResponse(const std::string& message, const std::vector<std::string>& d
 
 namespace {
 
-const char* typeName(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      return "a number";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    default:
-      return "a value";
-  }
-}
-
-// nlohmann's parse error without the input it quotes ("last read: '...'"):
-// "syntax error while parsing value - invalid literal" -> "invalid literal".
-std::string parseErrorReason(const std::string& what) {
-  std::string reason = what;
-  if (size_t dash = reason.find(" - "); dash != std::string::npos) {
-    reason = reason.substr(dash + 3);
-  }
-  if (size_t last = reason.find("; last read: "); last != std::string::npos) {
-    size_t expected = reason.find("; expected ", last);
-    reason = reason.substr(0, last) +
-             (expected == std::string::npos ? std::string() : reason.substr(expected));
-  }
-  return text::escape(reason, 200);
-}
-
 json responseTo(std::string_view line, const Server::Handler& handler) {
   json req;
   try {
     req = json::parse(line);
   } catch (const json::parse_error& e) {
     return errorResponse("request is not valid JSON: at byte " + std::to_string(e.byte) + ": " +
-                         parseErrorReason(e.what()));
+                         api::parseErrorReason(e.what()));
   }
   if (!req.is_object()) {
-    return errorResponse(std::string("request is ") + typeName(req) +
+    return errorResponse(std::string("request is ") + api::typeName(req) +
                          ", not a JSON object {\"version\": ..., \"command\": ...}");
   }
   if (!req.contains("version") || !req["version"].is_number_integer() ||
@@ -95,7 +59,7 @@ json responseTo(std::string_view line, const Server::Handler& handler) {
   if (req.contains("args") && !req["args"].is_null()) {
     if (!req["args"].is_object()) {
       return errorResponse(std::string("\"args\" must be an object, found ") +
-                           typeName(req["args"]));
+                           api::typeName(req["args"]));
     }
     args = req["args"];
   }

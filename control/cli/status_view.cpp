@@ -211,7 +211,8 @@ std::string renderStatus(json s) {
         << st.value("revision", uint64_t{0}) << " (" << st.value("stored_vpcs", uint64_t{0})
         << " stored VPCs)";
       if (st.contains("error")) {
-        o << "\n  ! unreachable since " << str(st, "since") << ": " << str(st, "error");
+        o << "\n  ! " << str(st, "state") << " since " << str(st, "since") << ": "
+          << str(st, "error");
       }
       if (st.contains("refused") && st["refused"].is_object()) {
         o << "\n  ! revision " << st["refused"].value("revision", uint64_t{0}) << " refused:";

@@ -23,14 +23,7 @@ engine::TablesInput tablesInput(const config::Config& c,
   }
   const frr::Tenancy tenancy(c);
   for (const auto& m : plan.mapped_ranges) {
-    std::string site = m.site;
-    for (size_t i = 0; site.empty() && i < plan.vpcs.size(); ++i) {
-      const auto& prefixes = plan.vpcs[i].prefixes;
-      if (std::any_of(prefixes.begin(), prefixes.end(),
-                      [&](const config::IpPrefix& p) { return p.network() == m.real.network(); })) {
-        site = plan.vpcs[i].site;
-      }
-    }
+    const std::string site = config::siteOf(c, m);
     if (site.empty() || site != c.node.site) {
       continue;
     }

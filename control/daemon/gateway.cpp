@@ -58,7 +58,8 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   if (auto store = plan::openStoreFor(*gw->file_config_); !store) {
     return fail(store.error());
   } else if (*store) {
-    auto first = plan::firstSnapshot(**store, plan::cachePath(gw->state_dir_));
+    auto first =
+        plan::firstSnapshot(**store, plan::cachePath(gw->state_dir_, (*store)->describe()));
     if (auto merged = plan::inForce(*gw->file_config_, first.snapshot); merged) {
       gw->config_ = *merged;
     } else {
@@ -70,6 +71,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
         spdlog::error("  {}", e);
       }
       first.snapshot = plan::Snapshot{};
+      first.cached.clear();
     }
     gw->plan_ =
         std::make_unique<plan::PlanFollower>(std::move(*store), std::move(first.snapshot),
@@ -227,7 +229,11 @@ std::optional<plan::Snapshot> Gateway::pendingPlan() const {
 }
 
 void Gateway::cachePlan(const plan::Snapshot& snapshot) {
-  if (auto r = plan::writeCache(plan::cachePath(state_dir_), snapshot); !r) {
+  if (!plan_) {
+    return;
+  }
+  if (auto r = plan::writeCache(plan::cachePath(state_dir_, plan_->store().describe()), snapshot);
+      !r) {
     spdlog::warn("address plan: cannot keep a copy of revision {}: {}", snapshot.revision,
                  r.error());
   }
@@ -237,15 +243,23 @@ ReloadOutcome Gateway::adoptPlan(const plan::Snapshot& snapshot) {
   spdlog::info("address plan: applying store revision {} ({} stored VPCs)", snapshot.revision,
                snapshot.vpcs.size());
   ReloadOutcome out = reloadWith({file_config_, config_text_}, snapshot, false);
-  if (plan_) {
-    if (out.ok) {
-      plan_->adopted(snapshot);
-      cachePlan(snapshot);
-    } else {
-      plan_->refused(snapshot, out.errors);
-    }
+  if (out.ok) {
+    cachePlan(snapshot);
   }
   return out;
+}
+
+void Gateway::planApplied(const plan::Snapshot& snapshot, const ReloadOutcome* outcome) {
+  if (!plan_) {
+    return;
+  }
+  if (outcome && outcome->ok) {
+    plan_->adopted(snapshot);
+  } else {
+    plan_->refused(snapshot, outcome
+                                 ? outcome->errors
+                                 : std::vector<std::string>{"applying it failed (see the log)"});
+  }
 }
 
 Result<std::string, std::string> Gateway::setLineAdmin(const std::string& peer,
@@ -320,9 +334,12 @@ ReloadOutcome Gateway::reload() {
 ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& snapshot,
                                   bool file_read) {
   ReloadOutcome out;
-  if (plan_ && !(plan::storeSettings(*loaded.config) == plan::storeSettings(*file_config_))) {
+  // The follower is made at start: adding, removing or changing the store
+  // it follows needs a restart.
+  if (plan::storeSettings(*loaded.config) != plan::storeSettings(*file_config_)) {
     out.errors.push_back(
-        "address-plan.store changed: the store a gateway follows changes with a restart "
+        "address-plan.store changed (or pools were added to or removed from a plan without "
+        "etcd): the store a gateway follows is chosen at start; restart to change it "
         "(systemctl restart mcgw)");
     return finish(out, file_read ? nullptr : &snapshot);
   }

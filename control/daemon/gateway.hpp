@@ -77,6 +77,9 @@ class Gateway {
   // the same file: a revision that conflicts with the file's plan, or that
   // a subsystem refuses, changes nothing and status says why.
   ReloadOutcome adoptPlan(const plan::Snapshot& snapshot);
+  // On the loop, after adoptPlan: the follower hears what became of the
+  // revision (outcome null: adoptPlan threw; the revision is refused).
+  void planApplied(const plan::Snapshot& snapshot, const ReloadOutcome* outcome);
   // Follows the address plan's store, calling on_change on the loop with
   // each new revision (main runs adoptPlan off the loop, like a reload).
   // Nothing when the config has no store to follow.

@@ -334,10 +334,10 @@ int main(int argc, char** argv) {
       reloading = false;
       state_check.setEnabled(true);
       server.setPaused(false);
+      showState();  // before then(), which may start the next reload
       then(error);  // may start the next reload (a plan revision held back)
-      showState();
       if (stop_after_reload) {
-        loop.exit(0);
+        loop.exit(0);  // then() starts nothing while stopping (adoptPendingPlan)
         return;
       }
       if (hangup_after_reload && !reloading) {
@@ -356,9 +356,13 @@ int main(int argc, char** argv) {
   std::function<void(const mcgw::plan::Snapshot&)> adoptPlan =
       [&](const mcgw::plan::Snapshot& snapshot) {
         auto s = std::make_shared<mcgw::plan::Snapshot>(snapshot);
+        auto outcome = std::make_shared<mcgw::daemon::ReloadOutcome>();
         reloadOffLoop(
-            [&gw, s] { gw.adoptPlan(*s); },
-            [&gw](std::exception_ptr error) {
+            [&gw, s, outcome] { *outcome = gw.adoptPlan(*s); },
+            [&gw, s, outcome](std::exception_ptr error) {
+              // The follower's state belongs to the loop: told here, not
+              // from the reload's thread.
+              gw.planApplied(*s, error ? nullptr : outcome.get());
               if (error) {
                 try {
                   std::rethrow_exception(error);
@@ -373,7 +377,10 @@ int main(int argc, char** argv) {
             });
       };
   auto adoptPendingPlan = [&] {
-    if (auto pending = gw.pendingPlan(); pending && !reloading) {
+    if (stop_after_reload || reloading) {
+      return;
+    }
+    if (auto pending = gw.pendingPlan(); pending) {
       adoptPlan(*pending);
     }
   };
@@ -479,8 +486,8 @@ int main(int argc, char** argv) {
   if (int r = loop.run(); r < 0) {
     spdlog::critical("event loop: {}", std::strerror(-r));
     exit_code = kExitFailure;
-    loop.finishOffLoop();  // a reload under way ends before the gateway does
   }
+  loop.finishOffLoop();  // a reload under way ends before the gateway does
   if (probe) {
     probe->report();
     const auto longest = mcgw::core::EventLoop::longestRun();

@@ -138,13 +138,13 @@ Tenancy::Tenancy(const config::Config& config) {
   // another site may use the same range (docs/address-plan.md).
   std::set<std::pair<IpPrefix, std::string>> behind_mapping;
   for (const auto& m : plan.mapped_ranges) {
-    behind_mapping.emplace(m.real.network(), m.site);
+    behind_mapping.emplace(m.real.network(), config::siteOf(config, m));
   }
   for (const auto& vpc : plan.vpcs) {
     Claim c{vpc.tenant.empty() ? single_ : vpc.tenant, vpc.site};
     for (const auto& p : vpc.prefixes) {
       const IpPrefix net = p.network();
-      if (behind_mapping.count({net, vpc.site}) || behind_mapping.count({net, std::string()})) {
+      if (behind_mapping.count({net, vpc.site})) {
         continue;
       }
       ranges_[net] = c;
@@ -154,9 +154,10 @@ Tenancy::Tenancy(const config::Config& config) {
   // holds the real one (VPCs never overlap within a site's view: the plan
   // refuses it); without one, to the single tenant.  It lives at its site.
   for (const auto& m : plan.mapped_ranges) {
-    Claim c{single_, m.site};
+    const std::string site = config::siteOf(config, m);
+    Claim c{single_, site};
     for (const auto& vpc : plan.vpcs) {
-      if (vpc.site != m.site || vpc.tenant.empty()) {
+      if (vpc.site != site || vpc.tenant.empty()) {
         continue;
       }
       for (const auto& p : vpc.prefixes) {

@@ -161,8 +161,12 @@ UsedSpace::UsedSpace(const config::Config& config, const Snapshot& snapshot,
       add(p);
     }
   }
+  // Both sides of a mapped range: the mapped one is the plan's, the real
+  // one the legacy VPC's own addresses at its site (a block there would be
+  // translated as the legacy VPC's).
   for (const auto& m : config.address_plan.mapped_ranges) {
     add(m.mapped);
+    add(m.real);
   }
   for (const auto& v : snapshot.vpcs) {
     for (const auto& p : v.prefixes) {
@@ -582,6 +586,10 @@ std::vector<PlanProblem> checkSnapshot(const config::Config& config, const Snaps
     if (!fixed.overlapping(m.mapped.network())) {
       fixed.add(m.mapped.network(),
                 {m.mapped.network(), "mapped range " + m.name + " (config file)"});
+    }
+    if (!fixed.overlapping(m.real.network())) {
+      fixed.add(m.real.network(),
+                {m.real.network(), "the real range of mapped range " + m.name + " (config file)"});
     }
   }
   // Reserved ranges may nest: two prefixes either nest or are disjoint, so

@@ -62,9 +62,8 @@ class AddressCount {
 class UsedSpace {
  public:
   UsedSpace() = default;
-  // Everything in use: the config's VPC prefixes, its mapped ranges (the
-  // mapped side: the real side is what the VPC uses behind the mapping and
-  // may overlap anything), the store's VPC prefixes and the reserved ranges.
+  // Everything in use: the config's VPC prefixes, both sides of its mapped
+  // ranges, the store's VPC prefixes and the reserved ranges.
   UsedSpace(const config::Config& config, const Snapshot& snapshot,
             const std::vector<IpPrefix>& reserved);
 

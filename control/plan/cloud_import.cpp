@@ -9,6 +9,7 @@
 
 #include "config/prefix_index.hpp"
 #include "config/text.hpp"
+#include "control/api/json_text.hpp"
 
 namespace mcgw::plan {
 
@@ -96,42 +97,6 @@ std::string child(const std::string& pointer, size_t index) {
   return pointer + "/" + std::to_string(index);
 }
 
-const char* typeName(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      return "a number";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    default:
-      return "a value";
-  }
-}
-
-// nlohmann's parse error without the input it quotes ("last read: '...'"):
-// "syntax error while parsing value - invalid literal" -> "invalid literal".
-std::string parseErrorReason(const std::string& what) {
-  std::string reason = what;
-  if (size_t dash = reason.find(" - "); dash != std::string::npos) {
-    reason = reason.substr(dash + 3);
-  }
-  if (size_t last = reason.find("; last read: "); last != std::string::npos) {
-    size_t expected = reason.find("; expected ", last);
-    reason = reason.substr(0, last) +
-             (expected == std::string::npos ? std::string() : reason.substr(expected));
-  }
-  return text::escape(reason, 200);
-}
-
 // Nesting is checked on the text, before nlohmann builds (and later frees,
 // recursively) a tree of it.
 std::optional<ListingError> checkNesting(std::string_view text) {
@@ -175,7 +140,7 @@ class ListingReader {
   Result<Listing, ListingError> read(const json& doc) {
     listing_.from = from_;
     if (!doc.is_object()) {
-      fail("", std::string("the listing is ") + typeName(doc) + ", not a JSON object; " +
+      fail("", std::string("the listing is ") + api::typeName(doc) + ", not a JSON object; " +
                    expectedShape());
     } else {
       switch (from_) {
@@ -238,7 +203,7 @@ class ListingReader {
     if (v.type() == type) {
       return true;
     }
-    return fail(pointer, std::string("is ") + typeName(v) + ", expected " + want);
+    return fail(pointer, std::string("is ") + api::typeName(v) + ", expected " + want);
   }
 
   // A string the import uses: valid single-line text of bounded length.
@@ -275,7 +240,7 @@ class ListingReader {
     if (v.is_number_integer() && v.get<int64_t>() >= 0) {
       return static_cast<uint64_t>(v.get<int64_t>());
     }
-    fail(pointer, std::string("is ") + typeName(v) + ", expected a count (an integer >= 0)");
+    fail(pointer, std::string("is ") + api::typeName(v) + ", expected a count (an integer >= 0)");
     return std::nullopt;
   }
 
@@ -766,7 +731,7 @@ Result<Listing, ListingError> parseListing(Cloud from, std::string_view json_tex
       const text::LineColumn lc = text::lineColumn(json_text, at);
       return unexpected(ListingError{"", "not valid JSON: at line " + std::to_string(lc.line) +
                                              ", column " + std::to_string(lc.column) + ": " +
-                                             parseErrorReason(e.what())});
+                                             api::parseErrorReason(e.what())});
     } catch (const json::exception& e) {
       // A number too large for a double ("1e400"): nlohmann says so
       // without a position.

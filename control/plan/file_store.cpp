@@ -591,13 +591,7 @@ StoreResult<Snapshot> FileStore::update(const Change& change) {
 namespace {
 
 // What identifies one version of the file: a rename gives it a new inode.
-struct FileVersion {
-  bool exists = false;
-  ino_t inode = 0;
-  off_t size = 0;
-  int64_t mtime_ns = 0;
-  bool operator==(const FileVersion&) const = default;
-};
+using FileVersion = FileStore::FileVersion;
 
 FileVersion versionOf(const std::string& path) {
   struct stat st {};
@@ -613,22 +607,22 @@ FileVersion versionOf(const std::string& path) {
 StoreResult<Snapshot> FileStore::waitChange(uint64_t after, std::chrono::milliseconds timeout,
                                             const std::atomic<bool>& stop) {
   const auto deadline = Clock::now() + timeout;
-  std::optional<FileVersion> seen;
-  StoreResult<Snapshot> latest = Snapshot{};
+  // The file is parsed only when it changed since the last look, this wait
+  // or an earlier one (a big plan takes seconds to parse).
   while (true) {
     const FileVersion version = versionOf(path_);
-    if (!seen || version != *seen) {
-      seen = version;
+    if (!seen_version_ || version != *seen_version_) {
+      seen_version_ = version;
       // A file that is corrupt or unreadable now may be fixed before the
       // deadline: keep looking, and report it only if it stays so.
-      latest = loadFile(path_);
-      if (latest && latest->revision > after) {
-        return latest;
+      seen_content_ = loadFile(path_);
+      if (*seen_content_ && (*seen_content_)->revision > after) {
+        return *seen_content_;
       }
     }
     const auto now = Clock::now();
     if (stop.load() || now >= deadline) {
-      return latest;
+      return *seen_content_;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     std::this_thread::sleep_for(std::min(options_.poll_interval, left));

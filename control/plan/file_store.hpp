@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,9 +39,22 @@ class FileStore : public Store {
 
   const std::string& path() const { return path_; }
 
+  // What stat() says of the file (a rename always gives a new inode).
+  struct FileVersion {
+    bool exists = false;
+    uint64_t inode = 0;
+    int64_t size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const FileVersion&) const = default;
+  };
+
  private:
   std::string path_;
   Options options_;
+  // waitChange's last look at the file and what it held (one thread: the
+  // follower's).
+  std::optional<FileVersion> seen_version_;
+  std::optional<StoreResult<Snapshot>> seen_content_;
 };
 
 // The file's text for a snapshot: a header comment, `revision:` and `vpcs:`

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +46,9 @@ Result<std::unique_ptr<Store>, std::string> openStoreFor(const config::Config& c
 StoreSettings storeSettings(const config::Config& config) {
   const AddressPlanConfig& p = config.address_plan;
   const bool follows = p.store == AddressPlanConfig::Store::kEtcd || !p.pools.empty();
+  if (!follows) {
+    return {};  // nothing followed: the store's keys do not matter
+  }
   return {follows,         p.store == AddressPlanConfig::Store::kEtcd ? "etcd" : "file",
           p.store_path,    p.etcd_endpoints,
           p.etcd_ca_file,  p.etcd_cert_file,
@@ -69,8 +73,16 @@ Result<config::ConfigPtr, std::vector<std::string>> inForce(const config::Config
   return config::ConfigPtr(std::make_shared<config::Config>(merged(file, snapshot)));
 }
 
-std::string cachePath(const std::string& state_dir) {
-  return (std::filesystem::path(state_dir) / "plan-cache.yaml").string();
+std::string cachePath(const std::string& state_dir, const std::string& store) {
+  // FNV-1a of the store's description: a copy of another store's plan (the
+  // config now names another etcd) is never taken for this one's.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : store) {
+    h = (h ^ c) * 0x100000001b3ULL;
+  }
+  char name[48];
+  std::snprintf(name, sizeof name, "plan-cache-%016llx.yaml", static_cast<unsigned long long>(h));
+  return (std::filesystem::path(state_dir) / name).string();
 }
 
 Result<bool, std::string> writeCache(const std::string& path, const Snapshot& snapshot) {

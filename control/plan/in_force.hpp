@@ -30,8 +30,9 @@ StoreSettings storeSettings(const config::Config& config);
 Result<config::ConfigPtr, std::vector<std::string>> inForce(const config::Config& file,
                                                             const Snapshot& snapshot);
 
-// Where a gateway keeps the last plan it ran, in its state directory.
-std::string cachePath(const std::string& state_dir);
+// Where a gateway keeps the last plan it ran from `store` (its describe()),
+// in its state directory.
+std::string cachePath(const std::string& state_dir, const std::string& store);
 Result<bool, std::string> writeCache(const std::string& path, const Snapshot& snapshot);
 
 // The snapshot a gateway starts with: the store's, or when it does not

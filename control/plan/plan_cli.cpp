@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/loader.hpp"
+#include "config/text.hpp"
+#include "control/api/json_text.hpp"
 #include "control/plan/allocator.hpp"
 #include "control/plan/cloud_import.hpp"
 #include "control/plan/in_force.hpp"
@@ -98,6 +100,19 @@ bool PlanCommands::chosen() const {
 }
 
 int PlanCommands::run(const Print& out, const Print& err) {
+  // The boundary: nothing a config, a store or a listing holds ends the
+  // process with an exception.
+  try {
+    return runChosen(out, err);
+  } catch (const std::exception& e) {
+    err("mcgwctl: plan: internal error: " + text::escape(e.what(), 512) + "\n");
+  } catch (...) {
+    err("mcgwctl: plan: internal error\n");
+  }
+  return kRefused;
+}
+
+int PlanCommands::runChosen(const Print& out, const Print& err) {
   // `plan check FILE` checks that file; the others read --config.
   const std::string path = *check_ ? check_file_ : config_path_;
   auto loaded = config::loadConfigFile(path);
@@ -113,7 +128,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
       for (const auto& e : loaded.error()) {
         errors.push_back(e.toString());
       }
-      out(json({{"file", path}, {"valid", false}, {"errors", errors}}).dump(2) + "\n");
+      out(api::dump(json({{"file", path}, {"valid", false}, {"errors", errors}}), 2) + "\n");
     }
     err(text);
     return kRefused;
@@ -160,12 +175,12 @@ int PlanCommands::run(const Print& out, const Print& err) {
       }
     }
     if (json_) {
-      out(json({{"file", path},
-                {"valid", rc == kOk},
-                {"errors", json::array()},
-                {"warnings", warnings},
-                {"store", store_j}})
-              .dump(2) +
+      out(api::dump(json({{"file", path},
+                          {"valid", rc == kOk},
+                          {"errors", json::array()},
+                          {"warnings", warnings},
+                          {"store", store_j}}),
+                    2) +
           "\n");
       return rc;
     }
@@ -210,7 +225,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
       j["created"] = got->created;
       j["revision"] = r->revision;
       j["store"] = (*store)->describe();
-      out(j.dump(2) + "\n");
+      out(api::dump(j, 2) + "\n");
     } else {
       out(std::string(got->created ? "allocated " : "already allocated ") +
           prefixList(got->vpc.prefixes) + " to VPC " + got->vpc.cloud + "/" + got->vpc.region +
@@ -238,7 +253,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
       json j = vpcJson(*gone);
       j["released"] = true;
       j["revision"] = r->revision;
-      out(j.dump(2) + "\n");
+      out(api::dump(j, 2) + "\n");
     } else {
       out("released " + prefixList(gone->prefixes) + " of VPC " + gone->name + " (" +
           (*store)->describe() + ", revision " + std::to_string(r->revision) + ")\n");
@@ -278,11 +293,11 @@ int PlanCommands::run(const Print& out, const Print& err) {
       for (const auto& v : snap->vpcs) {
         vj.push_back(vpcJson(v));
       }
-      out(json({{"store", (*store)->describe()},
-                {"revision", snap->revision},
-                {"pools", pj},
-                {"stored_vpcs", vj}})
-              .dump(2) +
+      out(api::dump(json({{"store", (*store)->describe()},
+                          {"revision", snap->revision},
+                          {"pools", pj},
+                          {"stored_vpcs", vj}}),
+                    2) +
           "\n");
       return kOk;
     }
@@ -364,7 +379,7 @@ int PlanCommands::run(const Print& out, const Print& err) {
       j["applied"] = apply_;
       j["store"] = (*store)->describe();
       j["revision"] = r->revision;
-      out(j.dump(2) + "\n");
+      out(api::dump(j, 2) + "\n");
     } else {
       out(toText(report));
       out(apply_ ? (std::to_string(fits) + " VPC" + (fits == 1 ? "" : "s") + " added to " +

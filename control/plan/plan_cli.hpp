@@ -27,6 +27,7 @@ class PlanCommands {
   int run(const Print& out, const Print& err);
 
  private:
+  int runChosen(const Print& out, const Print& err);
   CLI::App* plan_ = nullptr;
   CLI::App* check_ = nullptr;
   CLI::App* allocate_ = nullptr;

@@ -9,6 +9,34 @@ namespace mcgw::plan {
 
 using core::isoTime;
 
+namespace {
+
+// What a failed call says about the store, for status and the log.
+const char* stateName(StoreError::Kind kind) {
+  switch (kind) {
+    case StoreError::Kind::kRefused:
+      return "refusing us";
+    case StoreError::Kind::kCorrupt:
+      return "corrupt";
+    default:
+      return "unreachable";
+  }
+}
+
+// status's address_plan.store.state when a call failed.
+const char* stateStatus(StoreError::Kind kind) {
+  switch (kind) {
+    case StoreError::Kind::kRefused:
+      return "refused";
+    case StoreError::Kind::kCorrupt:
+      return "corrupt";
+    default:
+      return "unreachable";
+  }
+}
+
+}  // namespace
+
 PlanFollower::PlanFollower(std::unique_ptr<Store> store, Snapshot adopted,
                            std::optional<std::string> start_error, std::string cached)
     : store_(std::move(store)), adopted_(std::move(adopted)), cached_(std::move(cached)) {
@@ -39,35 +67,46 @@ void PlanFollower::poll() {
   // refused or held during a reload is not delivered twice.
   const uint64_t after = latest_ ? latest_->revision : adopted_.revision;
   auto result = std::make_shared<std::optional<StoreResult<Snapshot>>>();
+  auto started = std::make_shared<std::chrono::steady_clock::time_point>();
   worker_->run(
-      [this, after, result] {
+      [this, after, result, started] {
         // The store is only touched from the worker's thread (and at start).
+        *started = std::chrono::steady_clock::now();
         *result = store_->waitChange(after, kWait, stop_);
       },
-      [this, result] {
-        if (*result) {
-          heard(std::move(**result));
-        } else {
-          poll();  // waitChange threw (logged by the worker): ask again
+      [this, result, started] {
+        if (!*result) {
+          retryLater();  // waitChange threw (logged by the worker)
+          return;
         }
+        // A wait that ends at once without news is not asked again at once:
+        // a store that keeps doing so must not make this a busy loop.
+        const bool quick = std::chrono::steady_clock::now() - *started < kQuick;
+        heard(std::move(**result), quick);
       });
 }
 
-void PlanFollower::heard(StoreResult<Snapshot> r) {
+void PlanFollower::retryLater() {
+  retry_ = loop_->after(kRetry, "address plan retry", [this] {
+    retry_.reset();
+    poll();
+  });
+}
+
+void PlanFollower::heard(StoreResult<Snapshot> r, bool quick) {
   if (!r) {
     const std::string why = r.error().message + cached_;
     if (store_error_.empty()) {
       store_error_since_ = std::chrono::system_clock::now();
-      spdlog::error("address plan: {} is unreachable: {}; forwarding goes on with plan revision {}",
-                    store_->describe(), text::escape(why, 512), adopted_.revision);
+      spdlog::error("address plan: {} is {}: {}; forwarding goes on with plan revision {}",
+                    store_->describe(), stateName(r.error().kind), text::escape(why, 512),
+                    adopted_.revision);
     } else if (store_error_ != why) {
       spdlog::warn("address plan: {}: {}", store_->describe(), text::escape(why, 512));
     }
     store_error_ = why;
-    retry_ = loop_->after(kRetry, "address plan retry", [this] {
-      retry_.reset();
-      poll();
-    });
+    store_error_kind_ = r.error().kind;
+    retryLater();
     return;
   }
   if (!store_error_.empty()) {
@@ -76,7 +115,13 @@ void PlanFollower::heard(StoreResult<Snapshot> r) {
   }
   cached_.clear();
   const uint64_t seen = latest_ ? latest_->revision : adopted_.revision;
-  if (r->revision > seen) {
+  // A revision below the one seen is a store restored or replaced (a new
+  // etcd, a recreated file): its content is the plan now.
+  if (r->revision != seen) {
+    if (r->revision < seen) {
+      spdlog::warn("address plan: {} went back from revision {} to {}: taking its content",
+                   store_->describe(), seen, r->revision);
+    }
     latest_ = std::move(*r);
     last_change_ = std::chrono::system_clock::now();
     if (paused_) {
@@ -84,8 +129,14 @@ void PlanFollower::heard(StoreResult<Snapshot> r) {
     } else if (on_change_) {
       on_change_(*latest_);
     }
+    poll();
+    return;
   }
-  poll();
+  if (quick) {
+    retryLater();
+  } else {
+    poll();
+  }
 }
 
 void PlanFollower::setPaused(bool paused) {
@@ -118,8 +169,8 @@ std::optional<Snapshot> PlanFollower::pending() const {
 
 std::string PlanFollower::problem() const {
   if (!store_error_.empty()) {
-    return "address plan store " + store_->describe() + " unreachable since " +
-           isoTime(store_error_since_) + ": " + text::escape(store_error_, 256) +
+    return "address plan store " + store_->describe() + " " + stateName(store_error_kind_) +
+           " since " + isoTime(store_error_since_) + ": " + text::escape(store_error_, 256) +
            "; running plan revision " + std::to_string(adopted_.revision);
   }
   if (refused_revision_ != 0) {
@@ -132,7 +183,7 @@ std::string PlanFollower::problem() const {
 
 nlohmann::json PlanFollower::status() const {
   nlohmann::json j = {{"store", store_->describe()},
-                      {"state", store_error_.empty() ? "ok" : "unreachable"},
+                      {"state", store_error_.empty() ? "ok" : stateStatus(store_error_kind_)},
                       {"revision", adopted_.revision},
                       {"stored_vpcs", adopted_.vpcs.size()}};
   if (!store_error_.empty()) {

@@ -56,10 +56,14 @@ class PlanFollower {
   // long after a failure the store is asked again.
   static constexpr std::chrono::milliseconds kWait{5000};
   static constexpr std::chrono::milliseconds kRetry{2000};
+  // A wait without news shorter than this is followed by kRetry's pause.
+  static constexpr std::chrono::milliseconds kQuick{100};
 
  private:
   void poll();
-  void heard(StoreResult<Snapshot> r);
+  void retryLater();
+  // quick: the wait ended well before its timeout.
+  void heard(StoreResult<Snapshot> r, bool quick);
 
   std::unique_ptr<Store> store_;
   Snapshot adopted_;
@@ -67,7 +71,8 @@ class PlanFollower {
   std::vector<std::string> refused_errors_;
   uint64_t refused_revision_ = 0;
   std::string store_error_;  // empty: the last call worked
-  std::string cached_;       // set: the plan is the cached copy and the store has not answered
+  StoreError::Kind store_error_kind_ = StoreError::Kind::kUnreachable;
+  std::string cached_;  // set: the plan is the cached copy and the store has not answered
   std::chrono::system_clock::time_point store_error_since_{};
   std::chrono::system_clock::time_point last_change_{};
   core::EventLoop* loop_ = nullptr;

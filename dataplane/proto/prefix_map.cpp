@@ -156,6 +156,18 @@ MapResult mapPacket6(uint8_t* ip, size_t len, AddressField field, const PrefixMa
   MapResult res;
   const Ipv6Packet p = parseIpv6(Bytes(reinterpret_cast<const std::byte*>(ip), len));
   if (!p.ip.ok()) {
+    // Extension headers that do not parse (too many, cut short): the fixed
+    // header's address is still translated, so that a real address never
+    // leaves the site (at the far site it would pass for a local host); the
+    // transport checksum, which cannot be found, is left, and the receiver
+    // drops the packet.
+    if (len >= sizeof(Ipv6Header) && (ip[0] >> 4) == 6) {
+      uint8_t* a = ip + (field == AddressField::kSource ? 8 : 24);
+      if (const PrefixRule* r = table.find6(a)) {
+        r->rewrite(a);
+        res.outer = r;
+      }
+    }
     return res;
   }
   // A later fragment has no transport header (p.upper is empty).

@@ -153,8 +153,9 @@ struct MapResult {
 // mapped packet).  ip: the IP packet from its first byte, len: bytes in the
 // buffer (at least the IP length; padding behind it is not touched).
 // Nothing changes when the IP header does not parse (IPv4: version, IHL,
-// total length; IPv6: version, payload length, the extension headers).  L4
-// and quoted headers cut short are left as they are.
+// total length; IPv6: version, payload length), and an IPv6 packet whose
+// extension headers do not parse gets only its fixed header's address
+// translated.  L4 and quoted headers cut short are left as they are.
 // (IPv4 without ICMP errors inline: the fast path's common case.)
 inline MapResult mapPacket(uint8_t* ip, size_t len, bool v6, AddressField field,
                            const PrefixMapTable& table);

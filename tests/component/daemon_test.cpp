@@ -308,15 +308,19 @@ TEST_F(DaemonTest, MalformedRequestsGetErrorsAndDaemonSurvives) {
 // Config warnings are logged when the file is loaded: at start and at every
 // reload.
 TEST_F(DaemonTest, LogsConfigWarningsAtStartAndReload) {
+  // The plan's store (followed: the plan has a pool) is the test's own.
   writeFile(config_, nullConfig(socket_, prefix_,
                                 "address-plan:\n"
-                                "  pools: [{name: p1, prefixes: [10.64.0.0/10]}]\n"
-                                "  clouds:\n"
-                                "    - {name: aws, regions: [{name: r1, vpcs: [{name: a, "
-                                "prefixes: [10.2.0.0/16]}]}]}\n"));
+                                "  store: {type: file, path: " +
+                                    dir_.file("plan.yaml") +
+                                    "}\n"
+                                    "  pools: [{name: p1, prefixes: [10.64.0.0/10]}]\n"
+                                    "  clouds:\n"
+                                    "    - {name: aws, regions: [{name: r1, vpcs: [{name: a, "
+                                    "prefixes: [10.2.0.0/16]}]}]}\n"));
   start();
   const std::string warning = config_ +
-                              ":19:68: /mcgw:address-plan/clouds/cloud[name='aws']/regions/"
+                              ":20:68: /mcgw:address-plan/clouds/cloud[name='aws']/regions/"
                               "region[name='r1']/vpcs/vpc[name='a']/prefixes[.='10.2.0.0/16']: "
                               "10.2.0.0/16 of VPC aws/r1/a is outside every pool (p1)";
   std::string out = log();

@@ -331,6 +331,28 @@ TEST(prefix_map, MalformedHeadersNothingChanges) {
   EXPECT_EQ(p, before);
 }
 
+// An IPv6 packet whose extension headers do not parse (a hop-by-hop header
+// cut short) from a real address: the fixed header's source is still
+// mapped, so the real address never leaves the site; nothing else changes.
+TEST(prefix_map, Ipv6ExtensionHeadersThatDoNotParseStillMapTheAddress) {
+  const PrefixMapTable t = outTable();
+  // Version 6, payload length 4, next header 0 (hop-by-hop), hop limit 64,
+  // src fd12:3456:789a:1234::5, dst 2001:db8::1, then 4 bytes of a
+  // hop-by-hop header that claims 8.
+  Packet p =
+      hex("60000000 0004 00 40"
+          "fd123456789a12340000000000000005"
+          "20010db8000000000000000000000001"
+          "11000000");
+  const MapResult r = mapPacket(p.data(), p.size(), true, AddressField::kSource, t);
+  ASSERT_NE(r.outer, nullptr);
+  EXPECT_EQ(r.outer->slot, 1u);
+  EXPECT_EQ(p, hex("60000000 0004 00 40"
+                   "fd998888777762340000000000000005"
+                   "20010db8000000000000000000000001"
+                   "11000000"));
+}
+
 // Ethernet padding behind the IP packet is not part of it.
 TEST(prefix_map, PaddingIsLeftAlone) {
   const PrefixMapTable t = outTable();

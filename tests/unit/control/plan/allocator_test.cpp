@@ -81,13 +81,14 @@ TEST(Allocator, JumpsOverConfigVpcsMappedAndReservedRanges) {
   Config c = planConfig();
   c.address_plan.vpcs.push_back(
       {"idc", "bj", "legacy", {P("10.0.0.0/16"), P("10.1.0.0/17")}, "", ""});
-  // The mapped side is in use; the real side (10.5.0.0/16) is behind the mapping.
+  // Both sides of a mapped range are in use: the mapped one (10.4.0.0/16)
+  // is the plan's, the real one (10.5.0.0/16) the legacy VPC's at its site.
   c.address_plan.mapped_ranges.push_back({"old", P("10.5.0.0/16"), P("10.4.0.0/16"), ""});
   const std::vector<IpPrefix> reserved = {P("10.2.0.0/15"), P("10.6.1.0/24")};
   Snapshot s;
-  EXPECT_EQ(take(c, s, req("a", 16), reserved), "10.5.0.0/16");
+  EXPECT_EQ(take(c, s, req("a", 16), reserved), "10.7.0.0/16");
   EXPECT_EQ(take(c, s, req("b", 17), reserved), "10.1.128.0/17");
-  EXPECT_EQ(take(c, s, req("c", 16), reserved), "10.7.0.0/16");
+  EXPECT_EQ(take(c, s, req("c", 16), reserved), "10.8.0.0/16");
   EXPECT_EQ(take(c, s, req("d", 24), reserved), "10.6.0.0/24");
   EXPECT_EQ(take(c, s, req("e", 24), reserved), "10.6.2.0/24");
 }
