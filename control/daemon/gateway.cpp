@@ -334,6 +334,8 @@ ReloadOutcome Gateway::reload() {
 ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& snapshot,
                                   bool file_read) {
   ReloadOutcome out;
+  // What the outcome is logged as: the file's reload, or the store's revision.
+  const plan::Snapshot* as = file_read ? nullptr : &snapshot;
   // The follower is made at start: adding, removing or changing the store
   // it follows needs a restart.
   if (plan::storeSettings(*loaded.config) != plan::storeSettings(*file_config_)) {
@@ -341,7 +343,7 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
         "address-plan.store changed (or pools were added to or removed from a plan without "
         "etcd): the store a gateway follows is chosen at start; restart to change it "
         "(systemctl restart mcgw)");
-    return finish(out, file_read ? nullptr : &snapshot);
+    return finish(out, as);
   }
   auto in_force = plan::inForce(*loaded.config, snapshot);
   if (!in_force) {
@@ -349,24 +351,24 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
       out.errors.push_back("address plan store revision " + std::to_string(snapshot.revision) +
                            ": " + e);
     }
-    return finish(out, file_read ? nullptr : &snapshot);
+    return finish(out, as);
   }
   config::ConfigPtr next = *in_force;
   const std::vector<Subsystem*> order = subsystems();
   out.errors = validateAll(order, *next);
   if (!out.errors.empty()) {
-    return finish(out, file_read ? nullptr : &snapshot);
+    return finish(out, as);
   }
   ReloadPlan rp = planReload(*config_, *next);
   rp.next = next;
   if (!rp.restart_required.empty()) {
     out.errors = rp.restart_required;
-    return finish(out, file_read ? nullptr : &snapshot);
+    return finish(out, as);
   }
   if (auto r = prepareAndApply(order, rp); !r) {
     restoreAfterAbort();
     out.errors.push_back(r.error() + "; nothing was applied");
-    return finish(out, file_read ? nullptr : &snapshot);
+    return finish(out, as);
   }
 
   // Commit: nothing below can fail.  The kernel sides of new ports exist
@@ -392,7 +394,7 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
   }
   saveLastGood();
   out.ok = true;
-  return finish(out, file_read ? nullptr : &snapshot);
+  return finish(out, as);
 }
 
 bool Gateway::healthy() const {

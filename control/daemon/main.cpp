@@ -164,6 +164,18 @@ int runPreflight(const std::string& path, const std::string& state_dir, bool str
   return ok ? 0 : kExitFailure;
 }
 
+// What an exception that escaped work off the loop was, escaped for the
+// log and the API.
+std::string describe(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return mcgw::text::escape(e.what(), 512);
+  } catch (...) {
+    return "an unknown exception";
+  }
+}
+
 // A reload, as systemd wants it announced (Type=notify).
 mcgw::daemon::ReloadOutcome reload(Gateway& gw) {
   // The watchdog is kicked first: the reload has a whole period (a file at
@@ -357,24 +369,16 @@ int main(int argc, char** argv) {
       [&](const mcgw::plan::Snapshot& snapshot) {
         auto s = std::make_shared<mcgw::plan::Snapshot>(snapshot);
         auto outcome = std::make_shared<mcgw::daemon::ReloadOutcome>();
-        reloadOffLoop(
-            [&gw, s, outcome] { *outcome = gw.adoptPlan(*s); },
-            [&gw, s, outcome](std::exception_ptr error) {
-              // The follower's state belongs to the loop: told here, not
-              // from the reload's thread.
-              gw.planApplied(*s, error ? nullptr : outcome.get());
-              if (error) {
-                try {
-                  std::rethrow_exception(error);
-                } catch (const std::exception& e) {
-                  spdlog::error("address plan: applying failed: {}",
-                                mcgw::text::escape(e.what(), 512));
-                } catch (...) {
-                  spdlog::error("address plan: applying failed with an unknown exception");
-                }
-              }
-              notify("READY=1\nSTATUS=" + gw.summary());
-            });
+        reloadOffLoop([&gw, s, outcome] { *outcome = gw.adoptPlan(*s); },
+                      [&gw, s, outcome](std::exception_ptr error) {
+                        // The follower's state belongs to the loop: told here, not
+                        // from the reload's thread.
+                        gw.planApplied(*s, error ? nullptr : outcome.get());
+                        if (error) {
+                          spdlog::error("address plan: applying failed: {}", describe(error));
+                        }
+                        notify("READY=1\nSTATUS=" + gw.summary());
+                      });
       };
   auto adoptPendingPlan = [&] {
     if (stop_after_reload || reloading) {
@@ -393,13 +397,7 @@ int main(int argc, char** argv) {
                       return;
                     }
                     // A front-end like the API: nothing it triggers ends the process.
-                    try {
-                      std::rethrow_exception(error);
-                    } catch (const std::exception& e) {
-                      spdlog::error("SIGHUP: reload failed: {}", mcgw::text::escape(e.what(), 512));
-                    } catch (...) {
-                      spdlog::error("SIGHUP: reload failed with an unknown exception");
-                    }
+                    spdlog::error("SIGHUP: reload failed: {}", describe(error));
                     notify("READY=1\nSTATUS=" + gw.summary());
                   });
   };
@@ -425,13 +423,7 @@ int main(int argc, char** argv) {
             },
             [&gw, body, reply, &adoptPendingPlan](std::exception_ptr error) {
               if (error) {  // as api::answer() does for a handler that throws
-                std::string what = "an unknown exception";
-                try {
-                  std::rethrow_exception(error);
-                } catch (const std::exception& e) {
-                  what = mcgw::text::escape(e.what(), 512);
-                } catch (...) {
-                }
+                const std::string what = describe(error);
                 spdlog::error("API: command \"reload\" failed: {}", what);
                 *body = mcgw::api::errorResponse("internal error: " + what);
                 notify("READY=1\nSTATUS=" + gw.summary());
