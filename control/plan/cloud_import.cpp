@@ -468,40 +468,33 @@ class ListingReader {
           return;
         }
       }
-      const json* set = nullptr;
-      if (!optionalArray(v, p, "CidrBlockAssociationSet", set)) {
+      // The IPv4 and the IPv6 association sets: each block with its state
+      // (blocks being removed are left out, with a note).
+      auto associations = [&](const char* set_key, const char* state_key, const char* block_key,
+                              Family family) {
+        const json* set = nullptr;
+        if (!optionalArray(v, p, set_key, set)) {
+          return false;
+        }
+        for (size_t a = 0; set && a < set->size(); ++a) {
+          const std::string ap = child(child(p, set_key), a);
+          const json& assoc = (*set)[a];
+          bool in_use = true;
+          if (!isType(assoc, ap, json::value_t::object, "an object") ||
+              !associated(vpc, assoc, ap, state_key, block_key, in_use)) {
+            return false;
+          }
+          const json* block = required(assoc, ap, block_key);
+          if (!block || (in_use && !prefix(vpc, *block, child(ap, block_key), family, false))) {
+            return false;
+          }
+        }
+        return true;
+      };
+      if (!associations("CidrBlockAssociationSet", "CidrBlockState", "CidrBlock", Family::V4) ||
+          !associations("Ipv6CidrBlockAssociationSet", "Ipv6CidrBlockState", "Ipv6CidrBlock",
+                        Family::V6)) {
         return;
-      }
-      for (size_t a = 0; set && a < set->size(); ++a) {
-        const std::string ap = child(child(p, "CidrBlockAssociationSet"), a);
-        const json& assoc = (*set)[a];
-        bool in_use = true;
-        if (!isType(assoc, ap, json::value_t::object, "an object") ||
-            !associated(vpc, assoc, ap, "CidrBlockState", "CidrBlock", in_use)) {
-          return;
-        }
-        const json* block = required(assoc, ap, "CidrBlock");
-        if (!block || (in_use && !prefix(vpc, *block, child(ap, "CidrBlock"), Family::V4, false))) {
-          return;
-        }
-      }
-      const json* set6 = nullptr;
-      if (!optionalArray(v, p, "Ipv6CidrBlockAssociationSet", set6)) {
-        return;
-      }
-      for (size_t a = 0; set6 && a < set6->size(); ++a) {
-        const std::string ap = child(child(p, "Ipv6CidrBlockAssociationSet"), a);
-        const json& assoc = (*set6)[a];
-        bool in_use = true;
-        if (!isType(assoc, ap, json::value_t::object, "an object") ||
-            !associated(vpc, assoc, ap, "Ipv6CidrBlockState", "Ipv6CidrBlock", in_use)) {
-          return;
-        }
-        const json* block = required(assoc, ap, "Ipv6CidrBlock");
-        if (!block ||
-            (in_use && !prefix(vpc, *block, child(ap, "Ipv6CidrBlock"), Family::V6, false))) {
-          return;
-        }
       }
       finish(vpc);
     }
