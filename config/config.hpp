@@ -157,17 +157,42 @@ struct BgpConfig {
   bool operator==(const BgpConfig&) const = default;
 };
 
+// A tracked object of a VRRP group (`vrrp[].track`): while it is down the
+// group's priority is lowered by its weight.
+struct VrrpTrack {
+  enum class Kind { kPort, kPeer, kBgp, kFpm };
+  Kind kind = Kind::kPort;
+  std::string name;    // port or peer name; the BGP neighbour's address as written
+  std::string object;  // as configured: "port lan0", "fpm"
+  uint8_t weight = 50;
+  bool operator==(const VrrpTrack&) const = default;
+};
+
+enum class VrrpBgpBackup { kPrepend, kWithdraw, kNone };
+
 struct VrrpGroupConfig {
   uint8_t vrid = 0;
   std::string port;
   uint8_t priority = 100;
   uint16_t advert_interval_ms = 0;
   bool preempt = true;
+  uint32_t preempt_delay_ms = 0;
+  bool accept_mode = false;
   std::vector<IpAddress> virtual_addresses;
   std::vector<IpAddress> unicast_peers;
-  std::vector<std::string> track_peers;
-  uint8_t track_penalty = 0;
-  std::string notify;
+  std::optional<IpAddress> source_address;
+  uint32_t announce_interval_ms = 10000;
+  std::vector<VrrpTrack> track;
+  std::string notify;  // absolute path, empty: none
+  uint32_t notify_timeout_ms = 5000;
+  std::string active_command;
+  uint32_t active_command_interval_ms = 30000;
+  VrrpBgpBackup bgp_backup = VrrpBgpBackup::kPrepend;
+  uint8_t bgp_prepend = 3;
+  // The group's family: that of its virtual addresses (one per group).
+  bool ipv6() const {
+    return !virtual_addresses.empty() && virtual_addresses.front().family == Family::V6;
+  }
   bool operator==(const VrrpGroupConfig&) const = default;
 };
 

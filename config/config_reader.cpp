@@ -242,9 +242,34 @@ Config buildConfig(lyd_node* tree) {
     for (const auto& a : R::strs(g, "unicast-peers")) {
       vg.unicast_peers.push_back(R::addr(a));
     }
-    vg.track_peers = R::strs(g, "track-peers");
-    vg.track_penalty = R::num<uint8_t>(g, "track-penalty");
+    if (lyd_node* src = R::child(g, "source-address")) {
+      vg.source_address = R::addr(lyd_get_value(src));
+    }
+    vg.preempt_delay_ms = R::num<uint32_t>(g, "preempt-delay-ms");
+    vg.accept_mode = R::flag(g, "accept-mode", false);
+    vg.announce_interval_ms = R::num<uint32_t>(g, "announce-interval-ms");
+    for (lyd_node* t : R::children(g, "track")) {
+      VrrpTrack tr;
+      tr.object = R::str(t, "object");
+      tr.weight = R::num<uint8_t>(t, "weight");
+      const auto space = tr.object.find(' ');
+      const std::string kind = tr.object.substr(0, space);
+      tr.name = space == std::string::npos ? "" : tr.object.substr(space + 1);
+      tr.kind = kind == "port"   ? VrrpTrack::Kind::kPort
+                : kind == "peer" ? VrrpTrack::Kind::kPeer
+                : kind == "bgp"  ? VrrpTrack::Kind::kBgp
+                                 : VrrpTrack::Kind::kFpm;
+      vg.track.push_back(std::move(tr));
+    }
     vg.notify = R::str(g, "notify");
+    vg.notify_timeout_ms = R::num<uint32_t>(g, "notify-timeout-ms");
+    vg.active_command = R::str(g, "active-command");
+    vg.active_command_interval_ms = R::num<uint32_t>(g, "active-command-interval-ms");
+    const std::string backup = R::str(g, "bgp-backup", "prepend");
+    vg.bgp_backup = backup == "withdraw" ? VrrpBgpBackup::kWithdraw
+                    : backup == "none"   ? VrrpBgpBackup::kNone
+                                         : VrrpBgpBackup::kPrepend;
+    vg.bgp_prepend = R::num<uint8_t>(g, "bgp-prepend");
     c.vrrp_groups.push_back(std::move(vg));
   }
 

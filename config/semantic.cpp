@@ -438,6 +438,95 @@ class Checker {
                                                 std::to_string(g.advert_interval_ms) +
                                                 " ms is not a multiple of 10");
       }
+      vrrpAddresses(g, path, port);
+      for (const auto& t : g.track) {
+        const std::string tpath = path + "/track" + keyPredicate("object", t.object) + "/object";
+        switch (t.kind) {
+          case VrrpTrack::Kind::kPort:
+            if (!c_.findPort(t.name)) {
+              error(tpath, "tracks port " + q(t.name) + ", which is not in ports");
+            }
+            break;
+          case VrrpTrack::Kind::kPeer:
+            if (std::none_of(c_.peers.begin(), c_.peers.end(),
+                             [&](const PeerConfig& p) { return p.name == t.name; })) {
+              error(tpath, "tracks peer " + q(t.name) + ", which is not in peers");
+            }
+            break;
+          case VrrpTrack::Kind::kBgp:
+            if (!IpAddress::parse(t.name)) {
+              error(tpath, "tracks BGP session " + q(t.name) + ", which is not an IP address");
+            } else if (!c_.bgp.enabled) {
+              error(tpath, "tracks a BGP session, but bgp is not enabled");
+            }
+            break;
+          case VrrpTrack::Kind::kFpm:
+            if (!c_.bgp.enabled) {
+              error(tpath, "tracks zebra's FPM connection, but bgp is not enabled");
+            }
+            break;
+        }
+      }
+    }
+  }
+
+  // One family per group: virtual addresses, unicast peers and the source;
+  // IPv4 virtual addresses on a subnet of the port (hosts reach them there),
+  // none of them an address of the gateway itself.
+  void vrrpAddresses(const VrrpGroupConfig& g, const std::string& path, const PortConfig* port) {
+    const Family family = g.virtual_addresses.front().family;
+    const char* fname = family == Family::V6 ? "IPv6" : "IPv4";
+    auto sameFamily = [&](const IpAddress& a, const std::string& where, const char* what) {
+      if (a.family != family) {
+        error(where, std::string(what) + " " + a.toString() + " is not " + fname +
+                         " like the group's first virtual address (one family per group; an " +
+                         "IPv4 and an IPv6 group need different VRIDs)");
+        return false;
+      }
+      return true;
+    };
+    auto linkLocal = [](const IpAddress& a) {
+      return a.family == Family::V6 && a.bytes[0] == 0xfe && (a.bytes[1] & 0xc0) == 0x80;
+    };
+    for (const auto& a : g.virtual_addresses) {
+      const std::string where = path + "/virtual-addresses";
+      if (!sameFamily(a, where, "virtual address")) {
+        continue;
+      }
+      for (const auto& p : c_.ports) {
+        for (const auto& ia : p.addresses) {
+          if (ia.address == a) {
+            error(where, "virtual address " + a.toString() + " is port " + q(p.name) +
+                             "'s own address; a virtual address belongs to the group");
+          }
+        }
+      }
+      if (port && family == Family::V4 &&
+          std::none_of(port->addresses.begin(), port->addresses.end(),
+                       [&](const InterfaceAddress& ia) { return ia.contains(a); })) {
+        error(where, "virtual address " + a.toString() + " is on no subnet of port " +
+                         q(port->name) + "; hosts reach it over that port");
+      }
+    }
+    for (const auto& a : g.unicast_peers) {
+      sameFamily(a, path + "/unicast-peers", "unicast peer");
+    }
+    const bool has_family_address =
+        port &&
+        std::any_of(port->addresses.begin(), port->addresses.end(),
+                    [&](const InterfaceAddress& ia) { return ia.address.family == family; });
+    if (g.source_address) {
+      const IpAddress& src = *g.source_address;
+      if (sameFamily(src, path + "/source-address", "source address") && port && !linkLocal(src) &&
+          std::none_of(port->addresses.begin(), port->addresses.end(),
+                       [&](const InterfaceAddress& ia) { return ia.address == src; })) {
+        error(path + "/source-address",
+              "source address " + src.toString() + " is not an address of port " + q(port->name));
+      }
+    } else if (port && !has_family_address && (family == Family::V4 || !g.unicast_peers.empty())) {
+      error(path + "/port", std::string("port ") + q(port->name) + " has no " + fname +
+                                " address to send the group's advertisements from; give it one " +
+                                "or set source-address");
     }
   }
 

@@ -73,7 +73,10 @@ void checkConfig(const Config& c) {
   }
   for (const auto& g : c.vrrp_groups) {
     text(g.port, "vrrp[].port");
-    texts(g.track_peers, "vrrp[].track-peers");
+    for (const auto& t : g.track) {
+      text(t.object, "vrrp[].track[].object");
+    }
+    text(g.active_command, "vrrp[].active-command");
     text(g.notify, "vrrp[].notify");
   }
   const auto& plan = c.address_plan;
