@@ -253,7 +253,8 @@ struct ReceivedFrame {
   uint8_t ttl = 0;
   // kVrrpAdvert: the advertisement (points into the frame).
   ParsedAdvert advert;
-  // kArpRequest: the sender's MAC and IP (sender_ip) and the target_ip.
+  // kArpRequest: the sender's MAC and IP (sender_ip; 0.0.0.0 in an RFC 5227
+  // probe) and the target_ip.
   // kNeighborSolicit: target_ip is the target address; sender_mac the source
   // link-layer address option if has_sender_mac (never with src_ip ::).
   Mac sender_mac{};
