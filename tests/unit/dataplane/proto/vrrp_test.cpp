@@ -479,6 +479,14 @@ TEST(VrrpCodec, WritesAddresses) {
             "2001:db8:0:1:1:1:1:1");
 }
 
+TEST(VrrpCodec, DerivesTheLinkLocalAddressAsLinuxDoes) {
+  // Linux gave the interface with MAC 02:00:00:00:00:02 fe80::ff:fe00:2 (it
+  // solicited it for duplicate address detection in the keepalived capture).
+  EXPECT_EQ(toString(eui64LinkLocal({0x02, 0, 0, 0, 0, 0x02})), "fe80::ff:fe00:2");
+  EXPECT_EQ(toString(eui64LinkLocal({0x52, 0x54, 0x00, 0x12, 0x34, 0x56})),
+            "fe80::5054:ff:fe12:3456");
+}
+
 TEST(VrrpCodec, OrdersPrimaryAddressesAsNumbers) {
   EXPECT_GT(compareAddresses(IpAddr::v4(10, 1, 0, 3), IpAddr::v4(10, 1, 0, 2)), 0);
   EXPECT_LT(compareAddresses(IpAddr::v4(9, 255, 255, 255), IpAddr::v4(10, 0, 0, 0)), 0);
