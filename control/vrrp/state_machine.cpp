@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace mcgw::vrrp {
 
@@ -67,10 +68,16 @@ void StateMachine::becomeActive(TimePoint now, std::string reason) {
   preempt_since_.reset();
   released_ = false;
   discarded_lower_.reset();
+  // While Active the Active's interval is the own one (what the views show).
+  active_interval_cs_ = params_.advert_interval_cs;
+  skew_ = skewTime(priority_, active_interval_cs_);
+  down_interval_ = downInterval(priority_, active_interval_cs_);
+  // Timers are set before the Output hears of the change, so that it can
+  // read nextDeadline() there.
+  deadline_ = now + params_.advert_interval_cs * kCentisecond;
   changeState(now, State::kActive, std::move(reason));
   sendAdvert(priority_);
   out_.announce();
-  deadline_ = now + params_.advert_interval_cs * kCentisecond;
 }
 
 void StateMachine::becomeBackup(TimePoint now, uint16_t active_interval_cs, std::string reason) {

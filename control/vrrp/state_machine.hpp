@@ -91,7 +91,8 @@ struct Params {
 };
 
 // What receive() needs of a valid advertisement for this VRID (the caller
-// has checked TTL, checksum, VRID and the sender's address).
+// has checked TTL, checksum, VRID and, in unicast mode, that the sender is a
+// peer, and dropped its own advertisements looped back by multicast).
 struct Advert {
   uint8_t priority = 0;
   uint16_t interval_cs = 0;  // Max Adver Int
@@ -116,7 +117,8 @@ class Output {
   // Active; repeating them while Active is the caller's business).
   virtual void announce() = 0;
   // The state changed (called before the advert / announce of a takeover,
-  // so the caller can take the virtual MAC first).
+  // so the caller can take the virtual MAC first; after the priority 0
+  // advert of a shutdown).  nextDeadline() is already the new one.
   virtual void transitioned(const Transition& t) = 0;
 };
 
@@ -166,8 +168,10 @@ class StateMachine {
   const Params& params() const { return params_; }
   uint8_t configuredPriority() const { return params_.priority; }
   uint8_t priority() const { return priority_; }  // effective
+  // Active_Adver_Interval (the own interval while Active).
   uint16_t activeAdverIntervalCs() const { return active_interval_cs_; }
-  // Skew_Time and Active_Down_Interval as used for the running (or last) down timer.
+  // Skew_Time and Active_Down_Interval as used for the running (or last)
+  // down timer; while Active, computed from the own interval and priority.
   Duration skew() const { return skew_; }
   Duration activeDownInterval() const { return down_interval_; }
   // The Active's primary address as last seen: the own one while Active;

@@ -98,6 +98,19 @@ constexpr Mac virtualMac(uint8_t vrid, bool ipv6) {
   return Mac{0x00, 0x00, 0x5e, 0x00, static_cast<uint8_t>(ipv6 ? 0x02 : 0x01), vrid};
 }
 
+// The link-local address fe80::/64 with the modified EUI-64 interface
+// identifier of `mac` (RFC 4291 appendix A: U/L bit flipped, ff:fe in the
+// middle), as Linux gives an interface: 02:00:00:00:00:02 → fe80::ff:fe00:2.
+// The default source of a multicast IPv6 group's advertisements.
+constexpr IpAddr eui64LinkLocal(const Mac& mac) {
+  IpAddr r;
+  r.v6 = true;
+  r.bytes = {
+      0xfe,   0x80,   0,    0,    0,      0,      0,     0, static_cast<uint8_t>(mac[0] ^ 0x02),
+      mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+  return r;
+}
+
 // 224.0.0.18 / ff02::12 and their Ethernet group addresses (RFC 1112 /
 // RFC 2464: 01:00:5e + low 23 bits / 33:33 + low 32 bits).
 inline constexpr IpAddr kVrrpGroupV4 = IpAddr::v4(224, 0, 0, 18);
@@ -253,7 +266,8 @@ struct ReceivedFrame {
   uint8_t ttl = 0;
   // kVrrpAdvert: the advertisement (points into the frame).
   ParsedAdvert advert;
-  // kArpRequest: the sender's MAC and IP (sender_ip) and the target_ip.
+  // kArpRequest: the sender's MAC and IP (sender_ip; 0.0.0.0 in an RFC 5227
+  // probe) and the target_ip.
   // kNeighborSolicit: target_ip is the target address; sender_mac the source
   // link-layer address option if has_sender_mac (never with src_ip ::).
   Mac sender_mac{};

@@ -2,6 +2,7 @@
 # Writes the seed corpus of vrrp_fuzz (tests/fuzz/corpus/vrrp) with scapy 2.5.0:
 #   /usr/bin/python3 tests/fuzz/vrrp_corpus.py tests/fuzz/corpus/vrrp
 # Each file is the fuzz input: a flags byte (vrrp_fuzz.cpp) and the bytes.
+# keepalived-*: frames captured from keepalived 2.2.7 (vrrp_version 3).
 import sys
 from scapy.all import *
 from scapy.layers.vrrp import VRRPv3, VRRP

@@ -156,8 +156,35 @@ TEST(VrrpStateMachine, BackupAdoptsTheActivesInterval) {
   f.out.take();
   f.sm.expire(t0 + 1341406250ns);
   EXPECT_EQ(f.sm.state(), State::kActive);
-  // Its own adverts still go at its own interval.
+  // Its own adverts still go at its own interval, which the views show now.
   EXPECT_EQ(*f.sm.nextDeadline(), t0 + 2341406250ns);
+  EXPECT_EQ(f.sm.activeAdverIntervalCs(), 100);
+  EXPECT_EQ(f.sm.skew(), 414062500ns);
+}
+
+// The Output reads the state machine from inside transitioned().
+struct Observer : Output {
+  const StateMachine* sm = nullptr;
+  std::vector<std::optional<TimePoint>> deadlines;
+  std::vector<State> states;
+  void sendAdvert(uint8_t) override {}
+  void announce() override {}
+  void transitioned(const Transition&) override {
+    deadlines.push_back(sm->nextDeadline());
+    states.push_back(sm->state());
+  }
+};
+
+TEST(VrrpStateMachine, TheOutputSeesTheNewStateAndDeadline) {
+  Observer o;
+  StateMachine sm(params(100), o);
+  o.sm = &sm;
+  sm.start(t0);
+  sm.expire(t0 + 3609375us);
+  sm.shutdown(t0 + 4s);
+  EXPECT_EQ(o.states, (std::vector<State>{State::kBackup, State::kActive, State::kInitialize}));
+  EXPECT_EQ(o.deadlines,
+            (std::vector<std::optional<TimePoint>>{t0 + 3609375us, t0 + 4609375us, std::nullopt}));
 }
 
 TEST(VrrpStateMachine, ActiveStepsDownForAHigherPriority) {
