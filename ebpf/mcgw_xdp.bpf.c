@@ -11,7 +11,8 @@
  *   short Ethernet header -> kernel (malformed)
  *   VLAN tag -> kernel;  ARP -> kernel;  not IPv4/IPv6 -> kernel
  *   invalid or truncated IP header -> kernel (malformed)
- *   LAN port, VRRP (IP protocol 112) -> DPDK (mcgw runs VRRP, not the kernel)
+ *   LAN port, VRRP (IP protocol 112) -> kernel (mcgwd reads VRRP through a
+ *     packet socket on the port's kernel side, on every kind of port)
  *   destination is our VTEP: fragment -> kernel; UDP 4789/6081 -> DPDK;
  *                            anything else -> kernel (local)
  *   destination is a local address -> kernel
@@ -184,9 +185,10 @@ int mcgw_xdp(struct xdp_md* ctx) {
     return pass(ctx, MCGW_XDP_PASS_NOT_IP);
   }
 
-  /* Before the address checks: unicast VRRP goes to our LAN address. */
+  /* Before the address checks: unicast VRRP goes to our LAN address, and
+   * mcgwd's packet socket on this interface (not DPDK) reads VRRP. */
   if (role == MCGW_XDP_ROLE_LAN && l4proto == IPPROTO_VRRP_) {
-    return redirect(ctx, MCGW_XDP_REDIRECT_VRRP);
+    return pass(ctx, MCGW_XDP_PASS_VRRP);
   }
   if (bpf_map_lookup_elem(&mcgw_vteps, &dst)) {
     /* Never split a datagram between DPDK and the kernel: the UDP header is

@@ -84,7 +84,8 @@ struct mcgw_xdp_addr_info {
   X(PASS_VLAN, "pass-vlan", "VLAN-tagged frame (the fast path forwards untagged frames only)")    \
   X(PASS_ARP, "pass-arp", "ARP")                                                                  \
   X(PASS_NOT_IP, "pass-not-ip", "neither IPv4, IPv6 nor ARP (LLDP, ...)")                         \
-  X(REDIRECT_VRRP, "redirect-vrrp", "LAN port: VRRP (IP protocol 112), which mcgw implements")    \
+  X(PASS_VRRP, "pass-vrrp",                                                                       \
+    "LAN port: VRRP (IP protocol 112): mcgwd reads it on the port's kernel side")                 \
   X(PASS_VTEP_FRAGMENT, "pass-vtep-fragment",                                                     \
     "IP fragment to one of our VTEPs (overlay packets are never fragmented)")                     \
   X(REDIRECT_OVERLAY, "redirect-overlay", "VXLAN or Geneve to one of our VTEPs")                  \

@@ -350,6 +350,10 @@ std::string renderCounters(json c) {
     o << "Neighbours: " << u(c["neighbors"], "held_packets") << " packets held while resolving, "
       << u(c["neighbors"], "resolutions_asked") << " resolutions asked\n";
   }
+  if (c.contains("vrrp")) {
+    o << "Virtual MACs (VRRP): " << u(c["vrrp"], "virtual_mac_frames")
+      << " frames accepted while Active\n";
+  }
   if (c.contains("xdp") && c["xdp"].is_object() && !c["xdp"].empty()) {
     o << "\nXDP program (af_xdp ports)\n";
     for (auto& [port, verdicts] : c["xdp"].items()) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -324,6 +325,61 @@ Result<bool, std::string> setLinkUp(int ifindex, uint32_t mtu) {
   }
   if (*rc != 0) {
     return unexpected(std::string("cannot set the link up: ") + std::strerror(*rc));
+  }
+  return true;
+}
+
+namespace {
+
+// An RTM_NEWNEIGH / RTM_DELNEIGH for the device itself (family AF_BRIDGE,
+// NTF_SELF) with a MAC: the kernel's default handler edits the device's
+// unicast list, and accepts static (permanent) entries only.
+Result<int, std::string> unicastRequest(uint16_t type, int ifindex,
+                                        const std::array<uint8_t, 6>& mac) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  auto* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = type;
+  if (type == RTM_NEWNEIGH) {
+    nlh->nlmsg_flags = NLM_F_CREATE;  // not EXCL: an address already there is fine
+  }
+  auto* ndm = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ndmsg)));
+  ndm->ndm_family = AF_BRIDGE;
+  ndm->ndm_ifindex = ifindex;
+  ndm->ndm_state = NUD_PERMANENT;
+  ndm->ndm_flags = NTF_SELF;
+  mnl_attr_put(nlh, NDA_LLADDR, mac.size(), mac.data());
+  return request(nlh);
+}
+
+std::string macText(const std::array<uint8_t, 6>& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
+}
+
+}  // namespace
+
+Result<bool, std::string> addUnicastAddress(int ifindex, const std::array<uint8_t, 6>& mac) {
+  auto rc = unicastRequest(RTM_NEWNEIGH, ifindex, mac);
+  if (!rc) {
+    return unexpected(rc.error());
+  }
+  if (*rc != 0) {
+    return unexpected("cannot add " + macText(mac) +
+                      " to the unicast filter: " + std::strerror(*rc));
+  }
+  return true;
+}
+
+Result<bool, std::string> deleteUnicastAddress(int ifindex, const std::array<uint8_t, 6>& mac) {
+  auto rc = unicastRequest(RTM_DELNEIGH, ifindex, mac);
+  if (!rc) {
+    return unexpected(rc.error());
+  }
+  if (*rc != 0 && *rc != ENOENT) {
+    return unexpected("cannot remove " + macText(mac) +
+                      " from the unicast filter: " + std::strerror(*rc));
   }
   return true;
 }

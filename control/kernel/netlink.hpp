@@ -68,6 +68,13 @@ Result<bool, std::string> deleteNeighbor(int ifindex, const config::IpAddress& a
 Result<bool, std::string> addAddress(int ifindex, const config::InterfaceAddress& address);
 // Sets the link up (and its MTU when mtu > 0).
 Result<bool, std::string> setLinkUp(int ifindex, uint32_t mtu);
+// The interface's unicast address list: MACs its receive filter accepts
+// besides its own (what `bridge fdb add MAC dev IF self permanent` and `del`
+// edit; a device without a unicast filter goes promiscuous while the list is
+// not empty).  Adding one that is there, or deleting one that is not, is
+// fine.
+Result<bool, std::string> addUnicastAddress(int ifindex, const std::array<uint8_t, 6>& mac);
+Result<bool, std::string> deleteUnicastAddress(int ifindex, const std::array<uint8_t, 6>& mac);
 
 }  // namespace rtnl
 

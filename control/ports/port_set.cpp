@@ -1,9 +1,15 @@
 #include "control/ports/port_set.hpp"
 
+#include <net/if.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 
+#include "control/kernel/netlink.hpp"
+#include "dataplane/engine/dataplane.hpp"
 #include "ebpf/xdp_maps.hpp"
 
 namespace mcgw::ports {
@@ -18,14 +24,27 @@ std::string extraDevargs(const config::PortConfig& pc) {
   return "";
 }
 
+std::string macText(const engine::Mac& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
+}
+
+bool contains(const std::vector<engine::Mac>& v, const engine::Mac& m) {
+  return std::find(v.begin(), v.end(), m) != v.end();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PortSet>, std::string> PortSet::open(config::ConfigPtr config,
-                                                            rte_mempool* pool, uint16_t tx_queues) {
+                                                            rte_mempool* pool, uint16_t tx_queues,
+                                                            engine::Dataplane* dataplane) {
   std::unique_ptr<PortSet> set(new PortSet());
   set->config_ = std::move(config);
   set->pool_ = pool;
   set->tx_queues_ = tx_queues;
+  set->dataplane_ = dataplane;
   for (const auto& pc : set->config_->ports) {
     auto port = engine::Port::open(pc, pool, tx_queues, extraDevargs(pc));
     if (!port) {
@@ -125,10 +144,12 @@ Result<bool, std::string> PortSet::prepareSteps(const daemon::ReloadPlan& plan) 
     }
     config::PortConfig old = (*it)->config();
     hooks_.closing(name);
+    forgetVirtualMacs(**it, true);
     ports_.erase(it);  // stops and closes the device
     undo_.push_back([this, old] {
       auto port = engine::Port::open(old, pool_, tx_queues_, extraDevargs(old));
       if (port) {
+        restoreVirtualMacs(**port);
         ports_.push_back(std::move(*port));
       } else {
         spdlog::error("reload rollback: {}", port.error());
@@ -166,11 +187,15 @@ Result<bool, std::string> PortSet::prepareSteps(const daemon::ReloadPlan& plan) 
 
 void PortSet::apply() {
   for (auto& [name, port] : opened_) {
+    restoreVirtualMacs(*port);
     ports_.push_back(std::move(port));
   }
   opened_.clear();
   undo_.clear();
   config_ = std::move(next_);
+  for (auto it = virtual_macs_.begin(); it != virtual_macs_.end();) {
+    it = config_->findPort(it->first) ? std::next(it) : virtual_macs_.erase(it);
+  }
   sortBy(*config_);
 }
 
@@ -194,7 +219,147 @@ void PortSet::sortBy(const config::Config& order) {
       }
     }
   }
+  for (auto& p : ports_) {
+    if (p) {  // not in the config: it closes now
+      forgetVirtualMacs(*p, true);
+    }
+  }
   ports_ = std::move(sorted);
+}
+
+PortSet::~PortSet() {
+  clear();
+}
+
+void PortSet::clear() {
+  for (auto& p : ports_) {
+    forgetVirtualMacs(*p, false);
+  }
+  ports_.clear();
+}
+
+Result<bool, std::string> PortSet::setVirtualMacs(const std::string& port,
+                                                  std::span<const engine::Mac> macs) {
+  std::vector<engine::Mac> want;
+  for (const engine::Mac& m : macs) {
+    if ((m[0] & 1) || m == engine::Mac{}) {
+      return unexpected("port " + port + ": " + macText(m) +
+                        " cannot be a virtual MAC (group or zero address)");
+    }
+    if (!contains(want, m)) {
+      want.push_back(m);
+    }
+  }
+  if (want.size() > engine::kMaxVirtualMacs) {
+    return unexpected("port " + port + ": " + std::to_string(want.size()) +
+                      " virtual MACs, at most " + std::to_string(engine::kMaxVirtualMacs));
+  }
+  engine::Port* running = find(port);
+  if (!running && !config_->findPort(port) && !(next_ && next_->findPort(port))) {
+    return unexpected("no port " + port);
+  }
+  if (want.empty()) {
+    virtual_macs_.erase(port);
+  } else {
+    virtual_macs_[port] = want;
+  }
+  if (!running) {
+    return true;  // kept for when the port opens
+  }
+  return program(*running, want);
+}
+
+std::vector<engine::Mac> PortSet::virtualMacs(const std::string& port) const {
+  auto it = virtual_macs_.find(port);
+  return it == virtual_macs_.end() ? std::vector<engine::Mac>{} : it->second;
+}
+
+// New MACs go on the device and kernel interface before the workers take
+// them; MACs that go leave the workers' set before the filters.
+Result<bool, std::string> PortSet::program(engine::Port& port, const std::vector<engine::Mac>& macs,
+                                           bool with_dataplane) {
+  const std::string& name = port.config().name;
+  Programmed& done = programmed_[&port];
+  std::vector<std::string> errors;
+  const std::string iface = port.config().kernelInterface();
+  int ifindex = 0;
+  if (!iface.empty()) {
+    ifindex = static_cast<int>(if_nametoindex(iface.c_str()));
+    if (ifindex == 0) {
+      errors.push_back("kernel interface " + iface + " not found");
+    }
+  }
+  auto device = [&](const engine::Mac& m, bool add) {
+    if (done.no_device_filter) {
+      return;
+    }
+    rte_ether_addr a;
+    std::copy(m.begin(), m.end(), a.addr_bytes);
+    const int rc = add ? rte_eth_dev_mac_addr_add(port.id(), &a, 0)
+                       : rte_eth_dev_mac_addr_remove(port.id(), &a);
+    if (rc == -ENOTSUP) {
+      done.no_device_filter = true;
+      spdlog::info("port {}: the device has no MAC filter (ENOTSUP){}", name,
+                   iface.empty() ? "" : "; virtual MACs go on " + iface + "'s unicast list");
+    } else if (rc != 0) {
+      errors.push_back(std::string(add ? "cannot add " : "cannot remove ") + macText(m) +
+                       " on the device: " + rte_strerror(-rc));
+    }
+  };
+  auto kernel = [&](const engine::Mac& m, bool add) {
+    if (ifindex == 0) {
+      return;
+    }
+    auto r = add ? kernel::rtnl::addUnicastAddress(ifindex, m)
+                 : kernel::rtnl::deleteUnicastAddress(ifindex, m);
+    if (!r) {
+      errors.push_back(iface + ": " + r.error());
+    }
+  };
+  for (const engine::Mac& m : macs) {
+    device(m, true);
+    kernel(m, true);
+  }
+  if (with_dataplane && dataplane_ && !dataplane_->setVirtualMacs(port.id(), macs)) {
+    errors.push_back("the fast path refused the set");
+  }
+  for (const engine::Mac& m : done.macs) {
+    if (!contains(macs, m)) {
+      device(m, false);
+      kernel(m, false);
+    }
+  }
+  done.macs = macs;
+  if (!errors.empty()) {
+    std::string all = "port " + name + ": virtual MACs:";
+    for (const auto& e : errors) {
+      all += " " + e + ";";
+    }
+    all.pop_back();
+    return unexpected(all);
+  }
+  return true;
+}
+
+void PortSet::restoreVirtualMacs(engine::Port& port) {
+  auto it = virtual_macs_.find(port.config().name);
+  if (it == virtual_macs_.end()) {
+    return;
+  }
+  if (auto r = program(port, it->second); !r) {
+    spdlog::warn("{}", r.error());
+  }
+}
+
+void PortSet::forgetVirtualMacs(engine::Port& port, bool with_dataplane) {
+  auto it = programmed_.find(&port);
+  if (it == programmed_.end()) {
+    return;
+  }
+  if (auto r = program(port, {}, with_dataplane); !r) {
+    spdlog::warn("{}", r.error());
+  }
+  programmed_.erase(it);
 }
 
 }  // namespace mcgw::ports

@@ -58,7 +58,9 @@ struct PacketsBytes {
   X(mss_no_option, "mss", "no_option", "SYN / SYN-ACK without an MSS option (passed unchanged)")   \
   X(mss_inserted, "mss", "inserted", "SYN / SYN-ACK that got an MSS option inserted (mss-insert)") \
   X(mss_malformed, "mss", "malformed",                                                             \
-    "SYN / SYN-ACK with malformed TCP options (forwarded unchanged)")
+    "SYN / SYN-ACK with malformed TCP options (forwarded unchanged)")                              \
+  X(virtual_mac, "vrrp", "virtual_mac_frames",                                                     \
+    "unicast frames to a port's active virtual MAC, handled as if to the port's MAC")
 
 enum class WorkerState : uint8_t { kPolling, kPausing, kSleeping, kStopped };
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +93,16 @@ class Dataplane {
   uint16_t tunnelMss6(uint16_t slot) const {
     return health_.mss6[slot].load(std::memory_order_relaxed);
   }
+  // The virtual MACs (VRRP) the port with DPDK id `port` accepts besides
+  // its own: the whole set, replaced at once, seen by the workers without a
+  // table publication.  false (nothing changed): more than kMaxVirtualMacs
+  // distinct MACs, or a port id >= kMaxPorts.  Keyed by port id: whoever
+  // closes a port clears its set first (ports::PortSet does).  Control
+  // thread only.
+  bool setVirtualMacs(uint16_t port, std::span<const Mac> macs) {
+    return health_.virtual_macs.set(port, macs);
+  }
+  std::vector<Mac> virtualMacs(uint16_t port) const { return health_.virtual_macs.get(port); }
   // Counters of slots that a new line or tunnel took over start from zero.
   void resetLineSlot(uint16_t slot);
   void resetTunnelSlot(uint16_t slot);

@@ -22,7 +22,7 @@
   X(NO_BUFFER, "no-buffer", "no packet buffer or headroom")                                      \
   X(TX_FULL, "tx-full", "the transmit queue was full")                                           \
   X(NOT_IP, "not-ip", "not an untagged IPv4/IPv6 frame (ARP, LLDP, VLAN): not forwarded")        \
-  X(OTHER_HOST, "other-host", "destination MAC is not the port's own")                           \
+  X(OTHER_HOST, "other-host", "destination MAC is neither the port's nor an active virtual MAC") \
   X(LOCAL, "local", "addressed to the gateway itself (or multicast, link-local): not forwarded") \
   X(NOT_OVERLAY, "not-overlay", "non-overlay packet on a WAN port: not forwarded")               \
   X(NO_NEIGHBOR, "no-neighbor", "the next hop's MAC address is unknown")                         \

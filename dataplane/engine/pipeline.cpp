@@ -175,6 +175,80 @@ void Pipeline::process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
   }
 }
 
+bool VirtualMacs::set(uint16_t port, std::span<const Mac> macs) {
+  if (port >= kMaxPorts) {
+    return false;
+  }
+  std::vector<uint64_t> want;
+  for (const Mac& mac : macs) {
+    const uint64_t k = virtualMacKey(mac.data());
+    if (std::find(want.begin(), want.end(), k) == want.end()) {
+      want.push_back(k);
+    }
+  }
+  if (want.size() > kMaxVirtualMacs) {
+    return false;
+  }
+  auto& row = slots[port];
+  // MACs that stay keep their slot; those that go free theirs before new
+  // ones take a free slot.
+  for (auto& s : row) {
+    const uint64_t k = s.load(std::memory_order_relaxed);
+    if (k != 0 && std::find(want.begin(), want.end(), k) == want.end()) {
+      s.store(0, std::memory_order_relaxed);
+    }
+  }
+  for (const uint64_t k : want) {
+    if (std::any_of(row.begin(), row.end(),
+                    [&](const auto& s) { return s.load(std::memory_order_relaxed) == k; })) {
+      continue;
+    }
+    for (auto& s : row) {
+      if (s.load(std::memory_order_relaxed) == 0) {
+        s.store(k, std::memory_order_relaxed);
+        break;
+      }
+    }
+  }
+  const uint32_t bit = uint32_t{1} << port;
+  if (want.empty()) {
+    ports.fetch_and(~bit, std::memory_order_relaxed);
+  } else {
+    ports.fetch_or(bit, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+std::vector<Mac> VirtualMacs::get(uint16_t port) const {
+  std::vector<Mac> out;
+  if (port >= kMaxPorts) {
+    return out;
+  }
+  for (const auto& s : slots[port]) {
+    if (const uint64_t k = s.load(std::memory_order_relaxed); k != 0) {
+      Mac mac;
+      for (int i = 0; i < 6; ++i) {
+        mac[static_cast<size_t>(i)] = static_cast<uint8_t>(k >> (40 - 8 * i));
+      }
+      out.push_back(mac);
+    }
+  }
+  return out;
+}
+
+// A frame accepted through a virtual MAC that the port's kernel side must
+// see rather than the FIB: IPv6 neighbour discovery right behind the IPv6
+// header (a host's unicast NS probing the virtual address, RFC 4861 7.3.3).
+// mcgwd answers those for the virtual addresses on the kernel side; routed,
+// they would go back out of the LAN port.  The XDP program passes the same
+// to the kernel on af_xdp ports (pass-nd).  ARP needs nothing: it is not IP
+// and goes to the kernel anyway.
+bool Pipeline::virtualMacToKernel(const uint8_t* data, size_t len) {
+  return len >= kEth + sizeof(proto::Ipv6Header) + 1 && data[12] == 0x86 && data[13] == 0xdd &&
+         data[kEth + 6] == proto::kIpProtoIpv6Icmp && data[kEth + 40] >= 133 &&
+         data[kEth + 40] <= 137;
+}
+
 void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
   const uint16_t port = m->port;
   if (port >= kMaxPorts || !t.ports[port].present) {
@@ -200,10 +274,19 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
   if (!sameMac(data, pe.mac)) {
     if (data[0] & 1) {  // broadcast, multicast: ARP, ND, ... for the kernel
       toKernel(t, pe, m, DropReason::kOTHER_HOST);
-    } else {
-      drop(m, DropReason::kOTHER_HOST);
+      return;
     }
-    return;
+    // Another host's, unless it is one of the port's virtual MACs (a VRRP
+    // group here is Active): then it is handled as if to the port's MAC.
+    if (!health_->virtual_macs.accepts(port, data)) {
+      drop(m, DropReason::kOTHER_HOST);
+      return;
+    }
+    counters_->virtual_mac.add();
+    if (virtualMacToKernel(data, m->data_len)) {
+      toKernel(t, pe, m, DropReason::kLOCAL);
+      return;
+    }
   }
   if (pe.lan) {
     const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);

@@ -21,6 +21,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/engine/tables.hpp"
@@ -33,9 +35,54 @@ struct rte_ring;
 
 namespace mcgw::engine {
 
+// The virtual MACs (VRRP, RFC 9568 7.3) each port accepts besides its own
+// while a group on it is Active, by DPDK port id.  Only a unicast frame that
+// is not to the port's MAC looks here: a bit per port says whether the port
+// has any, then its slots are compared.  Each slot is one atomic word (the
+// MAC with kVirtualMacUsed, or 0), so a worker never sees half a MAC; a set
+// replaced while a worker reads may show that worker part old, part new for
+// one frame, but a MAC in both sets keeps its slot and is never missing.
+inline constexpr size_t kMaxVirtualMacs = 8;  // per port
+inline constexpr uint64_t kVirtualMacUsed = uint64_t{1} << 63;
+static_assert(kMaxPorts <= 32, "one bit per port in VirtualMacs::ports");
+
+// A MAC as a slot holds it.
+inline uint64_t virtualMacKey(const uint8_t* mac) {
+  uint64_t k = kVirtualMacUsed;
+  for (int i = 0; i < 6; ++i) {
+    k |= uint64_t{mac[i]} << (40 - 8 * i);
+  }
+  return k;
+}
+
+struct VirtualMacs {
+  std::atomic<uint32_t> ports{0};  // bit p: port id p has a virtual MAC
+  std::array<std::array<std::atomic<uint64_t>, kMaxVirtualMacs>, kMaxPorts> slots{};
+
+  // Replaces the port's whole set (duplicates count once; empty: none).
+  // More than kMaxVirtualMacs, or a port id >= kMaxPorts, is refused and
+  // changes nothing.  One writer at a time (the control thread).
+  bool set(uint16_t port, std::span<const Mac> macs);
+  std::vector<Mac> get(uint16_t port) const;
+  // Workers, per frame: whether `dst` is one of the port's virtual MACs.
+  bool accepts(uint16_t port, const uint8_t* dst) const {
+    if (!((ports.load(std::memory_order_relaxed) >> port) & 1)) {
+      return false;
+    }
+    const uint64_t key = virtualMacKey(dst);
+    for (const auto& s : slots[port]) {
+      if (s.load(std::memory_order_relaxed) == key) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
 // What the control plane changes between table publications and workers
 // read per packet (relaxed): line health (link state now, BFD later) and the
-// path MTU by line slot; the MSS clamp by tunnel slot.
+// path MTU by line slot; the MSS clamp by tunnel slot; each port's virtual
+// MACs.
 struct LiveState {
   std::array<std::atomic<bool>, kMaxLines> up{};
   // The line's current underlay path MTU (configured, then learned from
@@ -44,6 +91,7 @@ struct LiveState {
   // The largest MSS a SYN through the tunnel may carry, IPv4 and IPv6
   // inner; 0 = no clamping.
   std::array<std::atomic<uint16_t>, kMaxTunnels> mss4{}, mss6{};
+  VirtualMacs virtual_macs;
 };
 
 inline constexpr uint16_t kBurst = 32;
@@ -93,6 +141,7 @@ class Pipeline {
 
  private:
   void handle(const ForwardingTables& t, rte_mbuf* m);
+  static bool virtualMacToKernel(const uint8_t* data, size_t len);
   // Where a packet to route comes from: straight from a port, out of a
   // tunnel, or made by the gateway (an ICMP error: no TTL check or decrement).
   enum class Origin : uint8_t { kPort, kTunnel, kGateway };

@@ -53,6 +53,11 @@ constexpr const char* kLan6 = "2001:db8:1::1";
 constexpr const char* kLinkLocal6 = "fe80::1";
 constexpr const char* kPeer4 = "198.51.100.2";
 constexpr const char* kPeer6 = "2001:db8:f::2";
+// A VRRP virtual address on the LAN (not in the local-address map) and the
+// group's virtual MAC (VRID 10).
+constexpr const char* kVirtual4 = "10.1.0.254";
+constexpr const char* kVirtual6 = "2001:db8:1::fe";
+constexpr Mac kVirtualMac{0x00, 0x00, 0x5e, 0x00, 0x01, 0x0a};
 
 config::IpAddress addr(const char* s) {
   auto a = config::IpAddress::parse(s);
@@ -303,8 +308,7 @@ RunResult testRun(int prog_fd, const Bytes& packet) {
 }
 
 bool isRedirect(XdpVerdict v) {
-  return v == XdpVerdict::kREDIRECT_OVERLAY || v == XdpVerdict::kREDIRECT_TRANSIT ||
-         v == XdpVerdict::kREDIRECT_VRRP;
+  return v == XdpVerdict::kREDIRECT_OVERLAY || v == XdpVerdict::kREDIRECT_TRANSIT;
 }
 
 // What the program counted between two snapshots, as "name +n (bytes +b)".
@@ -391,12 +395,30 @@ std::vector<Case> decisionTable() {
   const Mac solicited_node_mac{0x33, 0x33, 0xff, 0x00, 0x00, 0x01};
   Bytes ns_body(4, 0);
   append(ns_body, ip6(kLan6));
+  Bytes ns_virtual(4, 0);
+  append(ns_virtual, ip6(kVirtual6));
   Bytes vrrp{0x31, 1, 100, 1, 0, 100, 0, 0};
   append(vrrp, ip4("10.1.0.254"));
 
   return {
       {"ArpRequest", kWan, ethernet(kBroadcastMac, 0x0806, arp(1, kPeer4, kWan4)), V::kPASS_ARP},
       {"ArpReply", kLan, ethernet(kPortMac, 0x0806, arp(2, "10.1.0.5", kLan4)), V::kPASS_ARP},
+      // ARP and ND for a virtual address (VRRP: not one of the gateway's own
+      // addresses) reach the kernel side, where mcgwd answers while Active.
+      {"ArpRequestForAVirtualAddress", kLan,
+       ethernet(kBroadcastMac, 0x0806, arp(1, "10.1.0.5", kVirtual4)), V::kPASS_ARP},
+      {"UnicastArpRequestToTheVirtualMac", kLan,
+       ethernet(kVirtualMac, 0x0806, arp(1, "10.1.0.5", kVirtual4)), V::kPASS_ARP},
+      {"NeighbourSolicitationForAVirtualAddress", kLan,
+       frame6("2001:db8:1::5", "ff02::1:ff00:fe", kIcmp6, icmp6(135, ns_virtual),
+              Mac{0x33, 0x33, 0xff, 0x00, 0x00, 0xfe}),
+       V::kPASS_ND},
+      {"UnicastNeighbourSolicitationToTheVirtualAddress", kLan,
+       frame6("2001:db8:1::5", kVirtual6, kIcmp6, icmp6(135, ns_virtual), kVirtualMac),
+       V::kPASS_ND},
+      {"TransitToTheVirtualMac", kLan,
+       ethernet(kVirtualMac, 0x0800, ipv4("10.1.0.5", "10.2.0.5", kTcp, tcpSyn(40000, 443))),
+       V::kREDIRECT_TRANSIT},
       {"VxlanToOurVtep", kWan, frame4(kPeer4, kVtep4, kUdp, vx), V::kREDIRECT_OVERLAY},
       {"GeneveToOurVtep", kWan, frame4(kPeer4, kVtep4, kUdp, udp(49152, 6081, geneve(1001))),
        V::kREDIRECT_OVERLAY},
@@ -463,8 +485,10 @@ std::vector<Case> decisionTable() {
        V::kREDIRECT_OVERLAY},
       {"VrrpMulticastOnLan", kLan,
        ethernet(Mac{0x01, 0, 0x5e, 0, 0, 0x12}, 0x0800, ipv4("10.1.0.2", "224.0.0.18", 112, vrrp)),
-       V::kREDIRECT_VRRP},
-      {"VrrpUnicastToOurLanAddress", kLan, frame4("10.1.0.2", kLan4, 112, vrrp), V::kREDIRECT_VRRP},
+       V::kPASS_VRRP},
+      {"VrrpUnicastToOurLanAddress", kLan, frame4("10.1.0.2", kLan4, 112, vrrp), V::kPASS_VRRP},
+      {"Ipv6VrrpMulticastOnLan", kLan,
+       frame6("fe80::2", "ff02::12", 112, vrrp, Mac{0x33, 0x33, 0, 0, 0, 0x12}), V::kPASS_VRRP},
       {"VrrpOnWan", kWan,
        ethernet(Mac{0x01, 0, 0x5e, 0, 0, 0x12}, 0x0800, ipv4(kPeer4, "224.0.0.18", 112, vrrp)),
        V::kPASS_LINK_LOCAL_OR_MULTICAST},
@@ -613,7 +637,7 @@ TEST(XdpVerdicts, NamesAndOrderAreTheLiteralList) {
       {V::kPASS_VLAN, "pass-vlan"},
       {V::kPASS_ARP, "pass-arp"},
       {V::kPASS_NOT_IP, "pass-not-ip"},
-      {V::kREDIRECT_VRRP, "redirect-vrrp"},
+      {V::kPASS_VRRP, "pass-vrrp"},
       {V::kPASS_VTEP_FRAGMENT, "pass-vtep-fragment"},
       {V::kREDIRECT_OVERLAY, "redirect-overlay"},
       {V::kPASS_LOCAL, "pass-local"},

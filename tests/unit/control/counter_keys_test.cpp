@@ -32,6 +32,7 @@ TEST(CounterKeysTest, EventCountersKeepTheirJsonKeys) {
       "mss.no_option",
       "mss.inserted",
       "mss.malformed",
+      "vrrp.virtual_mac_frames",
   };
   EXPECT_EQ(keys, expected);
 }
