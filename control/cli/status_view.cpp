@@ -50,6 +50,30 @@ void renderBgp(std::ostringstream& o, json& b) {
   json& fc = b["frr_config"];
   o << "\nBGP      AS " << b.value("asn", 0u) << ", router-id " << str(b, "router_id")
     << "; FRR config " << str(fc, "state") << " (" << str(fc, "file") << ")\n";
+  // What the announcements say about the VRRP standing (docs/routing.md
+  // "BGP follows VRRP"); absent from an mcgwd without it.
+  if (b["standing"].is_object() && b["standing"]["apply"].is_object()) {
+    json& st = b["standing"];
+    json& ap = st["apply"];
+    o << "  standing " << str(st, "mode");
+    if (st["prepend"].is_number()) {
+      o << " " << num(st, "prepend");
+    }
+    if (st["since"].is_string()) {
+      o << " since " << str(st, "since");
+    }
+    o << ": " << str(ap, "state");
+    if (ap["via"].is_string()) {
+      o << " with " << str(ap, "via");
+    }
+    if (ap["took_ms"].is_number()) {
+      o << " in " << num(ap, "took_ms") << " ms";
+    }
+    if (ap["error"].is_string()) {
+      o << ": " << str(ap, "error");
+    }
+    o << "\n";
+  }
   if (b["fpm"].is_object()) {
     json& f = b["fpm"];
     o << "  FPM "

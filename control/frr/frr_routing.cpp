@@ -84,6 +84,11 @@ Result<bool, std::string> writeAtomically(const std::string& path, const std::st
   return true;
 }
 
+std::string describe(const BgpStanding& s) {
+  return s.mode == BgpStanding::Mode::kPrepend ? "prepend " + std::to_string(s.prepend)
+                                               : toString(s.mode);
+}
+
 }  // namespace
 
 FrrRouting::FrrRouting(config::ConfigPtr config, ApplyRoutes apply_routes,
@@ -94,7 +99,7 @@ FrrRouting::FrrRouting(config::ConfigPtr config, ApplyRoutes apply_routes,
       routes_(config_) {
   if (config_->bgp.enabled) {
     sessions_ = bgpSessions(*config_);
-    rendered_ = renderFrrConfig(*config_);
+    rendered_ = renderFrrConfig(*config_, standing_);
   } else {
     config_state_ = "off";
   }
@@ -326,11 +331,45 @@ std::string FrrRouting::lineDownReason(const std::string& peer, const std::strin
   return s ? std::string("BFD ") + toString(s->state) : "BFD down (session gone since)";
 }
 
-void FrrRouting::scheduleConfig() {
-  if (!config_->bgp.enabled || rendered_ == applied_) {
+void FrrRouting::setStanding(const BgpStanding& standing) {
+  if (standing == standing_) {
     return;
   }
-  pushConfig();
+  spdlog::info("BGP standing: {} (was {})", describe(standing), describe(standing_));
+  standing_ = standing;
+  standing_since_ = std::chrono::system_clock::now();
+  standing_asked_ = std::chrono::steady_clock::now();
+  standing_state_ = "pending";
+  standing_error_.clear();
+  standing_ms_ = -1;
+  if (!config_->bgp.enabled) {
+    return;  // rendered once bgp is on
+  }
+  rendered_ = renderFrrConfig(*config_, standing_);
+  whenRunning([this] { scheduleConfig(); });
+}
+
+void FrrRouting::scheduleConfig() {
+  if (!config_->bgp.enabled) {
+    return;
+  }
+  if (rendered_ == applied_) {
+    if (standing_state_ != "applied" && !pushing_) {
+      // Changed and changed back before FRR was told: FRR runs it already.
+      standing_state_ = "applied";
+      standing_via_.clear();
+      standing_error_.clear();
+    }
+    return;
+  }
+  // FRR runs the config in force, and only the standing differs: its lines
+  // alone, without frr-reload.py reading FRR's whole config.
+  if (!applied_.empty() && applied_config_ == config_ && config_state_ == "applied" &&
+      !(applied_standing_ == standing_)) {
+    pushStanding();
+  } else {
+    pushConfig();
+  }
 }
 
 void FrrRouting::pushConfig() {
@@ -342,12 +381,13 @@ void FrrRouting::pushConfig() {
   auto text = std::make_shared<std::string>(rendered_);
   auto paths = FrrPaths::of(*config_);
   auto result = std::make_shared<core::ProcessResult>();
+  auto refresh = std::make_shared<core::ProcessResult>();
   auto write_error = std::make_shared<std::string>();
   auto guard = std::make_shared<std::string>(renderOwnTrafficGuard(
       *config_, wan_interfaces_ ? wan_interfaces_() : std::vector<std::string>{}));
   auto guard_error = std::make_shared<std::string>();
   worker_->run(
-      [text, paths, result, write_error, guard, guard_error] {
+      [text, paths, result, refresh, write_error, guard, guard_error] {
         if (auto w = writeAtomically(paths.guard(), *guard); !w) {
           *guard_error = w.error();
         } else if (auto r = core::runProcess({kNft, "-f", paths.guard()}, kVtyshTimeout); !r.ok()) {
@@ -358,44 +398,119 @@ void FrrRouting::pushConfig() {
           return;
         }
         *result = core::runProcess(frrReloadCommand(paths), kReloadTimeout);
+        if (result->ok()) {
+          // With `bgp route-map delay-timer 0` a changed filter applies only
+          // to routes sent or received afterwards: apply it to all now.
+          *refresh = core::runProcess(vtyshCommand(paths, {kSoftRefresh}), kVtyshTimeout);
+        }
       },
-      [this, text, result, write_error, paths, guard_error] {
+      [this, text, result, refresh, write_error, paths, guard_error, config = config_,
+       standing = standing_] {
         whenRunning([=, this] {
-          pushing_ = false;
           if (*guard_error != guard_error_ && !guard_error->empty()) {
             spdlog::error("own-traffic guard: {}", text::escape(*guard_error, 300));
           }
           guard_error_ = text::escape(*guard_error, 300);
           guard_file_ = paths.guard();
-          config_at_ = std::chrono::system_clock::now();
-          if (write_error->empty() && result->ok()) {
-            if (config_state_ != "applied" || applied_ != *text) {
-              spdlog::info("FRR: {} applied with frr-reload.py", paths.conf());
-            }
-            applied_ = *text;
-            config_state_ = "applied";
-            config_error_.clear();
-          } else {
-            std::string why = !write_error->empty() ? *write_error : result->describe();
-            why = text::escape(why, 300);
-            if (config_error_ != why) {
-              spdlog::error("FRR: applying {} failed: {} (retrying every {} s)", paths.conf(), why,
-                            kRetryPeriod.count());
-            }
-            config_state_ = "failed";
-            config_error_ = why;
-            retry_timer_ = loop_->after(kRetryPeriod, "frr-config-retry", [this] {
-              retry_timer_.reset();
-              pushConfig();
-            });
-            if (paused_) {
-              retry_timer_.setEnabled(false);
-            }
-            return;
-          }
-          scheduleConfig();  // a reload rendered something newer meanwhile
+          std::string why = !write_error->empty() ? *write_error
+                            : !result->ok()       ? result->describe()
+                            : !refresh->ok()
+                                ? std::string(kSoftRefresh) + ": " + refresh->describe()
+                                : std::string();
+          pushed(why.empty(), *text, config, standing, "frr-reload.py", why);
         });
       });
+}
+
+void FrrRouting::pushStanding() {
+  if (pushing_ || worker_ == nullptr || !config_->bgp.enabled) {
+    return;
+  }
+  pushing_ = true;
+  retry_timer_.reset();
+  auto text = std::make_shared<std::string>(rendered_);
+  auto paths = FrrPaths::of(*config_);
+  auto commands = standingCommands(*config_, applied_standing_, standing_);
+  auto result = std::make_shared<core::ProcessResult>();
+  auto write_error = std::make_shared<std::string>();
+  worker_->run(
+      [text, paths, commands, result, write_error] {
+        // The file first: a later frr-reload.py (or an operator) reads what
+        // FRR is about to run.
+        if (auto w = writeAtomically(paths.conf(), *text); !w) {
+          *write_error = w.error();
+          return;
+        }
+        *result = core::runProcess(vtyshCommand(paths, commands), kVtyshTimeout);
+      },
+      [this, text, result, write_error, config = config_, standing = standing_] {
+        whenRunning([=, this] {
+          std::string why = !write_error->empty() ? *write_error
+                            : !result->ok()       ? "vtysh: " + result->describe()
+                                                  : std::string();
+          pushed(why.empty(), *text, config, standing, "vtysh", why);
+        });
+      });
+}
+
+void FrrRouting::pushed(bool ok, const std::string& text, const config::ConfigPtr& config,
+                        const BgpStanding& standing, const char* via, const std::string& error) {
+  pushing_ = false;
+  const std::string conf = FrrPaths::of(*config_).conf();
+  config_at_ = std::chrono::system_clock::now();
+  const bool standing_now = standing_state_ != "applied" && standing == standing_;
+  if (ok) {
+    if (config_state_ != "applied" || applied_ != text) {
+      spdlog::info("FRR: {} applied with {}", conf, via);
+    }
+    applied_ = text;
+    applied_config_ = config;
+    applied_standing_ = standing;
+    config_state_ = "applied";
+    config_error_.clear();
+    if (standing_now && config == config_) {
+      standing_state_ = "applied";
+      standing_via_ = via;
+      standing_error_.clear();
+      standing_at_ = config_at_;
+      standing_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - standing_asked_)
+                         .count();
+      spdlog::info("BGP standing {} applied to FRR with {}, {} ms after it changed",
+                   describe(standing_), via, standing_ms_);
+    }
+    scheduleConfig();  // a reload or a standing changed meanwhile
+    return;
+  }
+  const std::string why = text::escape(error, 300);
+  const bool by_vtysh = std::string_view(via) == "vtysh";
+  if (config_error_ != why) {
+    spdlog::error("FRR: applying {} with {} failed: {} ({})", conf, via, why,
+                  by_vtysh ? "now with frr-reload.py"
+                           : "retrying every " + std::to_string(kRetryPeriod.count()) + " s");
+  }
+  config_state_ = "failed";
+  config_error_ = why;
+  if (standing_now) {
+    standing_state_ = "failed";
+    standing_via_ = via;
+    standing_error_ = why;
+    standing_at_ = config_at_;
+  }
+  if (by_vtysh) {
+    // Some of the commands may have been taken: frr-reload.py compares with
+    // what FRR runs and finishes the job, now.
+    applied_.clear();
+    scheduleConfig();
+    return;
+  }
+  retry_timer_ = loop_->after(kRetryPeriod, "frr-config-retry", [this] {
+    retry_timer_.reset();
+    pushConfig();
+  });
+  if (paused_) {
+    retry_timer_.setEnabled(false);
+  }
 }
 
 Result<bool, std::string> FrrRouting::prepare(const daemon::ReloadPlan& plan) {
@@ -439,7 +554,7 @@ void FrrRouting::adopt() {
   config::ConfigPtr prev = config_;
   config_ = std::move(p.config);
   sessions_ = config_->bgp.enabled ? bgpSessions(*config_) : std::vector<BgpSession>{};
-  rendered_ = config_->bgp.enabled ? renderFrrConfig(*config_) : std::string();
+  rendered_ = config_->bgp.enabled ? renderFrrConfig(*config_, standing_) : std::string();
   // FRR's routes follow the new plan (the new tenants' tables are live).
   retranslate();
   // Lines that are gone take their BFD memory with them.
@@ -457,6 +572,7 @@ void FrrRouting::adopt() {
     // sessions, announcements and kernel routes) until FRR is stopped.
     config_state_ = "off";
     applied_.clear();
+    applied_config_.reset();
     fpm_.reset();
     bfd_.reset();
     poll_timer_.reset();
@@ -561,6 +677,19 @@ json FrrRouting::status() const {
     }
   }
   bfd["sessions"] = std::move(sessions);
+  json standing = {
+      {"mode", toString(standing_.mode)},
+      {"prepend",
+       standing_.mode == BgpStanding::Mode::kPrepend ? json(standing_.prepend) : json(nullptr)},
+      {"since",
+       standing_since_.time_since_epoch().count() ? json(isoTime(standing_since_)) : json(nullptr)},
+      {"apply",
+       {{"state", standing_state_},
+        {"via", standing_via_.empty() ? json(nullptr) : json(standing_via_)},
+        {"at",
+         standing_at_.time_since_epoch().count() ? json(isoTime(standing_at_)) : json(nullptr)},
+        {"took_ms", standing_ms_ >= 0 ? json(standing_ms_) : json(nullptr)},
+        {"error", standing_error_.empty() ? json(nullptr) : json(standing_error_)}}}};
   return {{"enabled", true},
           {"asn", config_->bgp.asn},
           {"router_id", config_->bgp.router_id.toString()},
@@ -569,6 +698,7 @@ json FrrRouting::status() const {
             {"state", config_state_},
             {"at", isoTime(config_at_)},
             {"error", config_error_.empty() ? json(nullptr) : json(config_error_)}}},
+          {"standing", standing},
           {"fpm", fpm},
           {"routes",
            {{"received", c.routes},

@@ -73,6 +73,18 @@ class FrrRouting : public daemon::Subsystem {
   void attach(core::EventLoop& loop);
   void setPaused(bool paused);
 
+  // The gateway's VRRP standing (docs/routing.md "BGP follows VRRP"): what
+  // its announcements say from now on.  On the loop thread; never waits.
+  // Rendered into FRR's config (frr.conf says it, so a later reload renders
+  // the same); applied to the running FRR on the worker with vtysh (only the
+  // out route-maps' standing lines, then an outbound soft refresh: no session
+  // resets) when FRR runs the config in force, otherwise with the next
+  // frr-reload.py; after an apply that runs now (a reload, or a daemon reload
+  // off the loop: paused), like a config change.  The same standing again
+  // does nothing.
+  void setStanding(const BgpStanding& standing);
+  const BgpStanding& standing() const { return standing_; }
+
   // The line state input: false while the line's BFD session is known and not up.
   bool lineUp(const std::string& peer, const std::string& line) const;
   // Why a line is down, if BFD says so ("BFD down"), else "".
@@ -111,6 +123,11 @@ class FrrRouting : public daemon::Subsystem {
   void onBfd(const BfdPeerState& state);
   void scheduleConfig();
   void pushConfig();
+  // Only the standing differs from what FRR runs: its vtysh commands alone.
+  void pushStanding();
+  // A push of (config, standing) ended; ok: FRR runs text.
+  void pushed(bool ok, const std::string& text, const config::ConfigPtr& config,
+              const BgpStanding& standing, const char* via, const std::string& error);
   void poll();
   void startBfd();
   std::shared_ptr<FpmServer> makeFpmServer();
@@ -159,6 +176,19 @@ class FrrRouting : public daemon::Subsystem {
   // FRR's config: what is rendered, what FRR took last, and how that went.
   std::string rendered_;
   std::string applied_;
+  // What applied_ was rendered from (the standing alone may then be changed
+  // with vtysh).
+  config::ConfigPtr applied_config_;
+  BgpStanding applied_standing_;
+  // The VRRP standing, since when, and how its last change reached FRR.
+  BgpStanding standing_;
+  std::chrono::system_clock::time_point standing_since_{};
+  std::chrono::steady_clock::time_point standing_asked_{};
+  std::string standing_state_ = "applied";  // pending | applied | failed
+  std::string standing_via_;                // vtysh | frr-reload.py
+  std::string standing_error_;
+  std::chrono::system_clock::time_point standing_at_{};
+  int64_t standing_ms_ = -1;  // from setStanding() to FRR having taken it
   bool pushing_ = false;
   std::string config_state_ = "pending";  // pending | applied | failed | off
   std::string config_error_;

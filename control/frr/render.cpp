@@ -101,11 +101,53 @@ std::string withMoreSpecifics(const IpPrefix& p) {
 constexpr const char* kOriginRouteMap = "MCGW-ORIGIN";
 constexpr unsigned kOriginLocalPreference = 50;
 
+// The entries of a route-map that sends or accepts what prefix_list permits.
+// An out route-map carries the gateway's standing (BgpStanding): a `deny`
+// entry before it with no match, which matches every route (withdraw), or
+// the own AS prepended in it (prepend).  The standing is separate lines, so
+// that it changes in a running FRR without touching the rest.
+constexpr int kStandingDenySeq = 5;
+constexpr int kFilterSeq = 10;
+
+std::string prependPath(uint32_t asn, uint8_t times) {
+  std::string path;
+  for (int i = 0; i < std::max<int>(times, 1); ++i) {
+    path += (i ? " " : "") + std::to_string(asn);
+  }
+  return path;
+}
+
 void routeMap(std::ostringstream& out, const std::string& name, bool v6,
-              const std::string& prefix_list) {
-  out << "route-map " << name << " permit 10\n"
-      << " match " << (v6 ? "ipv6" : "ip") << " address prefix-list " << prefix_list << "\n"
-      << "exit\n!\n";
+              const std::string& prefix_list, const BgpStanding* standing = nullptr,
+              uint32_t asn = 0) {
+  if (standing && standing->mode == BgpStanding::Mode::kWithdraw) {
+    out << "route-map " << name << " deny " << kStandingDenySeq << "\n"
+        << "exit\n!\n";
+  }
+  out << "route-map " << name << " permit " << kFilterSeq << "\n"
+      << " match " << (v6 ? "ipv6" : "ip") << " address prefix-list " << prefix_list << "\n";
+  if (standing && standing->mode == BgpStanding::Mode::kPrepend) {
+    out << " set as-path prepend " << prependPath(asn, standing->prepend) << "\n";
+  }
+  out << "exit\n!\n";
+}
+
+// Which families have sessions, and which of those have LAN neighbours.
+struct SessionFamilies {
+  bool v6 = false;
+  bool neighbor = false;
+  bool neighbor_v6 = false;
+};
+SessionFamilies familiesOf(const std::vector<BgpSession>& sessions) {
+  SessionFamilies f;
+  for (const auto& s : sessions) {
+    f.v6 = f.v6 || isV6(s.address);
+    if (s.kind == BgpSession::Kind::kNeighbor) {
+      f.neighbor = true;
+      f.neighbor_v6 = f.neighbor_v6 || isV6(s.address);
+    }
+  }
+  return f;
 }
 
 }  // namespace
@@ -244,7 +286,70 @@ std::vector<IpPrefix> remoteRanges(const Config& config) {
   return remoteRanges(config, rangesBySite(config));
 }
 
-std::string renderFrrConfig(const Config& config) {
+const char* toString(BgpStanding::Mode mode) {
+  switch (mode) {
+    case BgpStanding::Mode::kActive:
+      return "active";
+    case BgpStanding::Mode::kPrepend:
+      return "prepend";
+    case BgpStanding::Mode::kWithdraw:
+      return "withdraw";
+  }
+  return "?";
+}
+
+std::vector<std::string> outRouteMaps(const Config& config) {
+  std::vector<std::string> out;
+  if (!config.bgp.enabled) {
+    return out;
+  }
+  const SessionFamilies f = familiesOf(bgpSessions(config));
+  for (bool v6 : {false, true}) {
+    if (v6 && !f.v6) {
+      break;
+    }
+    out.push_back(outRouteMap(v6));
+    if (v6 ? f.neighbor_v6 : f.neighbor) {
+      out.push_back(lanOutRouteMap(v6));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> standingCommands(const Config& config, const BgpStanding& from,
+                                          const BgpStanding& to) {
+  using Mode = BgpStanding::Mode;
+  if (from == to || !config.bgp.enabled) {
+    return {};
+  }
+  std::vector<std::string> out = {"configure terminal"};
+  const std::string filter = " permit " + std::to_string(kFilterSeq);
+  const std::string deny = " deny " + std::to_string(kStandingDenySeq);
+  // Per route-map: what stops or weakens an announcement is added before
+  // what strengthens it is removed, so that no moment sends more than
+  // either end does.
+  for (const auto& name : outRouteMaps(config)) {
+    if (to.mode == Mode::kWithdraw && from.mode != Mode::kWithdraw) {
+      out.insert(out.end(), {"route-map " + name + deny, "exit"});
+    }
+    if (to.mode == Mode::kPrepend) {
+      // Replaces a prepend of another length (one `set` of a kind per entry).
+      out.insert(out.end(),
+                 {"route-map " + name + filter,
+                  "set as-path prepend " + prependPath(config.bgp.asn, to.prepend), "exit"});
+    } else if (from.mode == Mode::kPrepend) {
+      out.insert(out.end(), {"route-map " + name + filter, "no set as-path prepend", "exit"});
+    }
+    if (from.mode == Mode::kWithdraw && to.mode != Mode::kWithdraw) {
+      out.push_back("no route-map " + name + deny);
+    }
+  }
+  out.push_back("end");
+  out.push_back(std::string(kSoftRefresh) + " out");
+  return out;
+}
+
+std::string renderFrrConfig(const Config& config, const BgpStanding& standing) {
   if (!config.bgp.enabled) {
     return "";
   }
@@ -255,11 +360,12 @@ std::string renderFrrConfig(const Config& config) {
   // Without a plan nothing says which ranges a site owns: every route is
   // accepted and the maximum-prefix limit is the only guard.
   const bool open_import = config.address_plan.vpcs.empty();
-  const bool any_v6 = std::any_of(sessions.begin(), sessions.end(),
-                                  [](const BgpSession& s) { return isV6(s.address); });
+  // The same families outRouteMaps() finds (standingCommands changes those).
+  const SessionFamilies families = familiesOf(sessions);
+  const bool any_v6 = families.v6;
+  const bool any_neighbor = families.neighbor, any_neighbor_v6 = families.neighbor_v6;
   const std::vector<IpPrefix> remote = remoteRanges(config, ranges);
   std::set<std::string> sites, sites_v6;
-  bool any_neighbor = false, any_neighbor_v6 = false;
   std::set<std::pair<uint16_t, uint8_t>> profiles;
   for (const auto& s : sessions) {
     sites.insert(s.site);
@@ -268,10 +374,6 @@ std::string renderFrrConfig(const Config& config) {
     }
     if (s.bfd) {
       profiles.insert({s.bfd_interval_ms, s.bfd_multiplier});
-    }
-    if (s.kind == BgpSession::Kind::kNeighbor) {
-      any_neighbor = true;
-      any_neighbor_v6 = any_neighbor_v6 || isV6(s.address);
     }
   }
 
@@ -349,9 +451,9 @@ std::string renderFrrConfig(const Config& config) {
     for (const auto& site : v6 ? sites_v6 : sites) {
       routeMap(out, inRouteMap(site, v6), v6, sitePrefixList(site, v6));
     }
-    routeMap(out, outRouteMap(v6), v6, announcePrefixList(v6));
+    routeMap(out, outRouteMap(v6), v6, announcePrefixList(v6), &standing, bgp.asn);
     if (v6 ? any_neighbor_v6 : any_neighbor) {
-      routeMap(out, lanOutRouteMap(v6), v6, remotePrefixList(v6));
+      routeMap(out, lanOutRouteMap(v6), v6, remotePrefixList(v6), &standing, bgp.asn);
     }
   }
   // This site's ranges are originated with a lower local preference than a
@@ -366,6 +468,12 @@ std::string renderFrrConfig(const Config& config) {
         << "exit\n!\n";
   }
 
+  // bgpd's default (5 s) holds every route-map change back, and a standing
+  // change must reach the peers at once.  With 0 bgpd applies a changed
+  // route-map only to what it sends or receives afterwards: mcgwd follows
+  // every change of the filters with a soft refresh (kSoftRefresh).
+  out << "bgp route-map delay-timer 0\n"
+      << "!\n";
   out << "router bgp " << bgp.asn << "\n"
       << " bgp router-id " << bgp.router_id.toString() << "\n"
       << " no bgp default ipv4-unicast\n"

@@ -53,15 +53,46 @@ std::vector<config::IpPrefix> announcedRanges(const config::Config& config);
 // everything passes).
 std::vector<config::IpPrefix> remoteRanges(const config::Config& config);
 
-// What LAN neighbours are sent: the plan's ranges of every site but this one
-// (siteRanges of each), so that a router behind the gateway learns the
-// remote VPCs; routes to them come from the peers and pass with their
-// more-specifics.  Sorted, unique; empty with no VPC in the plan (then
-// everything passes).
-std::vector<config::IpPrefix> remoteRanges(const config::Config& config);
+// What the gateway's announcements say about its VRRP standing (issue 14,
+// docs/routing.md "BGP follows VRRP"): while it is a Backup of a group with
+// `bgp-backup` prepend or withdraw, the routes it sends (the site's ranges to
+// the peers' lines, the remote ranges to LAN neighbours) carry its own AS
+// prepended `prepend` times, or are not sent at all, so that the peers and
+// the LAN routers prefer the Active gateway.  The daemon's VRRP subsystem
+// decides it; the rendering only says it.
+struct BgpStanding {
+  enum class Mode { kActive, kPrepend, kWithdraw };
+  Mode mode = Mode::kActive;
+  uint8_t prepend = 3;  // kPrepend: how many times the own AS is prepended (at least 1)
+  // Equal when they render the same (prepend counts only in kPrepend).
+  bool operator==(const BgpStanding& o) const {
+    return mode == o.mode && (mode != Mode::kPrepend || prepend == o.prepend);
+  }
+};
+// "active", "prepend", "withdraw".
+const char* toString(BgpStanding::Mode mode);
 
-// FRR's integrated config (frr.conf) for zebra (FPM), bgpd, bfdd, staticd.
-// Empty string when bgp is absent.
-std::string renderFrrConfig(const config::Config& config);
+// FRR's integrated config (frr.conf) for zebra (FPM), bgpd, bfdd, staticd,
+// with the standing in its out route-maps.  Empty string when bgp is absent.
+std::string renderFrrConfig(const config::Config& config, const BgpStanding& standing = {});
+
+// The names of the out route-maps renderFrrConfig(config) has (those the
+// standing changes): MCGW-OUT, MCGW-OUT-LAN, MCGW-OUT6, MCGW-OUT6-LAN, each
+// when some session uses it.
+std::vector<std::string> outRouteMaps(const config::Config& config);
+
+// bgpd re-sends what every session is sent and filters again what it was sent
+// (soft: the sessions stay up; `soft-reconfiguration inbound` keeps what came
+// in).  Needed after each change of FRR's filters: the rendering sets
+// `bgp route-map delay-timer 0`, with which bgpd applies a changed route-map
+// only to routes it sends or receives afterwards.
+inline constexpr const char* kSoftRefresh = "clear bgp * soft";
+
+// The vtysh commands (for `vtysh -c ... -c ...`) that take a running FRR from
+// renderFrrConfig(config, from) to renderFrrConfig(config, to): only the out
+// route-maps' standing lines, then an outbound soft refresh (kSoftRefresh
+// limited to `out`).  Empty when from and to render the same.
+std::vector<std::string> standingCommands(const config::Config& config, const BgpStanding& from,
+                                          const BgpStanding& to);
 
 }  // namespace mcgw::frr

@@ -65,6 +65,11 @@ EXPECTED = {
         "bfd": {"10.5.0.254": (100, 3)},
     },
 }
+# The VRRP standing's goldens (docs/routing.md "BGP follows VRRP"): the same
+# sessions, only the out route-maps differ.
+for _standing in ("prepend", "withdraw"):
+    EXPECTED["plan-two-peers-" + _standing] = EXPECTED["plan-two-peers"]
+EXPECTED["ipv6-lines-prepend"] = EXPECTED["ipv6-lines"]
 
 
 def run(cmd, check=True, **kw):
@@ -269,8 +274,17 @@ class FrrRenderTest(unittest.TestCase):
               % ((time.monotonic() - start) * 1000))
         self.assertEqual(bfd[0]["status"], "down")
 
+    def test_standing_there_and_back(self):
+        """Each standing round-trips, and frr-reload.py goes between them."""
+        frr = self.frr("plan-two-peers")
+        for name in ("plan-two-peers", "plan-two-peers-prepend", "plan-two-peers-withdraw",
+                     "plan-two-peers-prepend", "plan-two-peers"):
+            self.apply(frr, name)
+
     def test_ipv6_lines(self):
-        self.apply(self.frr("ipv6-lines"), "ipv6-lines")
+        frr = self.frr("ipv6-lines")
+        self.apply(frr, "ipv6-lines")
+        self.apply(frr, "ipv6-lines-prepend")
 
     def test_no_plan(self):
         self.apply(self.frr("no-plan"), "no-plan")

@@ -33,5 +33,27 @@ TEST(CountersViewTest, NoMappedRangesNoTable) {
   EXPECT_EQ(renderCounters(counters).find("Mapped ranges"), std::string::npos);
 }
 
+// `mcgwctl status`'s BGP block says the VRRP standing and how it reached FRR.
+TEST(StatusViewTest, BgpStanding) {
+  auto status = nlohmann::json::parse(R"({
+    "health": {"state": "healthy", "reasons": []}, "node": {}, "config": {},
+    "daemon": {"pid": 1, "uptime_s": 1}, "ports": [],
+    "bgp": {"enabled": true, "asn": 65001, "router_id": "10.255.0.1",
+      "frr_config": {"state": "applied", "file": "/etc/frr/frr.conf"},
+      "standing": {"mode": "prepend", "prepend": 3, "since": "2026-12-03T21:40:53Z",
+        "apply": {"state": "applied", "via": "vtysh", "at": "2026-12-03T21:40:53Z",
+                  "took_ms": 240, "error": null}}}})");
+  std::string text = renderStatus(status);
+  EXPECT_NE(text.find("\n  standing prepend 3 since 2026-12-03T21:40:53Z: applied with vtysh in "
+                      "240 ms\n"),
+            std::string::npos)
+      << text;
+  status["bgp"]["standing"] = nlohmann::json::parse(R"({"mode": "active", "prepend": null,
+    "since": null, "apply": {"state": "applied", "via": null, "at": null, "took_ms": null,
+    "error": null}})");
+  text = renderStatus(status);
+  EXPECT_NE(text.find("\n  standing active: applied\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace mcgw::cli

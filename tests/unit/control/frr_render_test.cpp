@@ -72,8 +72,9 @@ std::vector<IpPrefix> prefixes(std::initializer_list<const char*> texts) {
 
 // Compares the rendering of config with golden name.conf; with
 // MCGW_UPDATE_GOLDEN=1 rewrites the golden instead.
-void expectGolden(const config::Config& config, const std::string& name) {
-  const std::string actual = renderFrrConfig(config);
+void expectGolden(const config::Config& config, const std::string& name,
+                  const BgpStanding& standing = {}) {
+  const std::string actual = renderFrrConfig(config, standing);
   const fs::path golden = kGoldenDir / (name + ".conf");
   if (const char* update = std::getenv("MCGW_UPDATE_GOLDEN");
       update && std::string(update) == "1") {
@@ -141,10 +142,32 @@ TEST(FrrRenderGolden, PairOfGateways) {
   }
 }
 
+// The VRRP standing (docs/routing.md "BGP follows VRRP") in the out
+// route-maps: to the lines (MCGW-OUT) and to the LAN neighbours
+// (MCGW-OUT-LAN), IPv4 and IPv6.
+TEST(FrrRenderGolden, StandingPrepend) {
+  auto c = loadGoldenInput("plan-two-peers");
+  ASSERT_TRUE(c);
+  expectGolden(*c, "plan-two-peers-prepend", {BgpStanding::Mode::kPrepend, 3});
+}
+
+TEST(FrrRenderGolden, StandingWithdraw) {
+  auto c = loadGoldenInput("plan-two-peers");
+  ASSERT_TRUE(c);
+  expectGolden(*c, "plan-two-peers-withdraw", {BgpStanding::Mode::kWithdraw, 3});
+}
+
+TEST(FrrRenderGolden, StandingPrependIpv6) {
+  auto c = loadGoldenInput("ipv6-lines");
+  ASSERT_TRUE(c);
+  expectGolden(*c, "ipv6-lines-prepend", {BgpStanding::Mode::kPrepend, 2});
+}
+
 // Every golden ends with a newline, has no trailing spaces and no tabs.
 TEST(FrrRenderGolden, GoldensAreCleanText) {
   for (const char* name :
-       {"bgp-bfd", "plan-two-peers", "ipv6-lines", "no-plan", "pair-a", "pair-b"}) {
+       {"bgp-bfd", "plan-two-peers", "ipv6-lines", "no-plan", "pair-a", "pair-b",
+        "plan-two-peers-prepend", "plan-two-peers-withdraw", "ipv6-lines-prepend"}) {
     SCOPED_TRACE(name);
     const std::string text = readFile(kGoldenDir / (std::string(name) + ".conf"));
     ASSERT_FALSE(text.empty());
@@ -283,6 +306,89 @@ TEST(FrrRender, OpenImportWithoutAPlan) {
   EXPECT_NE(conf.find("\nfpm address 127.0.0.1 port 2621\n"), std::string::npos);
   EXPECT_EQ(conf.find("timers bgp"), std::string::npos);  // FRR's defaults
   EXPECT_EQ(conf.find("graceful-restart"), std::string::npos);
+}
+
+TEST(FrrRenderStanding, ActiveIsTheDefaultRendering) {
+  auto c = loadGoldenInput("pair-a");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(renderFrrConfig(*c, {}), renderFrrConfig(*c));
+  EXPECT_EQ(renderFrrConfig(*c, {BgpStanding::Mode::kActive, 7}), renderFrrConfig(*c));
+  // Route-map changes are applied by mcgwd's soft refresh, not bgpd's timer.
+  EXPECT_NE(renderFrrConfig(*c).find("\nbgp route-map delay-timer 0\n!\nrouter bgp 65001\n"),
+            std::string::npos);
+}
+
+TEST(FrrRenderStanding, EqualWhenRenderedTheSame) {
+  using M = BgpStanding::Mode;
+  EXPECT_EQ((BgpStanding{M::kActive, 3}), (BgpStanding{M::kActive, 5}));
+  EXPECT_EQ((BgpStanding{M::kWithdraw, 3}), (BgpStanding{M::kWithdraw, 5}));
+  EXPECT_FALSE((BgpStanding{M::kPrepend, 3}) == (BgpStanding{M::kPrepend, 5}));
+  EXPECT_FALSE((BgpStanding{M::kPrepend, 3}) == (BgpStanding{M::kActive, 3}));
+  EXPECT_STREQ(toString(M::kActive), "active");
+  EXPECT_STREQ(toString(M::kPrepend), "prepend");
+  EXPECT_STREQ(toString(M::kWithdraw), "withdraw");
+}
+
+TEST(FrrRenderStanding, OutRouteMapsOfTheSessions) {
+  auto pair = loadGoldenInput("pair-a");
+  auto plan = loadGoldenInput("plan-two-peers");
+  auto v6 = loadGoldenInput("ipv6-lines");
+  ASSERT_TRUE(pair && plan && v6);
+  EXPECT_EQ(outRouteMaps(*pair), (std::vector<std::string>{"MCGW-OUT"}));
+  EXPECT_EQ(outRouteMaps(*plan), (std::vector<std::string>{"MCGW-OUT", "MCGW-OUT-LAN"}));
+  EXPECT_EQ(outRouteMaps(*v6),
+            (std::vector<std::string>{"MCGW-OUT", "MCGW-OUT-LAN", "MCGW-OUT6", "MCGW-OUT6-LAN"}));
+}
+
+// The vtysh commands of each change, literally: only the standing lines,
+// what weakens the announcement first, then an outbound soft refresh.
+TEST(FrrRenderStanding, CommandsOfEachChange) {
+  using M = BgpStanding::Mode;
+  using V = std::vector<std::string>;
+  auto c = loadGoldenInput("plan-two-peers");
+  ASSERT_TRUE(c);
+  const BgpStanding active{M::kActive, 3}, prepend{M::kPrepend, 3}, prepend2{M::kPrepend, 2},
+      withdraw{M::kWithdraw, 3};
+  EXPECT_TRUE(standingCommands(*c, active, active).empty());
+  EXPECT_TRUE(standingCommands(*c, withdraw, withdraw).empty());
+  EXPECT_TRUE(standingCommands(*c, prepend, prepend).empty());
+  const std::string p3 = "set as-path prepend 65001 65001 65001";
+  EXPECT_EQ(standingCommands(*c, active, prepend),
+            (V{"configure terminal", "route-map MCGW-OUT permit 10", p3, "exit",
+               "route-map MCGW-OUT-LAN permit 10", p3, "exit", "end", "clear bgp * soft out"}));
+  EXPECT_EQ(standingCommands(*c, prepend, prepend2),
+            (V{"configure terminal", "route-map MCGW-OUT permit 10",
+               "set as-path prepend 65001 65001", "exit", "route-map MCGW-OUT-LAN permit 10",
+               "set as-path prepend 65001 65001", "exit", "end", "clear bgp * soft out"}));
+  EXPECT_EQ(standingCommands(*c, prepend, active),
+            (V{"configure terminal", "route-map MCGW-OUT permit 10", "no set as-path prepend",
+               "exit", "route-map MCGW-OUT-LAN permit 10", "no set as-path prepend", "exit", "end",
+               "clear bgp * soft out"}));
+  EXPECT_EQ(standingCommands(*c, active, withdraw),
+            (V{"configure terminal", "route-map MCGW-OUT deny 5", "exit",
+               "route-map MCGW-OUT-LAN deny 5", "exit", "end", "clear bgp * soft out"}));
+  EXPECT_EQ(standingCommands(*c, withdraw, active),
+            (V{"configure terminal", "no route-map MCGW-OUT deny 5",
+               "no route-map MCGW-OUT-LAN deny 5", "end", "clear bgp * soft out"}));
+  // Prepend to withdraw: the deny entry before the prepend goes.
+  EXPECT_EQ(standingCommands(*c, prepend, withdraw),
+            (V{"configure terminal", "route-map MCGW-OUT deny 5", "exit",
+               "route-map MCGW-OUT permit 10", "no set as-path prepend", "exit",
+               "route-map MCGW-OUT-LAN deny 5", "exit", "route-map MCGW-OUT-LAN permit 10",
+               "no set as-path prepend", "exit", "end", "clear bgp * soft out"}));
+  // Withdraw to prepend: the prepend before the deny entry goes.
+  EXPECT_EQ(standingCommands(*c, withdraw, prepend),
+            (V{"configure terminal", "route-map MCGW-OUT permit 10", p3, "exit",
+               "no route-map MCGW-OUT deny 5", "route-map MCGW-OUT-LAN permit 10", p3, "exit",
+               "no route-map MCGW-OUT-LAN deny 5", "end", "clear bgp * soft out"}));
+}
+
+TEST(FrrRenderStanding, NothingWithoutBgp) {
+  auto c = load(fs::path(MCGW_SOURCE_DIR) / "config/examples/address-plan.yaml");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(renderFrrConfig(*c, {BgpStanding::Mode::kWithdraw, 3}), "");
+  EXPECT_TRUE(outRouteMaps(*c).empty());
+  EXPECT_TRUE(standingCommands(*c, {}, {BgpStanding::Mode::kWithdraw, 3}).empty());
 }
 
 }  // namespace
