@@ -230,6 +230,11 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
       reasons.push_back(std::move(p));
     }
   }
+  if (s.vrrp) {
+    for (auto& p : s.vrrp->problems()) {
+      reasons.push_back(std::move(p));
+    }
+  }
   if (s.plan) {
     if (std::string p = s.plan->problem(); !p.empty()) {
       reasons.push_back(std::move(p));
@@ -339,6 +344,7 @@ json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
           {"path_mtu", pathMtuStatus(s)},
           {"bgp", s.frr ? s.frr->status() : json({{"enabled", false}})},
           {"address_plan", addressPlanStatus(s)},
+          {"vrrp", s.vrrp ? s.vrrp->view() : json({{"groups", json::array()}})},
           {"routes", routeCounts(s)}};
 }
 

@@ -18,6 +18,7 @@
 #include "control/lines/underlay_lines.hpp"
 #include "control/plan/plan_follower.hpp"
 #include "control/ports/port_set.hpp"
+#include "control/vrrp/vrrp_service.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/tables.hpp"
 
@@ -34,6 +35,7 @@ struct GatewayState {
   const daemon::ForwardingState& forwarding;
   const frr::FrrRouting* frr = nullptr;      // BGP through FRR
   const plan::PlanFollower* plan = nullptr;  // the address plan's store, when followed
+  const vrrp::VrrpService* vrrp = nullptr;
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().

@@ -19,6 +19,7 @@
 #include "control/api/protocol.hpp"
 #include "control/cli/status_view.hpp"
 #include "control/plan/plan_cli.hpp"
+#include "control/vrrp/vrrp_cli.hpp"
 
 using nlohmann::json;
 
@@ -117,6 +118,13 @@ int checkConfig(const std::string& file) {
 
 }  // namespace
 
+namespace {
+std::string showVrrpText(json v) {
+  std::string text = mcgw::vrrp::renderVrrp(v);
+  return text.empty() ? "no VRRP groups\n" : text;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"mcgwctl: operate the mcgw gateway daemon (mcgwd)"};
   app.require_subcommand(1);
@@ -150,6 +158,9 @@ int main(int argc, char** argv) {
   auto* show_neighbors = show->add_subcommand(
       "neighbors", "Next-hop MACs the fast path uses (kernel-resolved and static)");
   show_neighbors->add_flag("--json", as_json, "JSON (schema mcgw.neighbors/1)");
+  auto* show_vrrp = show->add_subcommand(
+      "vrrp", "VRRP groups: state, priorities, the Active, timers, transitions, tracking");
+  show_vrrp->add_flag("--json", as_json, "JSON (the \"vrrp\" block of status --json)");
   auto* show_counters =
       show->add_subcommand("counters", "Fast-path counters: traffic, drops by reason, workers");
   show_counters->add_flag("--json", as_json, "JSON (schema mcgw.counters/1)");
@@ -256,7 +267,8 @@ int main(int argc, char** argv) {
     }
     for (const View& v : {View{show_tunnels, "show-tunnels", mcgw::cli::renderTunnels},
                           View{show_counters, "show-counters", mcgw::cli::renderCounters},
-                          View{show_neighbors, "show-neighbors", mcgw::cli::renderNeighbors}}) {
+                          View{show_neighbors, "show-neighbors", mcgw::cli::renderNeighbors},
+                          View{show_vrrp, "show-vrrp", showVrrpText}}) {
       if (*v.cmd) {
         auto r = request(socket, v.request, rc);
         if (!r) {

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "control/vrrp/vrrp_cli.hpp"
+
 namespace mcgw::cli {
 
 using nlohmann::json;
@@ -223,6 +225,11 @@ std::string renderStatus(json s) {
   }
   if (s.contains("bgp") && s["bgp"].is_object() && s["bgp"].value("enabled", false)) {
     renderBgp(o, s["bgp"]);
+  }
+  if (s.contains("vrrp")) {
+    if (std::string v = vrrp::renderVrrp(s["vrrp"]); !v.empty()) {
+      o << "\nVRRP\n" << v;
+    }
   }
   if (s.contains("address_plan") && s["address_plan"].is_object()) {
     json& ap = s["address_plan"];

@@ -38,6 +38,66 @@ std::vector<std::string> errorLines(const config::ConfigErrors& errors) {
 
 }  // namespace
 
+// What VRRP needs of the other subsystems; every hook runs on the loop.
+vrrp::Hooks Gateway::vrrpHooks(Gateway* g) {
+  auto link = [g](const std::string& port) {
+    const engine::Port* p = g->ports_->find(port);
+    return p != nullptr && g->lines_->linkUp(p->id());
+  };
+  return {
+      .kernel_side =
+          [g](const std::string& port) {
+            const kernel::KernelSide* k = g->kernel_->find(port);
+            return k ? vrrp::KernelSideRef{k->ifname, k->ifindex} : vrrp::KernelSideRef{};
+          },
+      .port_mac = [g](const std::string& port) -> std::optional<proto::Mac> {
+        const engine::Port* p = g->ports_->find(port);
+        return p ? std::optional<proto::Mac>(p->mac()) : std::nullopt;
+      },
+      .link_up = link,
+      .tracked_up =
+          [g, link](const config::VrrpTrack& t) {
+            switch (t.kind) {
+              case config::VrrpTrack::Kind::kPort:
+                return link(t.name);
+              case config::VrrpTrack::Kind::kPeer: {
+                const engine::ForwardingTables* tables = g->dataplane_->tables();
+                if (!tables) {
+                  return false;
+                }
+                return std::any_of(
+                    tables->lines.begin(), tables->lines.end(), [&](const engine::LineEntry& l) {
+                      return l.peer == t.name && l.resolved && g->dataplane_->lineUp(l.slot);
+                    });
+              }
+              case config::VrrpTrack::Kind::kBgp:
+                // Unknown (FRR not asked yet) counts as down: a gateway
+                // whose sessions are not up yet does not take over.
+                return g->frr_->sessionEstablished(t.name).value_or(false);
+              case config::VrrpTrack::Kind::kFpm:
+                return g->frr_->fpmConnected();
+            }
+            return true;
+          },
+      .set_virtual_macs =
+          [g](const std::string& port, const std::vector<proto::Mac>& macs) {
+            if (auto r = g->ports_->setVirtualMacs(port, macs); !r) {
+              spdlog::error("vrrp: port {}: {}", port, r.error());
+            }
+          },
+      .bgp_standing =
+          [g](const vrrp::BgpStanding& s) {
+            frr::BgpStanding f;
+            f.mode = s.mode == vrrp::BgpStanding::Mode::kPrepend ? frr::BgpStanding::Mode::kPrepend
+                     : s.mode == vrrp::BgpStanding::Mode::kWithdraw
+                         ? frr::BgpStanding::Mode::kWithdraw
+                         : frr::BgpStanding::Mode::kActive;
+            f.prepend = std::max<uint8_t>(1, s.prepend);
+            g->frr_->setStanding(f);
+          },
+  };
+}
+
 Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     const std::string& path, LoadedConfig loaded, const std::string& program,
     StartOptions options) {
@@ -90,8 +150,9 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     return fail(dp.error());
   }
   gw->dataplane_ = std::move(*dp);
-  auto ports = ports::PortSet::open(gw->config_, gw->eal_->mempool(),
-                                    static_cast<uint16_t>(gw->dataplane_->workers()));
+  auto ports =
+      ports::PortSet::open(gw->config_, gw->eal_->mempool(),
+                           static_cast<uint16_t>(gw->dataplane_->workers()), gw->dataplane_.get());
   if (!ports) {
     return fail(ports.error());
   }
@@ -159,6 +220,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
       spdlog::error("neighbour change: {}", r.error());
     }
   });
+  gw->vrrp_ = std::make_unique<vrrp::VrrpService>(gw->config_, vrrpHooks(g));
   gw->kernel_->setUp();
   gw->neighbors_->keepNextHopsResolved();
   if (auto r = gw->forwarding_->publish(*gw->config_); !r) {
@@ -170,6 +232,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 }
 
 Gateway::~Gateway() {
+  vrrp_.reset();
   frr_.reset();  // its sources and sockets first
   lines_.reset();
   dataplane_.reset();   // workers stop before their ports close
@@ -185,8 +248,8 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_, *dataplane_,  *ports_,    *kernel_,   *neighbors_,
-          *lines_,  *forwarding_, frr_.get(), plan_.get()};
+  return {*config_, *dataplane_,  *ports_,    *kernel_,    *neighbors_,
+          *lines_,  *forwarding_, frr_.get(), plan_.get(), vrrp_.get()};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -198,8 +261,8 @@ DaemonFacts Gateway::facts() const {
 std::vector<Subsystem*> Gateway::subsystems() const {
   // FRR before the forwarding tables: its prepare can fail (a new FPM
   // address), theirs must be the last that can.
-  return {ports_.get(),      lines_.get(),  frr_.get(),
-          forwarding_.get(), kernel_.get(), neighbors_.get()};
+  return {ports_.get(),  lines_.get(),     frr_.get(), forwarding_.get(),
+          kernel_.get(), neighbors_.get(), vrrp_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {
@@ -207,12 +270,18 @@ void Gateway::attach(core::EventLoop& loop) {
   neighbors_->attach(loop);
   lines_->attach(loop);
   frr_->attach(loop);
+  vrrp_->attach(loop);
+}
+
+void Gateway::stop() {
+  vrrp_->shutdown();
 }
 
 void Gateway::setPaused(bool paused) {
   neighbors_->setPaused(paused);
   lines_->setPaused(paused);
   frr_->setPaused(paused);
+  vrrp_->setPaused(paused);
   if (plan_) {
     plan_->setPaused(paused);
   }

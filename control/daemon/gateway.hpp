@@ -29,6 +29,7 @@
 #include "control/lines/underlay_lines.hpp"
 #include "control/plan/plan_follower.hpp"
 #include "control/ports/port_set.hpp"
+#include "control/vrrp/vrrp_service.hpp"
 #include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/eal.hpp"
 
@@ -119,6 +120,11 @@ class Gateway {
   nlohmann::json routes(const engine::RouteFilter& filter = {}) const;
   nlohmann::json counters() const;
   nlohmann::json neighbors() const;
+  nlohmann::json vrrp() const { return vrrp_->view(); }
+  // An orderly stop, before the loop's sources go: each VRRP Active sends
+  // priority 0 (its Backup takes over after Skew_Time) and gives up the
+  // virtual MAC.
+  void stop();
   // `mcgwctl audit`: FRR's RIB against the fast path's; answered later, on
   // the loop thread.
   void audit(std::function<void(nlohmann::json)> reply) { frr_->audit(std::move(reply)); }
@@ -126,6 +132,7 @@ class Gateway {
  private:
   Gateway() = default;
   api::GatewayState state() const;
+  static vrrp::Hooks vrrpHooks(Gateway* g);
   DaemonFacts facts() const;
   // The subsystems in reload order: each may use the prepared state of
   // those before it (tables are built over the ports opened before them).
@@ -160,6 +167,7 @@ class Gateway {
   std::unique_ptr<lines::UnderlayLines> lines_;
   std::unique_ptr<ForwardingState> forwarding_;
   std::unique_ptr<frr::FrrRouting> frr_;
+  std::unique_ptr<vrrp::VrrpService> vrrp_;
   std::unique_ptr<plan::PlanFollower> plan_;  // null: no store to follow
   core::EventLoop* loop_ = nullptr;
   std::chrono::system_clock::time_point started_at_;

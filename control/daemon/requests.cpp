@@ -128,6 +128,7 @@ const std::vector<Command>& commands() {
        [](Gateway& gw, const json& args, const auto&) { return showRoutes(gw, args); }},
       view<&Gateway::counters>("show-counters"),
       view<&Gateway::neighbors>("show-neighbors"),
+      view<&Gateway::vrrp>("show-vrrp"),
       {"reload",
        {},
        [](Gateway&, const json&, const std::function<ReloadOutcome()>& reload) {

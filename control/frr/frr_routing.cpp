@@ -718,6 +718,25 @@ json FrrRouting::status() const {
           {"bfd", bfd}};
 }
 
+bool FrrRouting::fpmConnected() const {
+  return fpm_ && fpm_->stats().connected;
+}
+
+std::optional<bool> FrrRouting::sessionEstablished(const std::string& address) const {
+  const auto want = config::IpAddress::parse(address);
+  for (const auto& n : neighbors_) {
+    const auto a = config::IpAddress::parse(n.value("address", std::string()));
+    if (want && a && *a == *want) {
+      const std::string state = n.value("state", std::string());
+      if (state == "unknown" || state == "not configured in FRR") {
+        return std::nullopt;
+      }
+      return state == "Established";
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> FrrRouting::problems() const {
   std::vector<std::string> out;
   if (!config_->bgp.enabled) {

@@ -92,6 +92,11 @@ class FrrRouting : public daemon::Subsystem {
 
   nlohmann::json status() const;
   std::vector<std::string> problems() const;
+  // For VRRP tracking: zebra connected over FPM; a BGP session (by the
+  // neighbour's address as configured) Established at the last poll
+  // (kPollPeriod): nullopt when FRR has not been asked yet or does not know it.
+  bool fpmConnected() const;
+  std::optional<bool> sessionEstablished(const std::string& address) const;
   // Routes FRR gave, by what became of them (mcgwctl show routes --source frr).
   const FrrRoutes& routes() const { return routes_; }
   // FRR's RIB (vtysh) against the routes the fast path has from FRR: every

@@ -53,8 +53,30 @@ Result<std::unique_ptr<PortSet>, std::string> PortSet::open(config::ConfigPtr co
     spdlog::info("port {}: {} opened as DPDK port {} ({})", pc.name,
                  pc.pci.empty() ? pc.vdev : pc.pci, (*port)->id(), config::toString(pc.role));
     set->ports_.push_back(std::move(*port));
+    set->removeStaleVirtualMacs(pc);
   }
   return set;
+}
+
+// A gateway killed while Active leaves its virtual MACs on the kernel
+// interface's unicast list; a new process starts without them (as Backup),
+// so it removes those of the groups configured on the port.
+void PortSet::removeStaleVirtualMacs(const config::PortConfig& pc) const {
+  const std::string iface = pc.kernelInterface();
+  const int ifindex = iface.empty() ? 0 : static_cast<int>(if_nametoindex(iface.c_str()));
+  if (ifindex == 0) {
+    return;
+  }
+  for (const auto& g : config_->vrrp_groups) {
+    if (g.port != pc.name) {
+      continue;
+    }
+    const engine::Mac m{0x00,  0x00, 0x5e, 0x00, static_cast<uint8_t>(g.ipv6() ? 0x02 : 0x01),
+                        g.vrid};
+    if (auto r = kernel::rtnl::deleteUnicastAddress(ifindex, m); !r) {
+      spdlog::warn("port {}: stale virtual MAC {}: {}", pc.name, macText(m), r.error());
+    }
+  }
 }
 
 engine::Port* PortSet::find(const std::string& name) const {

@@ -106,6 +106,7 @@ class PortSet : public daemon::Subsystem {
   PortSet() = default;
   Result<bool, std::string> prepareSteps(const daemon::ReloadPlan& plan);
   Result<bool, std::string> openPrepared(const config::PortConfig& pc);
+  void removeStaleVirtualMacs(const config::PortConfig& pc) const;
   void sortBy(const config::Config& order);
   // Puts `macs` on a running port (see setVirtualMacs); with_dataplane
   // false leaves the workers' set alone.  restore: the kept set of the

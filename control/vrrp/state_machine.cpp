@@ -86,7 +86,7 @@ void StateMachine::becomeBackup(TimePoint now, uint16_t active_interval_cs, std:
   changeState(now, State::kBackup, std::move(reason));
 }
 
-void StateMachine::start(TimePoint now) {
+void StateMachine::start(TimePoint now, std::string reason) {
   if (state_ != State::kInitialize) {
     return;
   }
@@ -95,10 +95,10 @@ void StateMachine::start(TimePoint now) {
     becomeActive(now, "startup as the address owner");
     return;
   }
-  becomeBackup(now, params_.advert_interval_cs, "startup");
+  becomeBackup(now, params_.advert_interval_cs, std::move(reason));
 }
 
-void StateMachine::shutdown(TimePoint now) {
+void StateMachine::shutdown(TimePoint now, std::string reason) {
   if (state_ == State::kInitialize) {
     return;
   }
@@ -108,7 +108,7 @@ void StateMachine::shutdown(TimePoint now) {
     // still holds the virtual MAC.
     sendAdvert(0);
   }
-  changeState(now, State::kInitialize, "shutdown");
+  changeState(now, State::kInitialize, std::move(reason));
   preempt_since_.reset();
   active_seen_.reset();
 }

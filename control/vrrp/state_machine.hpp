@@ -151,9 +151,10 @@ class StateMachine {
   StateMachine(const Params& params, Output& out);
 
   // Initialize → Backup (or Active for priority 255); nothing in other states.
-  void start(TimePoint now);
+  // `reason` is the transition's ("startup", "port lan0 link up").
+  void start(TimePoint now, std::string reason = "startup");
   // → Initialize; an Active first sends an advertisement with priority 0.
-  void shutdown(TimePoint now);
+  void shutdown(TimePoint now, std::string reason = "shutdown");
   Received receive(TimePoint now, const Advert& a);
   // Runs the timer that is due at `now` (nothing if none is).
   void expire(TimePoint now);

@@ -1,0 +1,400 @@
+// Two VRRP routers for real: VrrpService instances, each on its own thread,
+// event loop and network namespace, joined by a veth pair.  What the
+// gateway would do with a state change (the port's virtual MACs, BGP's
+// standing) is recorded by the hooks; the link and tracked objects are
+// flags the test sets.  Root (network namespaces, AF_PACKET and raw
+// sockets); the namespaces are removed after each test.
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/loader.hpp"
+#include "control/core/event_loop.hpp"
+#include "control/vrrp/vrrp_service.hpp"
+
+namespace mcgw::vrrp {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+bool sh(const std::string& cmd) {
+  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::string capture(const std::string& cmd) {
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, f)) {
+      out.append(buf, n);
+    }
+    ::pclose(f);
+  }
+  return out;
+}
+
+void enter(const std::string& ns) {
+  const int fd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << ns;
+  ASSERT_EQ(::setns(fd, CLONE_NEWNET), 0) << std::strerror(errno);
+  ::close(fd);
+}
+
+// A gateway's config around its VRRP groups (`groups` is YAML under vrrp:).
+config::ConfigPtr gatewayConfig(const std::string& name, const std::string& lan4,
+                                const std::string& lan6, const std::string& groups) {
+  const std::string text = "node: {name: " + name +
+                           ", site: a}\n"
+                           "eal: {hugepages: false}\n"
+                           "ports:\n"
+                           "  - {name: lan0, role: lan, vdev: net_null0, addresses: [" +
+                           lan4 + ", " + lan6 +
+                           "], tenant: t}\n"
+                           "  - {name: wan0, role: wan, vdev: net_null1, addresses: "
+                           "[203.0.113.1/29]}\n"
+                           "tenants: [{name: t, vni: 100}]\n"
+                           "vrrp:\n" +
+                           groups;
+  auto r = config::loadConfigText(text, name + ".yaml");
+  EXPECT_TRUE(r.ok()) << text << (r.ok() ? "" : r.error().front().toString());
+  return r.ok() ? *r : nullptr;
+}
+
+// One VRRP router: a thread in its namespace running an event loop with a
+// VrrpService; the test talks to it through call().
+class Router {
+ public:
+  Router(std::string ns, std::string ifname, config::ConfigPtr config)
+      : ns_(std::move(ns)), ifname_(std::move(ifname)), config_(std::move(config)) {
+    std::promise<void> ready;
+    auto started = ready.get_future();
+    thread_ = std::thread([this, &ready] {
+      enter(ns_);
+      loop_ = std::move(*core::EventLoop::create());
+      const int ifindex = static_cast<int>(::if_nametoindex(ifname_.c_str()));
+      Hooks h;
+      h.kernel_side = [this, ifindex](const std::string&) {
+        return KernelSideRef{ifname_, ifindex};
+      };
+      // The MAC by ioctl: /sys shows the namespace it was mounted in.
+      h.port_mac = [this](const std::string&) -> std::optional<proto::Mac> {
+        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ifreq req{};
+        std::strncpy(req.ifr_name, ifname_.c_str(), IFNAMSIZ - 1);
+        const bool ok = fd >= 0 && ::ioctl(fd, SIOCGIFHWADDR, &req) == 0;
+        if (fd >= 0) {
+          ::close(fd);
+        }
+        if (!ok) {
+          return std::nullopt;
+        }
+        proto::Mac m{};
+        std::memcpy(m.data(), req.ifr_hwaddr.sa_data, 6);
+        return m;
+      };
+      h.link_up = [this](const std::string&) { return link_.load(); };
+      h.tracked_up = [this](const config::VrrpTrack&) { return tracked_.load(); };
+      h.set_virtual_macs = [this](const std::string& port, const std::vector<proto::Mac>& macs) {
+        std::lock_guard<std::mutex> l(mutex_);
+        macs_[port] = macs;
+      };
+      h.bgp_standing = [this](const BgpStanding& s) {
+        std::lock_guard<std::mutex> l(mutex_);
+        standings_.push_back(s);
+      };
+      service_ = std::make_unique<VrrpService>(config_, h);
+      service_->attach(*loop_);
+      ready.set_value();
+      loop_->run();
+      service_.reset();
+      loop_.reset();
+    });
+    started.wait();
+  }
+  ~Router() {
+    loop_->post([this] { loop_->exit(0); });
+    thread_.join();
+  }
+
+  // Runs f on the router's loop and waits for it.
+  template <typename F>
+  auto call(F f) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto result = task.get_future();
+    loop_->post([&task] { task(); });
+    return result.get();
+  }
+  json view() {
+    return call([this] { return service_->view(); });
+  }
+  json group(size_t i = 0) { return view()["groups"][i]; }
+  std::string state(size_t i = 0) { return group(i)["state"].get<std::string>(); }
+  void shutdown() {
+    call([this] {
+      service_->shutdown();
+      return 0;
+    });
+  }
+  std::vector<proto::Mac> macs() {
+    std::lock_guard<std::mutex> l(mutex_);
+    return macs_["lan0"];
+  }
+  std::vector<BgpStanding> standings() {
+    std::lock_guard<std::mutex> l(mutex_);
+    return standings_;
+  }
+  // Polls until the group's state is `want` or `limit` passes; the time it took.
+  std::optional<std::chrono::milliseconds> waitState(const std::string& want,
+                                                     std::chrono::milliseconds limit,
+                                                     size_t i = 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < limit) {
+      if (state(i) == want) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - t0);
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return std::nullopt;
+  }
+
+  std::atomic<bool> link_{true};
+  std::atomic<bool> tracked_{true};
+
+ private:
+  std::string ns_, ifname_;
+  config::ConfigPtr config_;
+  std::unique_ptr<core::EventLoop> loop_;
+  std::unique_ptr<VrrpService> service_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::map<std::string, std::vector<proto::Mac>> macs_;
+  std::vector<BgpStanding> standings_;
+};
+
+class VrrpNetns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root (network namespaces, AF_PACKET sockets)";
+    }
+    prefix_ = "mcgwvrrp" + std::to_string(::getpid());
+    a_ = prefix_ + "-a";
+    b_ = prefix_ + "-b";
+    for (const std::string& c : {
+             "ip netns add " + a_,
+             "ip netns add " + b_,
+             "ip link add a0 netns " + a_ + " type veth peer name b0 netns " + b_,
+             "ip -n " + a_ + " addr add 10.9.0.1/24 dev a0",
+             "ip -n " + a_ + " addr add fd09::1/64 dev a0 nodad",
+             "ip -n " + b_ + " addr add 10.9.0.2/24 dev b0",
+             "ip -n " + b_ + " addr add fd09::2/64 dev b0 nodad",
+             "ip -n " + a_ + " link set a0 up",
+             "ip -n " + b_ + " link set b0 up",
+         }) {
+      ASSERT_TRUE(sh(c)) << c;
+    }
+  }
+  void TearDown() override {
+    for (const auto& n : {a_, b_}) {
+      if (!n.empty()) {
+        sh("ip netns del " + n);
+      }
+    }
+  }
+
+  static std::string group4(int priority, const std::string& extra = "") {
+    return "  - {vrid: 10, port: lan0, priority: " + std::to_string(priority) +
+           ", advert-interval-ms: 100, virtual-addresses: [10.9.0.254], "
+           "announce-interval-ms: 0" +
+           extra + "}\n";
+  }
+
+  std::string prefix_, a_, b_;
+};
+
+const proto::Mac kVmac10 = {0x00, 0x00, 0x5e, 0x00, 0x01, 0x0a};
+
+TEST_F(VrrpNetns, HigherPriorityBecomesActiveAndAnswersArpWithTheVirtualMac) {
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200)));
+  Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100)));
+  // A Backup waits its Active-down interval (3 × 100 ms + skew) first.
+  ASSERT_TRUE(a.waitState("active", 2s)) << a.group().dump();
+  ASSERT_TRUE(b.waitState("backup", 2s)) << b.group().dump();
+  std::this_thread::sleep_for(500ms);  // B hears A's advertisements and stays Backup
+  EXPECT_EQ(b.state(), "backup");
+  EXPECT_EQ(b.group()["active_address"], "10.9.0.1");
+  EXPECT_EQ(a.group()["active_address"], "10.9.0.1");
+  EXPECT_GE(b.group()["counters"]["accepted"].get<uint64_t>(), 3u);
+  EXPECT_EQ(a.macs(), std::vector<proto::Mac>{kVmac10});
+  EXPECT_TRUE(b.macs().empty());
+  ASSERT_FALSE(b.standings().empty());
+  EXPECT_EQ(b.standings().back().mode, BgpStanding::Mode::kPrepend);
+  EXPECT_EQ(b.standings().back().prepend, 3);
+  EXPECT_EQ(a.standings().back().mode, BgpStanding::Mode::kActive);
+
+  // B's kernel asks for the virtual address; only A (Active) answers, with
+  // the virtual MAC.
+  sh("ip netns exec " + b_ + " ping -c1 -W1 10.9.0.254");
+  const std::string neigh = capture("ip -n " + b_ + " neigh show 10.9.0.254");
+  EXPECT_NE(neigh.find("00:00:5e:00:01:0a"), std::string::npos) << neigh;
+  EXPECT_GE(a.group()["counters"]["arp_answered"].get<uint64_t>(), 1u);
+  EXPECT_EQ(b.group()["counters"]["arp_answered"].get<uint64_t>(), 0u);
+}
+
+TEST_F(VrrpNetns, OrderlyShutdownHandsOverWithinSkewTime) {
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200)));
+  Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100)));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  ASSERT_TRUE(b.waitState("backup", 2s));
+  std::this_thread::sleep_for(400ms);
+  a.shutdown();
+  // Priority 0: B takes over after its Skew_Time (61 ms at priority 100,
+  // 100 ms interval), well before the 3 × 100 ms + skew it would wait.
+  auto took = b.waitState("active", 2s);
+  ASSERT_TRUE(took);
+  EXPECT_LT(took->count(), 300) << "B took " << took->count() << " ms";
+  EXPECT_EQ(b.group()["last_transition"]["reason"], "priority 0 from the active");
+  EXPECT_EQ(a.state(), "initialize");
+  EXPECT_TRUE(a.macs().empty());
+  EXPECT_EQ(b.macs(), std::vector<proto::Mac>{kVmac10});
+  EXPECT_EQ(b.standings().back().mode, BgpStanding::Mode::kActive);
+}
+
+TEST_F(VrrpNetns, LinkDownTakesTheGroupDownAndBackPreempts) {
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200)));
+  Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100)));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  ASSERT_TRUE(b.waitState("backup", 2s));
+  a.link_ = false;
+  ASSERT_TRUE(a.waitState("initialize", 1s));
+  EXPECT_EQ(a.group()["last_transition"]["reason"], "port lan0 link down");
+  EXPECT_EQ(a.group()["down_reason"], "port lan0 link down");
+  ASSERT_TRUE(b.waitState("active", 2s));
+  a.link_ = true;
+  // A starts as Backup, hears B's lower priority and preempts after its
+  // Active-down interval.
+  ASSERT_TRUE(a.waitState("active", 2s));
+  ASSERT_TRUE(b.waitState("backup", 1s));
+  EXPECT_NE(b.group()["last_transition"]["reason"].get<std::string>().find("higher priority 200"),
+            std::string::npos)
+      << b.group()["last_transition"];
+}
+
+TEST_F(VrrpNetns, TrackedObjectDownLowersPriorityAndThePeerPreempts) {
+  const std::string track = ", track: [{object: port wan0, weight: 150}]";
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200, track)));
+  Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100)));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  ASSERT_TRUE(b.waitState("backup", 2s));
+  a.tracked_ = false;
+  ASSERT_TRUE(b.waitState("active", 2s)) << b.group();
+  ASSERT_TRUE(a.waitState("backup", 1s));
+  const json g = a.group();
+  EXPECT_EQ(g["priority"]["configured"], 200);
+  EXPECT_EQ(g["priority"]["effective"], 50);
+  EXPECT_EQ(g["tracking"][0]["up"], false);
+}
+
+TEST_F(VrrpNetns, Ipv6GroupAnswersNeighborSolicitations) {
+  const std::string g6 =
+      "  - {vrid: 20, port: lan0, priority: PRIO, advert-interval-ms: 50, "
+      "virtual-addresses: [fd09::fe], announce-interval-ms: 0}\n";
+  auto with = [&](const char* p) {
+    std::string s = g6;
+    s.replace(s.find("PRIO"), 4, p);
+    return s;
+  };
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", with("200")));
+  Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", with("100")));
+  ASSERT_TRUE(a.waitState("active", 2s)) << a.group();
+  ASSERT_TRUE(b.waitState("backup", 2s));
+  // Multicast IPv6 groups send from the link-local address of the port's MAC.
+  const std::string primary = a.group()["primary_address"];
+  EXPECT_EQ(primary.rfind("fe80::", 0), 0u) << primary;
+  EXPECT_EQ(b.group()["active_address"], primary);
+  EXPECT_EQ(a.group()["virtual_mac"], "00:00:5e:00:02:14");
+  sh("ip netns exec " + b_ + " ping -6 -c1 -W1 fd09::fe");
+  const std::string neigh = capture("ip -n " + b_ + " -6 neigh show fd09::fe");
+  EXPECT_NE(neigh.find("00:00:5e:00:02:14"), std::string::npos) << neigh;
+  EXPECT_GE(a.group()["counters"]["nd_answered"].get<uint64_t>(), 1u);
+}
+
+TEST_F(VrrpNetns, UnicastGroupIgnoresAdvertisementsFromOthers) {
+  // B lists only 10.9.0.1; C (10.9.0.3, also in A's namespace) is a stranger.
+  ASSERT_TRUE(sh("ip -n " + a_ + " addr add 10.9.0.3/24 dev a0"));
+  Router a(a_, "a0",
+           gatewayConfig("a", "10.9.0.1/24", "fd09::1/64",
+                         group4(200, ", unicast-peers: [10.9.0.2], source-address: 10.9.0.1")));
+  Router b(
+      b_, "b0",
+      gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100, ", unicast-peers: [10.9.0.1]")));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  ASSERT_TRUE(b.waitState("backup", 2s));
+  EXPECT_EQ(b.group()["mode"], "unicast");
+  // C claims the group with priority 254: B must not follow it.
+  std::vector<std::byte> buf(64);
+  const proto::IpAddr c = proto::IpAddr::v4(10, 9, 0, 3), bip = proto::IpAddr::v4(10, 9, 0, 2);
+  const proto::IpAddr vip = proto::IpAddr::v4(10, 9, 0, 254);
+  proto::VrrpAdvertisement adv{10, 254, 10, std::span<const proto::IpAddr>(&vip, 1)};
+  const size_t n = proto::encodeVrrpAdvert(buf, adv, c, bip);
+  ASSERT_GT(n, 0u);
+  std::thread sender([&] {
+    enter(a_);
+    PortSockets s = std::move(*PortSockets::open("a0", static_cast<int>(::if_nametoindex("a0"))));
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(s.sendRaw({reinterpret_cast<const uint8_t*>(buf.data()), n}, c, bip));
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  sender.join();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_GE(b.group()["counters"]["not_a_peer"].get<uint64_t>(), 5u);
+  EXPECT_EQ(b.group()["active_address"], "10.9.0.1");
+  EXPECT_EQ(b.state(), "backup");
+}
+
+TEST_F(VrrpNetns, HangingNotifyIsKilledAndNeverHoldsTheStateMachine) {
+  const std::string dir = "/tmp/" + prefix_;
+  ASSERT_TRUE(sh("mkdir -p " + dir));
+  {
+    std::ofstream s(dir + "/hang.sh");
+    s << "#!/bin/sh\necho \"$@\" >> " << dir << "/calls\nexec sleep 30\n";
+  }
+  ASSERT_TRUE(sh("chmod +x " + dir + "/hang.sh"));
+  const std::string notify = ", notify: " + dir + "/hang.sh, notify-timeout-ms: 300";
+  Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100, notify)));
+  // Alone, B goes Backup then Active while its first notify still hangs.
+  ASSERT_TRUE(b.waitState("active", 2s));
+  std::this_thread::sleep_for(1200ms);  // both notifies ran and were killed at 300 ms
+  const json c = b.group()["counters"];
+  EXPECT_EQ(c["notify_run"], 2) << c;
+  EXPECT_EQ(c["notify_timed_out"], 2) << c;
+  std::ifstream in(dir + "/calls");
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, "10 initialize backup startup");
+  EXPECT_EQ(second, "10 backup active active down timer expired");
+  sh("rm -rf " + dir);
+}
+
+}  // namespace
+}  // namespace mcgw::vrrp
