@@ -16,6 +16,8 @@
  *   destination is our VTEP: fragment -> kernel; UDP 4789/6081 -> DPDK;
  *                            anything else -> kernel (local)
  *   destination is a local address -> kernel
+ *   (to a VTEP or local address: BGP or BFD while no AF_XDP socket is open
+ *    -> dropped, so that routing shares the fast path's fate)
  *   IPv6 neighbour discovery -> kernel
  *   broadcast, multicast, link-local destination or group MAC -> kernel
  *   LAN port -> DPDK (transit);  WAN port or role unset -> kernel
@@ -28,6 +30,7 @@
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/tcp.h>
 #include <linux/udp.h>
 
 #include <bpf/bpf_endian.h>
@@ -100,6 +103,60 @@ static __always_inline int redirect(struct xdp_md* ctx, __u32 verdict) {
     count(ctx, MCGW_XDP_REDIRECT_NO_SOCKET);
   }
   return (int)action;
+}
+
+static __always_inline int drop(struct xdp_md* ctx, __u32 verdict) {
+  count(ctx, verdict);
+  return XDP_DROP;
+}
+
+/* BGP (TCP port 179 either way) or BFD (UDP 3784 single hop, 3785 echo, 4784
+ * multihop). */
+static __always_inline int is_routing_protocol(__u8 l4proto, void* l4, void* data_end) {
+  if (l4proto == IPPROTO_TCP) {
+    struct tcphdr* tcp = l4;
+    if ((void*)(tcp + 1) > data_end) {
+      return 0;
+    }
+    return tcp->dest == bpf_htons(179) || tcp->source == bpf_htons(179);
+  }
+  if (l4proto == IPPROTO_UDP) {
+    struct udphdr* udp = l4;
+    if ((void*)(udp + 1) > data_end) {
+      return 0;
+    }
+    return udp->dest == bpf_htons(3784) || udp->dest == bpf_htons(3785) ||
+           udp->dest == bpf_htons(4784);
+  }
+  return 0;
+}
+
+/* Whether DPDK holds an AF_XDP socket on any queue of this port.  The kernel
+ * removes a socket from xsks_map when it is closed, also when mcgwd is killed
+ * and leaves this program attached: then the gateway has no fast path, and
+ * its BGP and BFD sessions must go down so that the remote sites and routers
+ * stop sending it traffic (rather than being answered by the kernel as if
+ * nothing happened).  The packet's own queue first; the scan runs only for
+ * routing-protocol packets, a few per second. */
+static __always_inline int fast_path_alive(struct xdp_md* ctx) {
+  __u32 q = ctx->rx_queue_index;
+  if (bpf_map_lookup_elem(&xsks_map, &q)) {
+    return 1;
+  }
+  for (__u32 i = 0; i < MCGW_XDP_MAX_QUEUES; i++) {
+    if (bpf_map_lookup_elem(&xsks_map, &i)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* To the kernel as our own traffic, unless routing would outlive the fast path. */
+static __always_inline int local(struct xdp_md* ctx, __u8 l4proto, void* l4, void* data_end) {
+  if (is_routing_protocol(l4proto, l4, data_end) && !fast_path_alive(ctx)) {
+    return drop(ctx, MCGW_XDP_DROP_NO_FAST_PATH);
+  }
+  return pass(ctx, MCGW_XDP_PASS_LOCAL);
 }
 
 static __always_inline int is_special_ipv4(const __u8* a) {
@@ -207,10 +264,10 @@ int mcgw_xdp(struct xdp_md* ctx) {
       }
     }
     /* Anything else to a VTEP address (BGP, BFD, ping on a WAN address). */
-    return pass(ctx, MCGW_XDP_PASS_LOCAL);
+    return local(ctx, l4proto, l4, data_end);
   }
   if (bpf_map_lookup_elem(&mcgw_local, &dst)) {
-    return pass(ctx, MCGW_XDP_PASS_LOCAL);
+    return local(ctx, l4proto, l4, data_end);
   }
   if (dst.family == MCGW_XDP_FAMILY_IPV6 && l4proto == IPPROTO_ICMPV6_) {
     __u8* icmp6 = l4;

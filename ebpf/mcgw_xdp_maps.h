@@ -97,7 +97,9 @@ struct mcgw_xdp_addr_info {
   X(PASS_NOT_OURS_WAN, "pass-not-ours-wan", "WAN port: not overlay to our VTEPs, not ours")       \
   X(PASS_UNCONFIGURED, "pass-unconfigured", "the port's role is not set yet")                     \
   X(REDIRECT_NO_SOCKET, "redirect-no-socket",                                                     \
-    "besides a redirect verdict: no AF_XDP socket on the queue, the kernel got it")
+    "besides a redirect verdict: no AF_XDP socket on the queue, the kernel got it")               \
+  X(DROP_NO_FAST_PATH, "drop-no-fast-path",                                                       \
+    "BGP or BFD to the gateway while no AF_XDP socket is open (mcgwd is not running)")
 
 enum mcgw_xdp_verdict {
 #define MCGW_XDP_X(name, cli, text) MCGW_XDP_##name,

@@ -202,6 +202,49 @@ Result<XdpMaps, std::string> XdpMaps::attachToInterface(const std::string& ifnam
   return maps;
 }
 
+Result<bool, std::string> detachStaleProgram(const std::string& ifname) {
+  const unsigned ifindex = if_nametoindex(ifname.c_str());
+  if (ifindex == 0) {
+    return false;  // the PMD reports a missing interface in its own words
+  }
+  bpf_xdp_query_opts q{};
+  q.sz = sizeof q;
+  int ret = bpf_xdp_query(static_cast<int>(ifindex), 0, &q);
+  if (ret < 0) {
+    return unexpected("querying the XDP program of " + ifname + ": " + errorText(ret));
+  }
+  bool removed = false;
+  const std::pair<uint32_t, uint32_t> modes[] = {{q.drv_prog_id, XDP_FLAGS_DRV_MODE},
+                                                 {q.skb_prog_id, XDP_FLAGS_SKB_MODE}};
+  for (const auto& [id, mode] : modes) {
+    if (id == 0) {
+      continue;
+    }
+    const int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) {
+      return unexpected("opening XDP program " + std::to_string(id) + " of " + ifname + ": " +
+                        errorText(fd));
+    }
+    const bool ours = XdpMaps::fromProgram(fd).ok();
+    if (ours) {
+      // Only this very program: a concurrent replacement is left alone.
+      bpf_xdp_attach_opts opts{};
+      opts.sz = sizeof opts;
+      opts.old_prog_fd = fd;
+      ret = bpf_xdp_detach(static_cast<int>(ifindex), mode | XDP_FLAGS_REPLACE, &opts);
+    }
+    ::close(fd);
+    if (!ours) {
+      continue;
+    }
+    if (ret < 0) {
+      return unexpected("detaching the XDP program left on " + ifname + ": " + errorText(ret));
+    }
+    removed = true;
+  }
+  return removed;
+}
+
 Result<XdpMaps, std::string> XdpMaps::fromProgram(int prog_fd) {
   bpf_prog_info info{};
   uint32_t len = sizeof info;

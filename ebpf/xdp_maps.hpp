@@ -72,6 +72,13 @@ inline const XdpCounter& at(const XdpCounters& c, XdpVerdict v) {
 // tree's if that exists, else the installed path.
 std::string defaultXdpObjectPath();
 
+// A process killed while it had an af_xdp port open leaves its XDP program
+// attached, and the af_xdp PMD refuses to open the port again while any
+// program is attached.  Detaches the program of `ifname` if it is mcgw's
+// (true: one was removed); leaves another program alone (false, with a log
+// line for the operator from the caller).  No program: false.
+Result<bool, std::string> detachStaleProgram(const std::string& ifname);
+
 class XdpMaps {
  public:
   // Finds the XDP program attached to the interface (in the caller's network

@@ -274,7 +274,8 @@ void Gateway::attach(core::EventLoop& loop) {
 }
 
 void Gateway::stop() {
-  vrrp_->shutdown();
+  vrrp_->shutdown();       // priority 0: the Backup takes over after its skew time
+  frr_->withdrawOnStop();  // and the remote sites route around this gateway
 }
 
 void Gateway::setPaused(bool paused) {

@@ -123,7 +123,8 @@ class Gateway {
   nlohmann::json vrrp() const { return vrrp_->view(); }
   // An orderly stop, before the loop's sources go: each VRRP Active sends
   // priority 0 (its Backup takes over after Skew_Time) and gives up the
-  // virtual MAC.
+  // virtual MAC; FRR withdraws the gateway's BGP announcements (its fast
+  // path stops with it).
   void stop();
   // `mcgwctl audit`: FRR's RIB against the fast path's; answered later, on
   // the loop thread.

@@ -480,7 +480,7 @@ int main(int argc, char** argv) {
     exit_code = kExitFailure;
   }
   loop.finishOffLoop();  // a reload under way ends before the gateway does
-  gw.stop();             // VRRP: priority 0, so the Backup takes over at once
+  gw.stop();             // VRRP priority 0, BGP announcements withdrawn
   if (probe) {
     probe->report();
     const auto longest = mcgw::core::EventLoop::longestRun();

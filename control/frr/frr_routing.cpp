@@ -349,6 +349,31 @@ void FrrRouting::setStanding(const BgpStanding& standing) {
   whenRunning([this] { scheduleConfig(); });
 }
 
+void FrrRouting::withdrawOnStop() {
+  const BgpStanding withdraw{BgpStanding::Mode::kWithdraw};
+  if (!config_->bgp.enabled || applied_.empty() || applied_config_ != config_ ||
+      applied_standing_ == withdraw) {
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto paths = FrrPaths::of(*config_);
+  if (auto w = writeAtomically(paths.conf(), renderFrrConfig(*config_, withdraw)); !w) {
+    spdlog::warn("stopping: FRR: {}", w.error());
+  }
+  const auto r = core::runProcess(
+      vtyshCommand(paths, standingCommands(*config_, applied_standing_, withdraw)), kStopTimeout);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (r.ok()) {
+    applied_standing_ = withdraw;
+    spdlog::info("stopping: BGP announcements withdrawn from FRR ({} ms)", ms);
+  } else {
+    spdlog::warn("stopping: withdrawing the BGP announcements from FRR failed: vtysh: {}",
+                 text::escape(r.describe(), 300));
+  }
+}
+
 void FrrRouting::scheduleConfig() {
   if (!config_->bgp.enabled) {
     return;

@@ -84,6 +84,13 @@ class FrrRouting : public daemon::Subsystem {
   // does nothing.
   void setStanding(const BgpStanding& standing);
   const BgpStanding& standing() const { return standing_; }
+  // The gateway stops: its fast path goes, so its routes must too.  Withdraws
+  // every announcement from the running FRR (the withdraw standing, with
+  // vtysh, waiting at most kStopTimeout) and writes frr.conf so, on the
+  // calling thread after the loop ended.  The next mcgwd renders its own
+  // standing again.  Nothing when bgp is off or FRR never ran our config.
+  static constexpr std::chrono::seconds kStopTimeout{3};
+  void withdrawOnStop();
 
   // The line state input: false while the line's BFD session is known and not up.
   bool lineUp(const std::string& peer, const std::string& line) const;

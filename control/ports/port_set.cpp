@@ -35,6 +35,25 @@ bool contains(const std::vector<engine::Mac>& v, const engine::Mac& m) {
   return std::find(v.begin(), v.end(), m) != v.end();
 }
 
+// Before the af_xdp PMD loads mcgw's program: one that a killed mcgwd left
+// attached would make it fail (and, without DPDK's sockets, drops BGP and
+// BFD to this gateway until it is gone).
+void removeStaleXdpProgram(const config::PortConfig& pc) {
+  if (extraDevargs(pc).empty()) {
+    return;  // not af_xdp, or the operator's own program
+  }
+  const std::string iface = pc.kernelInterface();
+  auto r = ebpf::detachStaleProgram(iface);
+  if (!r) {
+    spdlog::warn("port {}: {}", pc.name, r.error());
+  } else if (*r) {
+    spdlog::warn(
+        "port {}: removed the XDP program a previous mcgwd left on {} (it ended "
+        "without closing its ports)",
+        pc.name, iface);
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PortSet>, std::string> PortSet::open(config::ConfigPtr config,
@@ -46,6 +65,7 @@ Result<std::unique_ptr<PortSet>, std::string> PortSet::open(config::ConfigPtr co
   set->tx_queues_ = tx_queues;
   set->dataplane_ = dataplane;
   for (const auto& pc : set->config_->ports) {
+    removeStaleXdpProgram(pc);
     auto port = engine::Port::open(pc, pool, tx_queues, extraDevargs(pc));
     if (!port) {
       return unexpected(port.error());
@@ -97,6 +117,7 @@ std::vector<engine::PortStatus> PortSet::status() const {
 }
 
 Result<bool, std::string> PortSet::openPrepared(const config::PortConfig& pc) {
+  removeStaleXdpProgram(pc);
   auto port = engine::Port::open(pc, pool_, tx_queues_, extraDevargs(pc));
   if (!port) {
     return unexpected(port.error());

@@ -3,9 +3,13 @@
 // and read through XdpMaps; then attached for real to a veth pair in a
 // private network namespace.  Needs root (CAP_BPF, CAP_NET_ADMIN).
 //
-// Under BPF_PROG_TEST_RUN xsks_map is empty, so a redirect falls back to
-// XDP_PASS: the decision shows in the counters (the verdict, plus
-// redirect-no-socket for a redirect), not in the return code.
+// Under BPF_PROG_TEST_RUN the packet arrives on queue 0, where xsks_map has
+// no socket, so a redirect falls back to XDP_PASS: the decision shows in the
+// counters (the verdict, plus redirect-no-socket for a redirect), not in the
+// return code.  The fixture binds a real AF_XDP socket to queue 1 of a veth
+// in a private namespace and puts it into xsks_map[1], as the af_xdp PMD
+// does: the fast path counts as alive, so BGP and BFD pass to the kernel
+// (without it they are dropped, drop-no-fast-path).
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,8 +18,10 @@
 #include <linux/bpf.h>
 #include <linux/if_link.h>
 #include <linux/if_packet.h>
+#include <linux/if_xdp.h>
 #include <net/if.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -290,6 +296,63 @@ class LoadedProgram {
   std::string error_;
 };
 
+// An AF_XDP socket bound (copy mode) to queue `queue` of `ifname`, with a
+// small UMEM and rings: enough for the kernel to accept it into an XSKMAP.
+// Nothing is ever received on it.
+class XdpSocket {
+ public:
+  XdpSocket(const char* ifname, uint32_t queue) {
+    fd_ = ::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      error_ = std::string("socket(AF_XDP): ") + std::strerror(errno);
+      return;
+    }
+    umem_ = ::mmap(nullptr, kUmemSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (umem_ == MAP_FAILED) {
+      umem_ = nullptr;
+      error_ = std::string("mmap: ") + std::strerror(errno);
+      return;
+    }
+    xdp_umem_reg reg{};
+    reg.addr = reinterpret_cast<uint64_t>(umem_);
+    reg.len = kUmemSize;
+    reg.chunk_size = 2048;
+    const int ring = 64;
+    sockaddr_xdp sa{};
+    sa.sxdp_family = AF_XDP;
+    sa.sxdp_ifindex = if_nametoindex(ifname);
+    sa.sxdp_queue_id = queue;
+    sa.sxdp_flags = XDP_COPY;
+    if (::setsockopt(fd_, SOL_XDP, XDP_UMEM_REG, &reg, sizeof reg) != 0 ||
+        ::setsockopt(fd_, SOL_XDP, XDP_UMEM_FILL_RING, &ring, sizeof ring) != 0 ||
+        ::setsockopt(fd_, SOL_XDP, XDP_UMEM_COMPLETION_RING, &ring, sizeof ring) != 0 ||
+        ::setsockopt(fd_, SOL_XDP, XDP_RX_RING, &ring, sizeof ring) != 0 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      error_ =
+          std::string("setting up the AF_XDP socket on ") + ifname + ": " + std::strerror(errno);
+    }
+  }
+  ~XdpSocket() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+    if (umem_ != nullptr) {
+      ::munmap(umem_, kUmemSize);
+    }
+  }
+  XdpSocket(const XdpSocket&) = delete;
+  XdpSocket& operator=(const XdpSocket&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  static constexpr size_t kUmemSize = 64 * 2048;
+  int fd_ = -1;
+  void* umem_ = nullptr;
+  std::string error_;
+};
+
 struct RunResult {
   int err = 0;
   uint32_t retval = 0;
@@ -328,6 +391,17 @@ class XdpProgramTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(prog_.error(), "");
+    // The fast path's socket, on a queue the test runs never use (queue 1).
+    ASSERT_TRUE(netns_.ok()) << "unshare(CLONE_NEWNET): " << std::strerror(errno);
+    auto r = test::run(
+        "ip link add xsk0 numtxqueues 2 numrxqueues 2 type veth peer name xsk1 numtxqueues 2 "
+        "numrxqueues 2 && ip link set xsk0 up && ip link set xsk1 up");
+    ASSERT_EQ(r.code, 0) << r.err;
+    xsk_.emplace("xsk0", 1);
+    ASSERT_EQ(xsk_->error(), "");
+    xsks_fd_ = bpf_object__find_map_fd_by_name(prog_.object(), "xsks_map");
+    ASSERT_GE(xsks_fd_, 0);
+    setFastPath(true);
     auto m = XdpMaps::fromProgram(prog_.fd());
     ASSERT_TRUE(m.ok()) << m.error();
     maps_.emplace(std::move(*m));
@@ -366,7 +440,21 @@ class XdpProgramTest : public ::testing::Test {
     EXPECT_EQ(delta(before, after), delta(before, want)) << "expected " << toString(verdict);
   }
 
+  // Puts the socket into xsks_map[1] or takes it out (as closing it does).
+  void setFastPath(bool alive) {
+    const uint32_t key = 1;
+    if (alive) {
+      const int fd = xsk_->fd();
+      ASSERT_EQ(bpf_map_update_elem(xsks_fd_, &key, &fd, BPF_ANY), 0) << std::strerror(errno);
+    } else {
+      ASSERT_EQ(bpf_map_delete_elem(xsks_fd_, &key), 0) << std::strerror(errno);
+    }
+  }
+
+  test::PrivateNetns netns_;  // left last, taking the veth with it
   LoadedProgram prog_;
+  std::optional<XdpSocket> xsk_;
+  int xsks_fd_ = -1;
   std::optional<XdpMaps> maps_;
 };
 
@@ -551,6 +639,48 @@ INSTANTIATE_TEST_SUITE_P(XdpProgram, DecisionTable, ::testing::ValuesIn(decision
                            return std::string(i.param.name);
                          });
 
+// --- routing shares the fast path's fate -----------------------------------
+
+// mcgwd killed: the program stays attached, the kernel takes the PMD's
+// sockets out of xsks_map.  BGP and BFD to the gateway are then dropped (so
+// the sessions go down and the remote sites route around it); everything
+// else local still reaches the kernel (SSH, ping), and all of it passes
+// again once a socket is back.
+TEST_F(XdpProgramTest, RoutingProtocolsAreDroppedWithoutAFastPath) {
+  struct Packet {
+    const char* what;
+    XdpRole role;
+    Bytes frame;
+    bool routing;
+  };
+  const Bytes bfd24(24, 0);
+  const std::vector<Packet> packets = {
+      {"BFD to a VTEP", kWan, frame4(kPeer4, kVtep4, kUdp, udp(49152, 3784, bfd24)), true},
+      {"BFD echo to a VTEP", kWan, frame4(kPeer4, kVtep4, kUdp, udp(49152, 3785, bfd24)), true},
+      {"multihop BFD over IPv6", kWan, frame6(kPeer6, kVtep6, kUdp, udp(49152, 4784, bfd24)), true},
+      {"BGP SYN to a local address", kWan, frame4(kPeer4, kWan4, kTcp, tcpSyn(40000, 179)), true},
+      {"BGP from the peer's port 179", kLan, frame4("10.1.0.5", kLan4, kTcp, tcpSyn(179, 40000)),
+       true},
+      {"SSH to the LAN address", kLan, frame4("10.1.0.5", kLan4, kTcp, tcpSyn(50000, 22)), false},
+      {"ping to a VTEP", kWan, frame4(kPeer4, kVtep4, IPPROTO_ICMP, icmpEcho()), false},
+      {"other UDP to a VTEP", kWan, frame4(kPeer4, kVtep4, kUdp, udp(1, 3786, {})), false},
+  };
+  setFastPath(false);
+  for (const auto& p : packets) {
+    SCOPED_TRACE(std::string(p.what) + ", no fast path");
+    if (p.routing) {
+      expectVerdict(p.role, p.frame, V::kDROP_NO_FAST_PATH, XDP_DROP);
+    } else {
+      expectVerdict(p.role, p.frame, V::kPASS_LOCAL);
+    }
+  }
+  setFastPath(true);
+  for (const auto& p : packets) {
+    SCOPED_TRACE(std::string(p.what) + ", fast path back");
+    expectVerdict(p.role, p.frame, V::kPASS_LOCAL);
+  }
+}
+
 // --- the maps and their C++ side --------------------------------------------
 
 TEST_F(XdpProgramTest, PassAllFlagSendsEverythingToTheKernel) {
@@ -647,8 +777,9 @@ TEST(XdpVerdicts, NamesAndOrderAreTheLiteralList) {
       {V::kPASS_NOT_OURS_WAN, "pass-not-ours-wan"},
       {V::kPASS_UNCONFIGURED, "pass-unconfigured"},
       {V::kREDIRECT_NO_SOCKET, "redirect-no-socket"},
+      {V::kDROP_NO_FAST_PATH, "drop-no-fast-path"},
   };
-  ASSERT_EQ(kXdpVerdictCount, 15u);
+  ASSERT_EQ(kXdpVerdictCount, 16u);
   for (size_t i = 0; i < std::size(expected); ++i) {
     EXPECT_EQ(static_cast<size_t>(expected[i].verdict), i) << expected[i].name;
     EXPECT_EQ(toString(expected[i].verdict), expected[i].name);
@@ -797,6 +928,53 @@ void attachedToAVeth(uint32_t mode) {
 
   EXPECT_EQ(bpf_xdp_detach(ifindex, mode, nullptr), 0);
   EXPECT_FALSE(XdpMaps::attachToInterface("xdp0").ok());
+}
+
+// A killed mcgwd leaves its program attached; the next one removes it before
+// the PMD attaches its own, and leaves another program alone.
+TEST(XdpAttached, StaleMcgwProgramIsDetachedOthersAreNot) {
+  PrivateNetns netns;
+  ASSERT_TRUE(netns.ok()) << "unshare(CLONE_NEWNET): " << std::strerror(errno);
+  auto r = test::run(
+      "ip link add xdp0 type veth peer name xdp1 && ip link set xdp0 up && ip link set xdp1 up");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const int ifindex = static_cast<int>(if_nametoindex("xdp0"));
+  ASSERT_GT(ifindex, 0);
+  auto attached = [&](uint32_t mode) {
+    uint32_t id = 0;
+    EXPECT_EQ(bpf_xdp_query_id(ifindex, mode, &id), 0);
+    return id;
+  };
+
+  auto none = detachStaleProgram("xdp0");
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_FALSE(*none);
+
+  for (uint32_t mode : {XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE}) {
+    SCOPED_TRACE(mode == XDP_FLAGS_DRV_MODE ? "native" : "generic");
+    LoadedProgram prog;
+    ASSERT_EQ(prog.error(), "");
+    ASSERT_EQ(bpf_xdp_attach(ifindex, prog.fd(), XDP_FLAGS_UPDATE_IF_NOEXIST | mode, nullptr), 0);
+    ASSERT_NE(attached(mode), 0u);
+    auto removed = detachStaleProgram("xdp0");
+    ASSERT_TRUE(removed.ok()) << removed.error();
+    EXPECT_TRUE(*removed);
+    EXPECT_EQ(attached(mode), 0u);
+  }
+
+  const bpf_insn insns[] = {
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, XDP_PASS},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  int other = bpf_prog_load(BPF_PROG_TYPE_XDP, "not_mcgw", "GPL", insns, 2, nullptr);
+  ASSERT_GE(other, 0) << std::strerror(-other);
+  ASSERT_EQ(bpf_xdp_attach(ifindex, other, XDP_FLAGS_DRV_MODE, nullptr), 0);
+  auto kept = detachStaleProgram("xdp0");
+  ASSERT_TRUE(kept.ok()) << kept.error();
+  EXPECT_FALSE(*kept);
+  EXPECT_NE(attached(XDP_FLAGS_DRV_MODE), 0u);
+  EXPECT_EQ(bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, nullptr), 0);
+  ::close(other);
 }
 
 // What the af_xdp PMD gets where the driver supports XDP (veth does).

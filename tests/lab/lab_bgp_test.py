@@ -18,6 +18,10 @@ and applies its config).  Argument: the underlay, ipv4 (default) or ipv6.
   unrelated neighbour on the LAN) but no A<->B session: the A<->B sessions'
   uptime keeps growing, in mcgwd's status (`uptime_s`) and in FRR's `show bgp
   summary json` (`peerUptimeMsec`), and FRR has the new neighbour.
+- Gateway A's mcgwd stopped (SIGTERM): it withdraws its announcements from
+  FRR before it exits (its fast path stops with it): gateway B loses
+  10.1.0.0/16 while its sessions to A (the kernel answers them now) stay
+  Established, and A's log says so.
 
 Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 """
@@ -30,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
 import mcgwlab  # noqa: E402
-from bgptest import audit, new_lab, uptimes, wait_established, wait_route  # noqa: E402
+from bgptest import audit, frr_routes, new_lab, route, uptimes, wait_established, wait_route  # noqa: E402
 from labtest import check, ok, run_parts  # noqa: E402
 
 UNDERLAY = sys.argv[1] if len(sys.argv) > 1 else "ipv4"
@@ -119,7 +123,32 @@ def run(tmp: Path) -> None:
               "gwb: its sessions still Established", lab.bgp_states("gwb"))
         ok("mcgwctl reload with a new neighbour: the A<->B sessions were not reset (uptimes "
            + ", ".join(f"{a} {before[a][1]:.0f} -> {after[a][1]:.0f} s" for a in VTEPS["gwa"]) + ")")
+
+        # An orderly stop withdraws what the stopping gateway announced.
+        t0 = time.monotonic()
+        lab.stop_gateway("gwa")
+        stopped = time.monotonic() - t0
+        deadline = time.monotonic() + 15
+        while (mcgwlab_route("gwb", lab, "10.1.0.0/16") is not None
+               and time.monotonic() < deadline):
+            time.sleep(0.25)
+        gone = time.monotonic() - t0
+        check(mcgwlab_route("gwb", lab, "10.1.0.0/16") is None,
+              "gwb: 10.1.0.0/16 withdrawn after gwa's mcgwd stopped", gone)
+        check(all(st == "Established" for st in lab.bgp_states("gwb").values()),
+              "gwb: its sessions to gwa still Established (withdrawn, not torn down)",
+              lab.bgp_states("gwb"))
+        log = Path(lab.state["gateways"]["gwa"]["log"]).read_text()
+        check("stopping: BGP announcements withdrawn from FRR" in log,
+              "gwa's log: announcements withdrawn on stop", log[-2000:])
+        ok(f"gwa stopped in {stopped:.1f} s: gwb lost 10.1.0.0/16 {gone:.1f} s after the stop began, "
+           "sessions still Established")
     print(f"   {time.monotonic() - t_start:.1f} s", flush=True)
+
+
+def mcgwlab_route(gw: str, lab, prefix: str):
+    """gw's FRR route to prefix in its fast path, or None."""
+    return route(frr_routes(lab, gw), prefix)
 
 
 def main() -> int:
