@@ -90,10 +90,13 @@ def run(tmp: Path) -> None:
         wait_established(lab, "gwa", 2)
         wait_established(lab, "gwb", 2)
         for gw in ("gwa", "gwb"):
-            st = wait_store(lab, gw, "store ok at revision 0",
-                            lambda s: store_of(s).get("state") == "ok")
+            # Healthy also means zebra has connected over FPM, which can come a few
+            # seconds after the BGP sessions (zebra retries its FPM connection).
+            st = wait_store(lab, gw, "store ok at revision 0, healthy",
+                            lambda s: store_of(s).get("state") == "ok"
+                            and s["health"]["state"] == "healthy", timeout=30)
             check(store_of(st)["revision"] == 0, f"{gw}: revision 0", store_of(st))
-        ok("etcd in rtr; both gateways follow it (revision 0)")
+        ok("etcd in rtr; both gateways follow it (revision 0), healthy")
 
         # An allocation from gateway A's config, for a VPC of site B.
         cfg = lab.state["gateways"]["gwa"]["config"]
