@@ -20,15 +20,30 @@ std::string sysError(const std::string& what) {
   return what + ": " + std::strerror(errno);
 }
 
+// First, frames of a VLAN are not the port's segment: a tag the NIC took off
+// (VLAN offload) shows only in the skb's metadata (SKF_AD_VLAN_TAG_PRESENT);
+// a tag left in the frame fails the EtherType tests below.  Then
 // tcpdump -dd 'arp or (ip proto 112) or (ip6 proto 112) or (icmp6 and ip6[40] == 135)':
 // ARP, VRRP over IPv4 and IPv6, ICMPv6 Neighbor Solicitations (right behind
 // the IPv6 header; the parser refuses the rest).
 constexpr sock_filter kFilter[] = {
-    {0x28, 0, 0, 0x0000000c}, {0x15, 12, 0, 0x00000806}, {0x15, 0, 2, 0x00000800},
-    {0x30, 0, 0, 0x00000017}, {0x15, 9, 10, 0x00000070}, {0x15, 0, 9, 0x000086dd},
-    {0x30, 0, 0, 0x00000014}, {0x15, 6, 0, 0x00000070},  {0x15, 0, 2, 0x0000002c},
-    {0x30, 0, 0, 0x00000036}, {0x15, 3, 0, 0x00000070},  {0x15, 0, 3, 0x0000003a},
-    {0x30, 0, 0, 0x00000036}, {0x15, 0, 1, 0x00000087},  {0x6, 0, 0, 0x00040000},
+    {0x20, 0, 0, static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_VLAN_TAG_PRESENT)},
+    {0x15, 0, 15, 0x00000000},  // tagged: to the last instruction (drop)
+    {0x28, 0, 0, 0x0000000c},
+    {0x15, 12, 0, 0x00000806},
+    {0x15, 0, 2, 0x00000800},
+    {0x30, 0, 0, 0x00000017},
+    {0x15, 9, 10, 0x00000070},
+    {0x15, 0, 9, 0x000086dd},
+    {0x30, 0, 0, 0x00000014},
+    {0x15, 6, 0, 0x00000070},
+    {0x15, 0, 2, 0x0000002c},
+    {0x30, 0, 0, 0x00000036},
+    {0x15, 3, 0, 0x00000070},
+    {0x15, 0, 3, 0x0000003a},
+    {0x30, 0, 0, 0x00000036},
+    {0x15, 0, 1, 0x00000087},
+    {0x6, 0, 0, 0x00040000},
     {0x6, 0, 0, 0x00000000},
 };
 

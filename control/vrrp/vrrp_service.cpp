@@ -210,6 +210,9 @@ VrrpService::Group* VrrpService::find(const std::string& port, uint8_t vrid, boo
 void VrrpService::handleFrame(PortIo& io, std::span<const uint8_t> frame) {
   const proto::ReceivedFrame f = proto::parseFrame(asBytes(frame));
   const auto now = std::chrono::steady_clock::now();
+  if (f.vlan != 0) {
+    return;  // another segment's (the socket's filter drops these already)
+  }
   switch (f.kind) {
     case proto::FrameKind::kOther:
       return;
@@ -597,21 +600,38 @@ void VrrpService::apply() {
 // Every port's sockets are opened again (a reload may have replaced the
 // port's kernel side).
 void VrrpService::reconcile() {
-  std::vector<std::unique_ptr<Group>> keep;
+  auto kept = [&](const Group& g) {
+    return std::any_of(config_->vrrp_groups.begin(), config_->vrrp_groups.end(),
+                       [&](const config::VrrpGroupConfig& c) { return c == g.cfg; });
+  };
+  // Every stop first, while groups_ is whole: a stop reports a state change,
+  // which looks at all groups (the standing, the virtual MACs).
   for (auto& g : groups_) {
-    const bool same = std::any_of(config_->vrrp_groups.begin(), config_->vrrp_groups.end(),
-                                  [&](const config::VrrpGroupConfig& c) { return c == g->cfg; });
-    if (same) {
-      keep.push_back(std::move(g));
-    } else {
+    if (!kept(*g)) {
       stopGroup(*g, "reconfigured");
     }
   }
+  std::vector<std::unique_ptr<Group>> keep;
+  for (auto& g : groups_) {
+    if (kept(*g)) {
+      keep.push_back(std::move(g));
+    }
+  }
   groups_.clear();
-  for (auto& [name, io] : ports_) {
-    io->rx.reset();
-    io->sockets.reset();
-    io->retry_at = {};
+  // Sockets are opened again on first use; a port no group uses any more
+  // goes (with its last error).
+  for (auto it = ports_.begin(); it != ports_.end();) {
+    const bool used =
+        std::any_of(config_->vrrp_groups.begin(), config_->vrrp_groups.end(),
+                    [&](const config::VrrpGroupConfig& c) { return c.port == it->first; });
+    if (!used) {
+      it = ports_.erase(it);
+      continue;
+    }
+    it->second->rx.reset();
+    it->second->sockets.reset();
+    it->second->retry_at = {};
+    ++it;
   }
   for (const auto& c : config_->vrrp_groups) {
     auto it = std::find_if(keep.begin(), keep.end(),

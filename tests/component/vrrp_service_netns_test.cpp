@@ -152,6 +152,19 @@ class Router {
       return 0;
     });
   }
+  // A reload as the Gateway runs it: paused, prepared and applied off the
+  // groups' state, resumed on the loop.
+  void reload(config::ConfigPtr next) {
+    call([this, next] {
+      service_->setPaused(true);
+      daemon::ReloadPlan plan;
+      plan.next = next;
+      EXPECT_TRUE(service_->prepare(plan).ok());
+      service_->apply();
+      service_->setPaused(false);
+      return 0;
+    });
+  }
   std::vector<proto::Mac> macs() {
     std::lock_guard<std::mutex> l(mutex_);
     return macs_["lan0"];
@@ -379,11 +392,17 @@ TEST_F(VrrpNetns, HangingNotifyIsKilledAndNeverHoldsTheStateMachine) {
     s << "#!/bin/sh\necho \"$@\" >> " << dir << "/calls\nexec sleep 30\n";
   }
   ASSERT_TRUE(sh("chmod +x " + dir + "/hang.sh"));
-  const std::string notify = ", notify: " + dir + "/hang.sh, notify-timeout-ms: 300";
+  const std::string notify = ", notify: " + dir + "/hang.sh, notify-timeout-ms: 2000";
   Router b(b_, "b0", gatewayConfig("b", "10.9.0.2/24", "fd09::2/64", group4(100, notify)));
-  // Alone, B goes Backup then Active while its first notify still hangs.
-  ASSERT_TRUE(b.waitState("active", 2s));
-  std::this_thread::sleep_for(1200ms);  // both notifies ran and were killed at 300 ms
+  // Alone, B goes Backup then Active (after 3 x 100 ms + skew) while its
+  // first notify hangs for 2 s: a state machine that waited for it would
+  // be Active only after that.
+  const auto active = b.waitState("active", 1500ms);
+  ASSERT_TRUE(active) << b.group().dump();
+  EXPECT_LT(active->count(), 1500);
+  EXPECT_EQ(b.group()["counters"]["notify_timed_out"], 0);  // the first one still hangs
+  // One thread runs them in turn: the first killed at 2 s, the second at 4 s.
+  std::this_thread::sleep_for(4500ms - *active);
   const json c = b.group()["counters"];
   EXPECT_EQ(c["notify_run"], 2) << c;
   EXPECT_EQ(c["notify_timed_out"], 2) << c;
@@ -394,6 +413,37 @@ TEST_F(VrrpNetns, HangingNotifyIsKilledAndNeverHoldsTheStateMachine) {
   EXPECT_EQ(first, "10 initialize backup startup");
   EXPECT_EQ(second, "10 backup active active down timer expired");
   sh("rm -rf " + dir);
+}
+
+// A reload keeps a group whose config is unchanged (its state, its
+// transitions) and restarts a changed one, which an Active leaves with
+// priority 0; the order of the groups does not matter.
+TEST_F(VrrpNetns, ReloadKeepsUnchangedGroupsAndRestartsChangedOnes) {
+  auto groups = [](int priority11) {
+    return group4(200) + "  - {vrid: 11, port: lan0, priority: " + std::to_string(priority11) +
+           ", advert-interval-ms: 100, virtual-addresses: [10.9.0.253], "
+           "announce-interval-ms: 0}\n";
+  };
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", groups(150)));
+  ASSERT_TRUE(a.waitState("active", 2s, 0)) << a.view().dump();
+  ASSERT_TRUE(a.waitState("active", 2s, 1)) << a.view().dump();
+  const json before10 = a.group(0);
+  a.reload(gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", groups(160)));
+  const json after10 = a.group(0);
+  EXPECT_EQ(after10["state"], "active");
+  EXPECT_EQ(after10["transitions"], before10["transitions"]) << after10.dump();
+  const json g11 = a.group(1);
+  EXPECT_EQ(g11["priority"]["configured"], 160) << g11.dump();
+  EXPECT_NE(g11["state"], "active");  // started again, as Backup
+  ASSERT_TRUE(a.waitState("active", 2s, 1)) << a.view().dump();
+  // And a reload that removes the first group and keeps the second.
+  a.reload(gatewayConfig("a", "10.9.0.1/24", "fd09::1/64",
+                         "  - {vrid: 11, port: lan0, priority: 160, advert-interval-ms: 100, "
+                         "virtual-addresses: [10.9.0.253], announce-interval-ms: 0}\n"));
+  ASSERT_EQ(a.view()["groups"].size(), 1u);
+  EXPECT_EQ(a.group(0)["vrid"], 11);
+  EXPECT_EQ(a.state(0), "active");
+  EXPECT_EQ(a.macs(), (std::vector<proto::Mac>{{0x00, 0x00, 0x5e, 0x00, 0x01, 0x0b}}));
 }
 
 }  // namespace
