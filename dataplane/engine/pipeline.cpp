@@ -447,7 +447,23 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     // the hash itself, and the two choices must not follow each other.
     flow_hash = flowHash();
     hashed = true;
-    nh = &te.next_hops->at(nh->members[ecmpMix(flow_hash) % nh->n_members]);
+    // A member whose tunnel has no usable line (a remote gateway dead:
+    // BFD took its lines down while BGP graceful restart keeps its routes)
+    // is passed over for the next one that has; the flows of the other
+    // members stay where they are.  None usable: the flow's own, dropped
+    // below as before.
+    const NextHop& group = *nh;
+    const unsigned first = ecmpMix(flow_hash) % group.n_members;
+    nh = &te.next_hops->at(group.members[first]);
+    for (unsigned i = 1;
+         i < group.n_members && nh->kind == NextHop::Kind::kTunnel && !tunnelUsable(t, nh->tunnel);
+         ++i) {
+      const NextHop* next = &te.next_hops->at(group.members[(first + i) % group.n_members]);
+      if (next->kind != NextHop::Kind::kTunnel || tunnelUsable(t, next->tunnel)) {
+        nh = next;
+        break;
+      }
+    }
   }
   switch (nh->kind) {
     case NextHop::Kind::kTunnel: {
@@ -692,6 +708,25 @@ void Pipeline::retryHeld(const ForwardingTables& t) {
   n_held_ = kept;
 }
 
+bool Pipeline::lineUsable(const ForwardingTables& t, uint16_t line) const {
+  const LineEntry& l = t.lines[line];
+  return l.resolved && health_->up[l.slot].load(std::memory_order_relaxed);
+}
+
+bool Pipeline::tunnelUsable(const ForwardingTables& t, uint16_t slot) const {
+  const uint16_t tunnel = t.tunnel_of_slot[slot];
+  if (tunnel == kNoTunnel) {
+    return false;
+  }
+  const TunnelEntry& te = t.tunnels[tunnel];
+  for (unsigned i = 0; i < te.n_lines; ++i) {
+    if (lineUsable(t, te.lines[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                            uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin) {
   if (origin != Origin::kGateway) {
@@ -701,10 +736,7 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   // line (hash over all lines) while it is usable, so flows on lines that
   // stay up never move; the flows of a line that is not usable are spread
   // over the usable ones by another part of the hash.
-  auto usable = [&](uint16_t i) {
-    const LineEntry& l = t.lines[i];
-    return l.resolved && health_->up[l.slot].load(std::memory_order_relaxed);
-  };
+  auto usable = [&](uint16_t i) { return lineUsable(t, i); };
   const LineEntry* chosen = nullptr;
   if (tunnel.ecmp && tunnel.n_lines > 0) {
     const uint16_t own = tunnel.lines[flow_hash % tunnel.n_lines];

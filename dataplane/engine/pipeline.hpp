@@ -147,6 +147,10 @@ class Pipeline {
   enum class Origin : uint8_t { kPort, kTunnel, kGateway };
   void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
                Origin origin = Origin::kPort);
+  // A line is usable while its next hop is resolved and its health says up;
+  // a tunnel (by slot) while one of its lines is.
+  bool lineUsable(const ForwardingTables& t, uint16_t line) const;
+  bool tunnelUsable(const ForwardingTables& t, uint16_t slot) const;
   void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                    uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin);
   // mapping: the tenant's mapped ranges when the packet's source is to be

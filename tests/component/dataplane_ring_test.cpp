@@ -1654,6 +1654,68 @@ TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
   EXPECT_FALSE(builder_.rib("blue")->best(good.prefix));
 }
 
+// An ECMP route over two peers (a remote site's two gateways, from FRR):
+// when every line of one peer is down (BFD found its gateway dead, while
+// BGP graceful restart keeps its routes), that member's flows go to the
+// other peer instead of being dropped, the other flows stay, and all return
+// when the line is back.
+TEST_F(DataplaneRing, EcmpOverPeersPassesOverAPeerWithoutUsableLines) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  RouteUpdate frr;
+  frr.tenant = "blue";
+  frr.source = RouteSource::kFrr;
+  frr.distance = 20;
+  frr.prefix = prefix4(10, 60, 0, 0, 16);
+  frr.vias = {viaPeer("b"), viaPeer("c")};
+  ASSERT_TRUE(builder_.apply(std::vector<RouteUpdate>{frr}, sync()).ok());
+  const uint16_t b1 = slot("b", "b1");
+  constexpr unsigned kFlows = 100;
+  auto flow = [](unsigned i) {
+    Flow f;
+    f.dst = {10, 60, static_cast<uint8_t>(i / 10), static_cast<uint8_t>(1 + i % 10)};
+    f.sport = static_cast<uint16_t>(30000 + 7 * i);
+    return f;
+  };
+  uint32_t seq = 0;
+  // One packet of every flow; the peer ("b" or "c") each one went to.
+  auto round = [&] {
+    std::vector<rte_mbuf*> pkts;
+    for (unsigned i = 0; i < kFlows; ++i) {
+      pkts.push_back(lanPacket(flow(i), seq++));
+    }
+    sendAll(pkts);
+    Captured out = collect(pkts.size());
+    EXPECT_EQ(out.total(), pkts.size()) << "every packet sent comes out, once";
+    std::vector<std::string> peer_of(kFlows);
+    for (const std::string port : {"wan0", "wan1"}) {
+      for (rte_mbuf* m : out.on(port)) {
+        std::string why;
+        auto t = decodeTunneled(m, &why);
+        if (!t) {
+          ADD_FAILURE() << why;
+          continue;
+        }
+        const unsigned i = (t->inner.sport - 30000) / 7;
+        peer_of[i] = t->dst_ip == kRemoteB1 ? "b" : t->dst_ip == kRemoteC1 ? "c" : "?";
+      }
+    }
+    return peer_of;
+  };
+  const auto before = round();
+  const auto on_b = std::count(before.begin(), before.end(), "b");
+  EXPECT_GE(on_b, 10) << "flows spread over both peers";
+  EXPECT_GE(std::count(before.begin(), before.end(), "c"), 10) << "flows spread over both peers";
+
+  dp_->setLineUp(b1, false);
+  const auto during = round();
+  for (unsigned i = 0; i < kFlows; ++i) {
+    EXPECT_EQ(during[i], "c") << "flow " << i << " (was on " << before[i] << ")";
+  }
+  dp_->setLineUp(b1, true);
+  EXPECT_EQ(round(), before) << "every flow back on its own peer";
+  EXPECT_EQ(nonZeroDrops(dp_->counters()), "");
+}
+
 // Routes of a source a reload does not name (FRR) keep their next hops by
 // name: when their peer goes, they leave the FIB, and a tunnel that takes
 // the freed counter slot later (another peer, another tenant) never carries
