@@ -22,7 +22,8 @@ With BGP (Options.bgp; the CLI's default) FRR runs in gwa and gwb and routes
 A<->B; with Options.idc_router namespace idc is gwa's LAN switch and an IDC
 router (BIRD) for idchost; with Options.overlap sites A and B share
 10.1.0.0/16 and fd00:a::/56, each reached at its own mapped ranges, and router lanb stands
-between gwb and hostb (tests/lab/README.md).
+between gwb and hostb; with Options.ha site A has two gateways, gwa and gwa2, on a
+LAN switch (namespace sw) with VRRP between them (tests/lab/README.md).
 
 CLI (run as root, with /usr/bin/python3; stdlib only)::
 
@@ -31,6 +32,7 @@ CLI (run as root, with /usr/bin/python3; stdlib only)::
                 [--host-mtu N] [--rtr-mtu IF=MTU] [--drop-icmp] [--path-mtu KEY=VALUE]
                 [--static-neighbors] [--kernel-static-neighbors]
                 [--no-bgp] [--idc-router] [--overlap] [--no-gateways] [--replace]
+                [--ha [--vrrp-interval-ms N] [--vrrp-unicast] [--no-vrrp-ipv6]]
   mcgwlab.py status [--prefix P] [--json]
   mcgwlab.py exec NODE -- CMD ...         e.g. exec hosta -- ip route
   mcgwlab.py ping NODE DST [--from SRC] [-c N] [-W S] [-s SIZE] [--df] [-Q TOS]
@@ -97,6 +99,13 @@ VXLAN_C_NEXTHOP_MAC = "02:00:00:00:0c:fe"
 GWA_ASN, GWB_ASN, IDC_ASN = 65001, 65002, 64512
 IDC_ROUTER = "10.1.0.254"
 IDC_RANGE, IDC_FOREIGN_RANGE = "10.100.0.0/16", "10.200.0.0/16"
+
+# Options.ha: site A's VRRP groups (IPv4 and IPv6), their virtual addresses
+# (the hosts' next hops) and virtual MACs.
+VRRP_VRID, VRRP_VRID6 = 10, 11
+VRRP_VIP, VRRP_VIP6 = "10.1.0.1", "fd00:a::1"
+VRRP_MAC, VRRP_MAC6 = "00:00:5e:00:01:0a", "00:00:5e:00:02:0b"
+VRRP_TRACK_WEIGHT = 150
 
 # Options.overlap (issue 15): sites A and B both use OVERLAP_RANGE and
 # OVERLAP_RANGE6; each gateway maps its own site's into a unique range of the
@@ -549,6 +558,7 @@ class Gateway:
     neighbors: list[dict] = field(default_factory=list)
     # (prefix, next hop on the LAN): static routes to a router behind the gateway
     lan_routes: list[tuple[str, str]] = field(default_factory=list)
+    vrrp: list[dict] = field(default_factory=list)  # the `vrrp` groups (Options.ha)
 
 
 @dataclass
@@ -694,6 +704,32 @@ class Options:
     # fd00:a:0:1::/64 to lanb (static LAN routes).  Host parts differ from
     # site A's (hosta .10, gwa .1) so a trace is unambiguous.
     overlap: bool = False
+    # A pair of gateways for site A (issue 14, VRRP; needs bgp, IPv4
+    # underlay): gwa2 (own namespace, lines wan1/wan2 to the router's a3/a4,
+    # 100.64.6.0/30 and 100.64.7.0/30) next to gwa; namespace `sw` is site
+    # A's LAN switch (bridge br0: gwa's lan0, gwa2's lan0, hosta).  gwa has
+    # 10.1.0.2 / fd00:a::2 on the LAN, gwa2 10.1.0.3 / fd00:a::3; VRRP group
+    # 10 (virtual 10.1.0.1, MAC 00:00:5e:00:01:0a) and, with vrrp_ipv6, group
+    # 11 (virtual fd00:a::1) with priorities 200 (gwa) and 100 (gwa2),
+    # preempt, every vrrp_interval_ms, multicast or (vrrp_unicast) to the
+    # other gateway's LAN address.  Gateway B has a peer per A gateway
+    # (site-a: gwa, site-a2: gwa2; the fast path maps a BGP route to a peer,
+    # so only separate peers let BGP's choice, the Backup's AS-path prepend,
+    # steer the return traffic); gwa2's lines leave gwb through a second
+    # address of its WAN ports (100.64.3.5, 100.64.4.5; the router's
+    # 100.64.3.6, 100.64.4.6), so that zebra's resolved next hop names the
+    # peer.  The address plan has no VPCs (a plan's import filter lets a
+    # site's ranges in only from the peer of that name): each gateway
+    # announces its LAN subnet.  Site C is built but not peered.
+    ha: bool = False
+    vrrp_interval_ms: int = 100
+    vrrp_unicast: bool = False
+    vrrp_ipv6: bool = True
+    # Each group tracks `peer site-b` and `fpm` with weight 150 each: a
+    # gateway whose lines to site B are unusable (BFD), or whose zebra is not
+    # connected (no routes yet), drops to priority 50 (gwa) or 1 (gwa2), so
+    # gwa coming back does not preempt before it can forward.
+    vrrp_track: bool = True
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -711,6 +747,12 @@ class Options:
             raise LabError("idc_router needs bgp (the IDC router talks BGP to gateway A)")
         if self.idc_router and (self.static_neighbors or self.kernel_static_neighbors):
             raise LabError("idc_router: gateway A's LAN is a bridge; static neighbours are not supported with it")
+        if self.ha and not self.bgp:
+            raise LabError("ha needs bgp (gateway B follows the Active by BGP; BFD takes a dead gateway's lines)")
+        if self.ha and (self.idc_router or self.overlap):
+            raise LabError("ha: not supported with idc_router or overlap (site A's LAN and plan differ)")
+        if self.ha and self.underlay != "ipv4":
+            raise LabError("ha: the IPv4 underlay only")
         if self.overlap and self.idc_router:
             raise LabError("overlap and idc_router: not supported together (the overlap plan replaces "
                            "the VPCs, the IDC router's idc-a among them)")
@@ -744,6 +786,9 @@ def standard_topology(o: Options) -> Topology:
     for name, kind in (("hosta", "host"), ("gwa", "gateway"), ("rtr", "router"),
                        ("gwb", "gateway"), ("hostb", "host"), ("sitec", "router"), ("hostc", "host")):
         t.node(name, kind, sysctls=dict(router if kind == "router" else gateway if kind == "gateway" else {}))
+    if o.ha:
+        t.node("gwa2", "gateway", sysctls=dict(gateway))
+        t.node("sw", "switch")
 
     ka = o.gw_kernel_addrs
     agm = "eui64" if ka else "none"
@@ -769,6 +814,13 @@ def standard_topology(o: Options) -> Topology:
             t.link(host_if("idchost", ["10.100.0.10/24", "fd00:100::10/64"]),
                    Iface("idc", "h0", ["10.100.0.1/24", "fd00:100::1/64"]), o.lan_mtu)
             t.nodes["idchost"].routes += [Route("default", "10.100.0.1"), Route("default", "fd00:100::1")]
+        elif site == "a" and o.ha:
+            # Site A's LAN is a switch (namespace sw, bridge br0, no address
+            # of its own) joining gwa (sw/pa), gwa2 (sw/pa2) and hosta (sw/ph).
+            t.link(Iface("sw", "pa"), gw_if("gwa", "lan0", ["10.1.0.2/24", "fd00:a::2/64"]), o.lan_mtu)
+            t.link(Iface("sw", "pa2"), gw_if("gwa2", "lan0", ["10.1.0.3/24", "fd00:a::3/64"]), o.lan_mtu)
+            t.link(host_if(host, ["10.1.0.10/24", "fd00:a::10/64"]), Iface("sw", "ph"), o.lan_mtu)
+            t.nodes["sw"].bridges.append(Bridge("br0", ["pa", "pa2", "ph"]))
         elif site == "b" and o.overlap:
             # Site A's range, different host parts; hostb behind router lanb.
             t.node("lanb", "router", sysctls=dict(router))
@@ -789,6 +841,15 @@ def standard_topology(o: Options) -> Topology:
     for (gw, wan), (rif, n) in lines.items():
         t.link(gw_if(gw, wan, [f"100.64.{n}.1/30", f"fd00:64:{n}::1/64"]),
                Iface("rtr", rif, [f"100.64.{n}.2/30", f"fd00:64:{n}::2/64"]), o.underlay_mtu)
+    if o.ha:
+        # gwa2's lines; gwb's WAN ports and the router's b1/b2 get a second
+        # /30 each, the next hop of gwb's lines to gwa2.
+        for wan, rif, n in (("wan1", "a3", 6), ("wan2", "a4", 7)):
+            t.link(gw_if("gwa2", wan, [f"100.64.{n}.1/30", f"fd00:64:{n}::1/64"]),
+                   Iface("rtr", rif, [f"100.64.{n}.2/30", f"fd00:64:{n}::2/64"]), o.underlay_mtu)
+        for wan, rif, n in (("wan1", "b1", 3), ("wan2", "b2", 4)):
+            t.iface("gwb", wan).addrs.append(f"100.64.{n}.5/30")
+            t.iface("rtr", rif).addrs.append(f"100.64.{n}.6/30")
     t.link(Iface("sitec", "wan0", ["100.64.5.1/30", "fd00:64:5::1/64"]),
            Iface("rtr", "c1", ["100.64.5.2/30", "fd00:64:5::2/64"]), o.underlay_mtu)
     t.link(host_if("hostc", ["10.3.0.10/24", "fd00:c::10/64"]),
@@ -804,7 +865,7 @@ def standard_topology(o: Options) -> Topology:
     # forwards them (or hands them to its TAP) unchanged, and the receiving
     # kernel drops the segment for its bad checksum.  A real NIC fills the
     # checksum in on the wire, so here the senders compute it in software.
-    for g in ("gwa", "gwb"):
+    for g in ("gwa", "gwb") + (("gwa2",) if o.ha else ()):
         for wan in ("lan0", "wan1", "wan2"):
             t.other_end(g, wan).tx_offload = False
 
@@ -824,6 +885,13 @@ def standard_topology(o: Options) -> Topology:
             t.nodes["gwb"].routes += [Route(net(1, fam), via(3, fam), "wan1"),
                                       Route(net(2, fam), via(4, fam), "wan2"),
                                       Route(net(5, fam), via(3, fam), "wan1")]
+            if o.ha:
+                t.nodes["gwa2"].routes += [Route(net(3, fam), via(6, fam), "wan1"),
+                                           Route(net(4, fam), via(7, fam), "wan2")]
+                # IPv4: through the router's second address (the next hop of
+                # gwb's lines to gwa2); IPv6 is not routed by BGP here.
+                t.nodes["gwb"].routes += [Route(net(6, fam), "100.64.3.6" if fam == 4 else via(3, fam), "wan1"),
+                                          Route(net(7, fam), "100.64.4.6" if fam == 4 else via(4, fam), "wan2")]
 
     # Site C: underlay default towards rtr, VXLAN to gateway A's line1 VTEP.
     v6 = o.underlay == "ipv6"
@@ -881,7 +949,9 @@ def standard_topology(o: Options) -> Topology:
                     asn=GWA_ASN if o.bgp else None)],
         asn=GWB_ASN if o.bgp else None, router_id="10.255.0.2" if o.bgp else None,
         lan_routes=[("10.1.1.0/24", "10.1.0.3"), ("fd00:a:0:1::/64", "fd00:a::3")] if o.overlap else [])
-    if o.bgp:
+    if o.ha:
+        _pair_site_a(t, o, line, ports, b_routes)
+    if o.bgp and not o.ha:
         t.vpcs = [Vpc("vpc-a", ["10.1.0.0/16", "fd00:a::/64"], "site-a"),
                   Vpc("vpc-b", ["10.2.0.0/16", "fd00:b::/64"], "site-b"),
                   Vpc("vpc-c", ["10.3.0.0/16", "fd00:c::/64"], "site-c")]
@@ -898,6 +968,36 @@ def standard_topology(o: Options) -> Topology:
         t.mapped = [MappedRange(f"legacy-{s[-1]}", OVERLAP_RANGE, m, s) for s, m in MAPPED.items()] + \
             [MappedRange(f"legacy-{s[-1]}6", OVERLAP_RANGE6, m, s) for s, m in MAPPED6.items()]
     return t
+
+
+def _vrrp_groups(o: Options, priority: int, peer4: str, peer6: str) -> list[dict]:
+    """The VRRP groups of one of site A's gateways (Options.ha)."""
+    groups = [(VRRP_VRID, VRRP_VIP, peer4)] + ([(VRRP_VRID6, VRRP_VIP6, peer6)] if o.vrrp_ipv6 else [])
+    return [{"vrid": vrid, "port": "lan0", "priority": priority, "advert-interval-ms": o.vrrp_interval_ms,
+             "preempt": True, "virtual-addresses": [vip],
+             "unicast-peers": [peer] if o.vrrp_unicast else None,
+             "track": [{"object": obj, "weight": VRRP_TRACK_WEIGHT} for obj in ("peer site-b", "fpm")]
+             if o.vrrp_track else None}
+            for vrid, vip, peer in groups]
+
+
+def _pair_site_a(t: Topology, o: Options, line, ports: list[Port], b_routes: list) -> None:
+    """Options.ha: gwa and gwa2 as a VRRP pair; gwb with a peer for each."""
+    ga = t.gateways["gwa"]
+    # Only site B: without a plan a next hop behind the router's a1 would be
+    # ambiguous between site-b and site-c (docs/routing.md, "Next hops").
+    ga.peers = [p for p in ga.peers if p.name == "site-b"]
+    ga.routes = list(b_routes)
+    ga.vrrp = _vrrp_groups(o, 200, "10.1.0.3", "fd00:a::3")
+    t.gateways["gwa2"] = Gateway(
+        "gwa2", "gw-a2", "site-a", ports, "blue", o.vni, routes=list(b_routes),
+        peers=[Peer("site-b", o.encap, [line("line1", "gwa2", "wan1", "gwb", "wan1"),
+                                        line("line2", "gwa2", "wan2", "gwb", "wan2")], asn=GWB_ASN)],
+        asn=GWA_ASN, router_id="10.255.0.3", vrrp=_vrrp_groups(o, 100, "10.1.0.2", "fd00:a::2"))
+    gb = t.gateways["gwb"]
+    gb.peers.append(Peer("site-a2", o.encap, [
+        Line("line1", "wan1", "100.64.3.1", "100.64.6.1", "100.64.3.6"),
+        Line("line2", "wan2", "100.64.4.1", "100.64.7.1", "100.64.4.6")], asn=GWA_ASN))
 
 
 def _peer_key(i: Iface) -> tuple[str, str]:
@@ -1306,6 +1406,7 @@ class Lab:
             "address-plan": plan,
             "api": {"socket": str(self.dir / f"{node}.sock")},
             "path-mtu": dict(o.path_mtu) if o.path_mtu else None,
+            "vrrp": [{k: v for k, v in grp.items() if v is not None} for grp in g.vrrp],
             "logging": {"level": o.log_level},
         }
 
@@ -1774,6 +1875,9 @@ class Lab:
         g = t.gateways[node]
         v6 = self.options.underlay == "ipv6"
         mine = g.site
+        if self.options.ha:
+            # No plan: each gateway announces its LAN subnet (IPv4 sessions).
+            return ["10.1.0.0/24"] if node == "gwb" else ["10.2.0.0/24"]
         peers = {p.name for p in g.peers if p.asn}
         # A legacy VPC's prefix behind a mapped range of its site is announced
         # as the mapped range (below), never as itself.
@@ -1986,7 +2090,9 @@ def _options_from(args) -> Options:
                    vni=args.vni, log_level=args.log_level, host_mtu=args.host_mtu,
                    rtr_mtu=dict(_kv(x, int) for x in args.rtr_mtu), rtr_drop_icmp=args.drop_icmp,
                    path_mtu=dict(_kv(x, _yaml_value) for x in args.path_mtu) or None,
-                   bgp=args.bgp, idc_router=args.idc_router, overlap=args.overlap)
+                   bgp=args.bgp, idc_router=args.idc_router, overlap=args.overlap,
+                   ha=args.ha, vrrp_interval_ms=args.vrrp_interval_ms, vrrp_unicast=args.vrrp_unicast,
+                   vrrp_ipv6=args.vrrp_ipv6, vrrp_track=args.vrrp_track)
 
 
 def _kv(text: str, conv) -> tuple[str, object]:
@@ -2076,6 +2182,16 @@ def main(argv: list[str] | None = None) -> int:
                        help="sites A and B both use 10.1.0.0/16 and fd00:a::/56, each reached at its own "
                             "mapped ranges (10.201.0.0/16 + fd00:201::/56, 10.202.0.0/16 + fd00:202::/56); "
                             "router lanb in front of hostb")
+        p.add_argument("--ha", action="store_true",
+                       help="site A gets a second gateway gwa2 and a LAN switch (sw); VRRP between gwa and gwa2 "
+                            "(virtual 10.1.0.1, fd00:a::1)")
+        p.add_argument("--vrrp-interval-ms", type=int, default=Options.vrrp_interval_ms,
+                       help="VRRP advertisement interval with --ha (default %(default)s)")
+        p.add_argument("--vrrp-unicast", action="store_true", help="VRRP by unicast between gwa and gwa2 (--ha)")
+        p.add_argument("--no-vrrp-ipv6", dest="vrrp_ipv6", action="store_false",
+                       help="no IPv6 VRRP group (--ha)")
+        p.add_argument("--no-vrrp-track", dest="vrrp_track", action="store_false",
+                       help="the VRRP groups do not track peer site-b and fpm (--ha)")
         p.add_argument("--log-level", default="info")
         p.add_argument("--build-dir", help="where mcgwd/mcgwctl are (env MCGW_BUILD_DIR)")
 
@@ -2098,7 +2214,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser("render", help="print the generated config of a gateway (fake MACs; no root)")
     topo_opts(p)
-    p.add_argument("node", choices=["gwa", "gwb"])
+    p.add_argument("node", choices=["gwa", "gwb", "gwa2"])
     p = sub.add_parser("ping", help="ICMP echo from a node (no ping binary needed): ping NODE DST")
     p.add_argument("node")
     p.add_argument("dst")
