@@ -491,6 +491,10 @@ std::string renderFrrConfig(const Config& config, const BgpStanding& standing) {
   for (const auto& s : sessions) {
     const std::string n = " neighbor " + s.address.toString();
     out << n << " remote-as " << s.asn << "\n";
+    // An update group of its own: bgpd delays an outbound refresh (a
+    // changed standing) by 100 ms for a peer alone in its group and by
+    // 500 ms for a group of several (BGP_ANNOUNCE_ROUTE_*DELAY_MS).
+    out << n << " solo\n";
     if (s.kind == BgpSession::Kind::kLine) {
       out << n << " description " << s.peer << "/" << s.line << "\n"
           << n << " ebgp-multihop " << kLineMultihopTtl << "\n"
