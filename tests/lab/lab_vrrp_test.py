@@ -353,7 +353,9 @@ def ready(lab) -> None:
 
 def run(tmp: Path) -> None:
     t_start = time.monotonic()
-    lab = new_lab(tmp, ha=True, vrrp_interval_ms=INTERVAL_MS, vrrp_unicast=MODE == "unicast")
+    # BFD as fast as VRRP: gwb finds a dead gateway as soon as its Backup does.
+    lab = new_lab(tmp, ha=True, vrrp_interval_ms=INTERVAL_MS, vrrp_unicast=MODE == "unicast",
+                  bfd_interval_ms=INTERVAL_MS)
     failures: list[str] = []
 
     def step(label: str, fn) -> None:

@@ -730,6 +730,11 @@ class Options:
     # connected (no routes yet), drops to priority 50 (gwa) or 1 (gwa2), so
     # gwa coming back does not preempt before it can forward.
     vrrp_track: bool = True
+    # preempt-delay-ms of the groups: a gateway that comes back waits this
+    # long after it first hears the lower-priority Active before it takes
+    # over, so that zebra's routes have reached its fast path (the `fpm`
+    # tracked object is up as soon as zebra connects, before the routes).
+    vrrp_preempt_delay_ms: int = 1000
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -974,7 +979,8 @@ def _vrrp_groups(o: Options, priority: int, peer4: str, peer6: str) -> list[dict
     """The VRRP groups of one of site A's gateways (Options.ha)."""
     groups = [(VRRP_VRID, VRRP_VIP, peer4)] + ([(VRRP_VRID6, VRRP_VIP6, peer6)] if o.vrrp_ipv6 else [])
     return [{"vrid": vrid, "port": "lan0", "priority": priority, "advert-interval-ms": o.vrrp_interval_ms,
-             "preempt": True, "virtual-addresses": [vip],
+             "preempt": True, "preempt-delay-ms": o.vrrp_preempt_delay_ms or None,
+             "virtual-addresses": [vip],
              "unicast-peers": [peer] if o.vrrp_unicast else None,
              "track": [{"object": obj, "weight": VRRP_TRACK_WEIGHT} for obj in ("peer site-b", "fpm")]
              if o.vrrp_track else None}
