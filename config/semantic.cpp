@@ -426,12 +426,40 @@ class Checker {
     }
   }
 
+  // The fast path accepts this many virtual MACs per port
+  // (engine::kMaxVirtualMacs).
+  static constexpr size_t kMaxVrrpGroupsPerPort = 8;
+
   void vrrp() {
+    std::map<std::string, size_t> per_port;
     for (const auto& g : c_.vrrp_groups) {
       std::string path = "/mcgw:vrrp/group" + keyPredicate("vrid", std::to_string(g.vrid));
       const PortConfig* port = c_.findPort(g.port);
       if (port && port->role != PortRole::kLan) {
         error(path + "/port", "VRRP runs on lan ports; port " + q(g.port) + " is a wan port");
+      }
+      if (++per_port[g.port] == kMaxVrrpGroupsPerPort + 1) {
+        error(path + "/port", "port " + q(g.port) + " has more than " +
+                                  std::to_string(kMaxVrrpGroupsPerPort) +
+                                  " VRRP groups; the fast path accepts " +
+                                  std::to_string(kMaxVrrpGroupsPerPort) + " virtual MACs per port");
+      }
+      if (g.accept_mode) {
+        error(path + "/accept-mode",
+              "accept-mode: true is not supported yet: packets to a virtual address are "
+              "not delivered to the Active's kernel (use the gateway's own addresses for "
+              "ping and SSH)");
+      }
+      // An advertisement must fit the port: IP header, 8 bytes of VRRP and
+      // the addresses.
+      const bool v6 = g.virtual_addresses.front().family == Family::V6;
+      const size_t advert = (v6 ? 40 : 20) + 8 + g.virtual_addresses.size() * (v6 ? 16 : 4);
+      const size_t mtu = port && port->mtu ? port->mtu : 1500;
+      if (advert > mtu) {
+        error(path + "/virtual-addresses",
+              std::to_string(g.virtual_addresses.size()) + " virtual addresses make a " +
+                  std::to_string(advert) + "-byte advertisement, more than port " + q(g.port) +
+                  "'s MTU " + std::to_string(mtu) + "; use fewer (or more groups)");
       }
       if (g.advert_interval_ms % 10 != 0) {
         error(path + "/advert-interval-ms", "the interval is sent in centiseconds; " +
@@ -454,10 +482,15 @@ class Checker {
             }
             break;
           case VrrpTrack::Kind::kBgp:
-            if (!IpAddress::parse(t.name)) {
+            if (auto a = IpAddress::parse(t.name); !a) {
               error(tpath, "tracks BGP session " + q(t.name) + ", which is not an IP address");
             } else if (!c_.bgp.enabled) {
               error(tpath, "tracks a BGP session, but bgp is not enabled");
+            } else if (!isBgpSession(*a)) {
+              error(tpath, "tracks BGP session " + q(t.name) +
+                               ", which is no session of this gateway (a bgp.neighbors "
+                               "address or a line's remote-vtep); it would count as down "
+                               "forever");
             }
             break;
           case VrrpTrack::Kind::kFpm:
@@ -468,6 +501,23 @@ class Checker {
         }
       }
     }
+  }
+
+  // The gateway's BGP sessions: its LAN neighbours and its lines' remote VTEPs.
+  bool isBgpSession(const IpAddress& a) const {
+    for (const auto& n : c_.bgp.neighbors) {
+      if (n.address == a) {
+        return true;
+      }
+    }
+    for (const auto& p : c_.peers) {
+      for (const auto& l : p.lines) {
+        if (l.remote_vtep == a) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // One family per group: virtual addresses, unicast peers and the source;

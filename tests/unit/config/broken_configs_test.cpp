@@ -285,6 +285,47 @@ std::vector<BrokenCase> brokenCases() {
        edited({{"[10.1.0.254]", "[10.1.0.254]\n    track:\n      - object: link lan0"}}), 50, 17,
        "\"port NAME\", \"peer NAME\", \"bgp ADDRESS\" or \"fpm\"",
        "/mcgw:vrrp/group[vrid='10']/track[object='link lan0']/object"},
+      {"VrrpAcceptModeNotSupported",
+       edited({{"[10.1.0.254]", "[10.1.0.254]\n    accept-mode: true"}}), 49, 18,
+       "accept-mode: true is not supported yet", "/mcgw:vrrp/group[vrid='10']/accept-mode"},
+      {"VrrpTracksAnUnknownBgpSession",
+       edited({{"[10.1.0.254]", "[10.1.0.254]\n    track:\n      - object: bgp 10.9.9.9"}}), 50, 17,
+       "tracks BGP session '10.9.9.9', which is no session of this gateway",
+       "/mcgw:vrrp/group[vrid='10']/track[object='bgp 10.9.9.9']/object"},
+      {"VrrpTooManyGroupsOnAPort",
+       edited({{"[10.1.0.254]",
+                "[10.1.0.254]\n  - {vrid: 11, port: lan0, virtual-addresses: [10.1.0.11]}\n  - "
+                "{vrid: 12, port: lan0, virtual-addresses: [10.1.0.12]}\n  - {vrid: 13, port: "
+                "lan0, virtual-addresses: [10.1.0.13]}\n  - {vrid: 14, port: lan0, "
+                "virtual-addresses: [10.1.0.14]}\n  - {vrid: 15, port: lan0, virtual-addresses: "
+                "[10.1.0.15]}\n  - {vrid: 16, port: lan0, virtual-addresses: [10.1.0.16]}\n  - "
+                "{vrid: 17, port: lan0, virtual-addresses: [10.1.0.17]}\n  - {vrid: 18, port: "
+                "lan0, virtual-addresses: [10.1.0.18]}"}}),
+       56, 22, "port 'lan0' has more than 8 VRRP groups", "/mcgw:vrrp/group[vrid='18']/port"},
+      {"VrrpAdvertisementLargerThanTheMtu",
+       edited({{"[10.1.0.254]",
+                "[10.1.0.254]\n  - {vrid: 11, port: lan0, virtual-addresses: [2001:db8::100, "
+                "2001:db8::101, 2001:db8::102, 2001:db8::103, 2001:db8::104, 2001:db8::105, "
+                "2001:db8::106, 2001:db8::107, 2001:db8::108, 2001:db8::109, 2001:db8::10a, "
+                "2001:db8::10b, 2001:db8::10c, 2001:db8::10d, 2001:db8::10e, 2001:db8::10f, "
+                "2001:db8::110, 2001:db8::111, 2001:db8::112, 2001:db8::113, 2001:db8::114, "
+                "2001:db8::115, 2001:db8::116, 2001:db8::117, 2001:db8::118, 2001:db8::119, "
+                "2001:db8::11a, 2001:db8::11b, 2001:db8::11c, 2001:db8::11d, 2001:db8::11e, "
+                "2001:db8::11f, 2001:db8::120, 2001:db8::121, 2001:db8::122, 2001:db8::123, "
+                "2001:db8::124, 2001:db8::125, 2001:db8::126, 2001:db8::127, 2001:db8::128, "
+                "2001:db8::129, 2001:db8::12a, 2001:db8::12b, 2001:db8::12c, 2001:db8::12d, "
+                "2001:db8::12e, 2001:db8::12f, 2001:db8::130, 2001:db8::131, 2001:db8::132, "
+                "2001:db8::133, 2001:db8::134, 2001:db8::135, 2001:db8::136, 2001:db8::137, "
+                "2001:db8::138, 2001:db8::139, 2001:db8::13a, 2001:db8::13b, 2001:db8::13c, "
+                "2001:db8::13d, 2001:db8::13e, 2001:db8::13f, 2001:db8::140, 2001:db8::141, "
+                "2001:db8::142, 2001:db8::143, 2001:db8::144, 2001:db8::145, 2001:db8::146, "
+                "2001:db8::147, 2001:db8::148, 2001:db8::149, 2001:db8::14a, 2001:db8::14b, "
+                "2001:db8::14c, 2001:db8::14d, 2001:db8::14e, 2001:db8::14f, 2001:db8::150, "
+                "2001:db8::151, 2001:db8::152, 2001:db8::153, 2001:db8::154, 2001:db8::155, "
+                "2001:db8::156, 2001:db8::157, 2001:db8::158, 2001:db8::159, 2001:db8::15a]}"}}),
+       49, 47,
+       "91 virtual addresses make a 1504-byte advertisement, more than port 'lan0''s MTU 1500",
+       "/mcgw:vrrp/group[vrid='11']/virtual-addresses"},
       {"VrrpNotifyNotAbsolute", edited({{"[10.1.0.254]", "[10.1.0.254]\n    notify: vip-hook.sh"}}),
        49, 13,
        "expected an absolute path such as /usr/local/sbin/vrrp-notify, found \"vip-hook.sh\"",
