@@ -107,6 +107,18 @@ Result<PortSockets, std::string> PortSockets::open(const std::string& ifname, in
   return s;
 }
 
+Result<bool, std::string> PortSockets::joinMulticast(const proto::Mac& mac) {
+  packet_mreq mr{};
+  mr.mr_ifindex = ifindex_;
+  mr.mr_type = PACKET_MR_MULTICAST;
+  mr.mr_alen = 6;
+  std::memcpy(mr.mr_address, mac.data(), 6);
+  if (setsockopt(packet_.get(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) != 0) {
+    return unexpected(sysError("joining a multicast group on " + ifname_));
+  }
+  return true;
+}
+
 Result<std::optional<Frame>, std::string> PortSockets::receive(std::span<uint8_t> buf) {
   sockaddr_ll from{};
   socklen_t len = sizeof(from);

@@ -44,6 +44,9 @@ struct Frame {
 
 class PortSockets {
  public:
+  // Joins a link-layer multicast group on the socket's interface (its
+  // multicast filter lets the group's frames in while the socket is open).
+  Result<bool, std::string> joinMulticast(const proto::Mac& mac);
   // Opens the AF_PACKET socket on the interface and joins the VRRP
   // multicast groups (the interface's multicast filter accepts them).
   static Result<PortSockets, std::string> open(const std::string& ifname, int ifindex);

@@ -147,8 +147,8 @@ VrrpService::PortIo* VrrpService::portIo(const std::string& port) {
     return &io;
   }
   const auto now = std::chrono::steady_clock::now();
-  if (now < io.retry_at) {
-    return nullptr;
+  if (now < io.retry_at || paused_) {
+    return nullptr;  // paused: a reload may be replacing the kernel side
   }
   io.retry_at = now + std::chrono::seconds(1);
   io.side = hooks_.kernel_side ? hooks_.kernel_side(port) : KernelSideRef{};
@@ -166,6 +166,19 @@ VrrpService::PortIo* VrrpService::portIo(const std::string& port) {
   }
   io.sockets = std::move(*s);
   io.error.clear();
+  // Hosts resolve an IPv6 virtual address with a Neighbor Solicitation to
+  // its solicited-node group (RFC 4861): the interface must let it in.
+  for (const auto& g : groups_) {
+    if (g->cfg.port != port || !g->v6) {
+      continue;
+    }
+    for (const auto& a : g->vips) {
+      const proto::Mac mac{0x33, 0x33, 0xff, a.bytes[13], a.bytes[14], a.bytes[15]};
+      if (auto j = io.sockets->joinMulticast(mac); !j) {
+        spdlog::warn("vrrp {}: {}", g->cfg.vrid, j.error());
+      }
+    }
+  }
   io.rx =
       loop_->onReadable(io.sockets->packetFd(), "vrrp " + port, [this, &io] { onReadable(io); });
   spdlog::info("vrrp: listening on {} (port {})", io.side.ifname, port);
@@ -443,6 +456,34 @@ void VrrpService::runCommand(Group& g, bool active_command, std::vector<std::str
   if (!worker) {
     return;
   }
+  if (stopped_) {
+    // The gateway stops (the loop has ended; a queued command would be
+    // dropped with the worker): the last transition's notify runs here,
+    // bounded, so that a cloud hook hears of it.
+    if (active_command) {
+      return;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        stop_deadline_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ++g.counters.notify_dropped;
+      spdlog::warn("vrrp {}: {} not run: the stop's {} ms for commands are up", g.cfg.vrid, argv[0],
+                   kStopNotifyTimeout.count());
+      return;
+    }
+    const auto limit = std::min(std::chrono::milliseconds(g.cfg.notify_timeout_ms), left);
+    const auto r = core::runProcess(argv, limit, 64 << 10);
+    ++g.counters.notify_run;
+    if (r.timed_out) {
+      ++g.counters.notify_timed_out;
+    } else if (!r.ok()) {
+      ++g.counters.notify_failed;
+    }
+    if (!r.ok()) {
+      spdlog::warn("vrrp {}: {} {}", g.cfg.vrid, argv[0], r.describe());
+    }
+    return;
+  }
   if (queued >= kMaxQueuedCommands) {
     ++g.counters.notify_dropped;
     spdlog::warn("vrrp {}: {} not run: {} commands are still waiting", g.cfg.vrid, argv[0], queued);
@@ -541,6 +582,7 @@ void VrrpService::shutdown() {
     return;
   }
   stopped_ = true;
+  stop_deadline_ = std::chrono::steady_clock::now() + kStopNotifyTimeout;
   track_timer_.reset();
   for (auto& g : groups_) {
     stopGroup(*g, "shutdown");

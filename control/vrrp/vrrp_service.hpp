@@ -62,7 +62,6 @@ struct GroupCounters {
   uint64_t bad_ttl = 0;           // TTL / hop limit not 255
   uint64_t not_a_peer = 0;        // unicast group: the source is not a unicast peer
   uint64_t address_mismatch = 0;  // the advertised addresses differ from ours (used anyway)
-  uint64_t interval_mismatch = 0;
   uint64_t arp_answered = 0;
   uint64_t nd_answered = 0;
   uint64_t announcements = 0;  // gratuitous ARP / unsolicited NA, per address
@@ -73,6 +72,10 @@ struct GroupCounters {
 
 class VrrpService : public daemon::Subsystem {
  public:
+  // On an orderly stop the notify of each group's last transition runs on
+  // the stopping thread; all of them together get this long (each also at
+  // most its notify-timeout-ms), then they are killed or not run (counted).
+  static constexpr std::chrono::milliseconds kStopNotifyTimeout{2000};
   static constexpr std::chrono::milliseconds kTrackPeriod{20};
   // Commands waiting for their worker beyond this are dropped (counted).
   static constexpr size_t kMaxQueuedCommands = 32;
@@ -174,6 +177,7 @@ class VrrpService : public daemon::Subsystem {
   core::EventLoop* loop_ = nullptr;
   bool paused_ = false;
   bool stopped_ = false;
+  std::chrono::steady_clock::time_point stop_deadline_;
   std::map<std::string, std::unique_ptr<PortIo>> ports_;
   std::vector<std::unique_ptr<Group>> groups_;
   BgpStanding standing_;

@@ -348,6 +348,10 @@ TEST_F(VrrpNetns, Ipv6GroupAnswersNeighborSolicitations) {
   const std::string neigh = capture("ip -n " + b_ + " -6 neigh show fd09::fe");
   EXPECT_NE(neigh.find("00:00:5e:00:02:14"), std::string::npos) << neigh;
   EXPECT_GE(a.group()["counters"]["nd_answered"].get<uint64_t>(), 1u);
+  // The interface lets the solicited-node group of fd09::fe in (a NIC with a
+  // multicast filter would otherwise drop the hosts' solicitations).
+  const std::string maddr = capture("ip -n " + a_ + " maddr show dev a0");
+  EXPECT_NE(maddr.find("33:33:ff:00:00:fe"), std::string::npos) << maddr;
 }
 
 TEST_F(VrrpNetns, UnicastGroupIgnoresAdvertisementsFromOthers) {
@@ -412,6 +416,38 @@ TEST_F(VrrpNetns, HangingNotifyIsKilledAndNeverHoldsTheStateMachine) {
   std::getline(in, second);
   EXPECT_EQ(first, "10 initialize backup startup");
   EXPECT_EQ(second, "10 backup active active down timer expired");
+  sh("rm -rf " + dir);
+}
+
+// On an orderly stop the last transition's notify runs before shutdown()
+// returns (a queued one would be dropped with the worker), within the
+// stop's bound even when the command hangs.
+TEST_F(VrrpNetns, ShutdownRunsTheLastNotifyBounded) {
+  const std::string dir = "/tmp/" + prefix_ + "-stop";
+  ASSERT_TRUE(sh("mkdir -p " + dir));
+  {
+    std::ofstream s(dir + "/notify.sh");
+    s << "#!/bin/sh\necho \"$@\" >> " << dir << "/calls\n"
+      << "[ \"$3\" = initialize ] && exec sleep 30\nexit 0\n";
+  }
+  ASSERT_TRUE(sh("chmod +x " + dir + "/notify.sh"));
+  const std::string notify = ", notify: " + dir + "/notify.sh, notify-timeout-ms: 60000";
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200, notify)));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  std::this_thread::sleep_for(300ms);  // the startup notifies ran on the worker
+  const auto t0 = std::chrono::steady_clock::now();
+  a.shutdown();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 1900ms);  // it ran, and hung, on the stopping thread...
+  EXPECT_LT(took, 4s);      // ...killed at the stop's bound, not at 60 s
+  std::ifstream in(dir + "/calls");
+  std::string line, last;
+  while (std::getline(in, line)) {
+    last = line;
+  }
+  EXPECT_EQ(last, "10 active initialize shutdown");
+  const json c = a.group()["counters"];
+  EXPECT_EQ(c["notify_timed_out"], 1) << c;
   sh("rm -rf " + dir);
 }
 
