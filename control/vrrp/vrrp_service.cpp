@@ -265,8 +265,19 @@ void VrrpService::handleFrame(PortIo& io, std::span<const uint8_t> frame) {
       if (!g->sm) {
         return;
       }
+      // Another router that advertises as Active while we are Active (a
+      // split brain heals: it will step down): its announcements may have
+      // moved the virtual MAC in the switches and hosts, so ours go out
+      // again now rather than at the next announce interval; at most once
+      // a second.
+      const bool heal = g->sm->state() == State::kActive && f.advert.priority != 0 &&
+                        now - g->last_heal_announce > std::chrono::seconds(1);
       g->sm->receive(now, Advert{f.advert.priority, f.advert.interval_cs, f.src_ip});
       arm(*g);
+      if (heal && g->sm->state() == State::kActive) {
+        g->last_heal_announce = now;
+        announce(*g);
+      }
       return;
     }
     case proto::FrameKind::kArpRequest:

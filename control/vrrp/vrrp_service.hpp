@@ -133,6 +133,8 @@ class VrrpService : public daemon::Subsystem {
     bool v6 = false;
     proto::Mac vmac{};
     std::vector<proto::IpAddr> vips;
+    // The last announcement sent because another Active was heard.
+    std::chrono::steady_clock::time_point last_heal_announce{};
     std::vector<proto::IpAddr> peers;  // unicast: the only senders accepted
     proto::IpAddr primary;
     bool has_primary = false;

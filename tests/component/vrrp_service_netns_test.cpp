@@ -388,6 +388,37 @@ TEST_F(VrrpNetns, UnicastGroupIgnoresAdvertisementsFromOthers) {
   EXPECT_EQ(b.state(), "backup");
 }
 
+// A split brain heals: the Active hears another Active of lower priority
+// (which will step down) and sends its gratuitous ARP again at once, at most
+// once a second, so that switches and hosts learn the virtual MAC's place.
+TEST_F(VrrpNetns, ActiveHearingALowerActiveAnnouncesAgain) {
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200)));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  std::this_thread::sleep_for(200ms);
+  const uint64_t before = a.group()["counters"]["announcements"].get<uint64_t>();
+  std::vector<std::byte> buf(64);
+  const proto::IpAddr bip = proto::IpAddr::v4(10, 9, 0, 2), aip = proto::IpAddr::v4(10, 9, 0, 1);
+  const proto::IpAddr vip = proto::IpAddr::v4(10, 9, 0, 254);
+  proto::VrrpAdvertisement adv{10, 100, 10, std::span<const proto::IpAddr>(&vip, 1)};
+  const size_t n = proto::encodeVrrpAdvert(buf, adv, bip, aip);
+  ASSERT_GT(n, 0u);
+  std::thread sender([&] {
+    enter(b_);
+    PortSockets s = std::move(*PortSockets::open("b0", static_cast<int>(::if_nametoindex("b0"))));
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(s.sendRaw({reinterpret_cast<const uint8_t*>(buf.data()), n}, bip, aip));
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  sender.join();
+  std::this_thread::sleep_for(200ms);
+  const json g = a.group();
+  EXPECT_EQ(g["state"], "active");
+  EXPECT_EQ(g["counters"]["discarded_lower_priority"].get<uint64_t>(), 3u) << g["counters"];
+  // One virtual address: one more gratuitous ARP, not three.
+  EXPECT_EQ(g["counters"]["announcements"].get<uint64_t>(), before + 1) << g["counters"];
+}
+
 TEST_F(VrrpNetns, HangingNotifyIsKilledAndNeverHoldsTheStateMachine) {
   const std::string dir = "/tmp/" + prefix_;
   ASSERT_TRUE(sh("mkdir -p " + dir));

@@ -38,7 +38,7 @@ hostb -> hosta, sequence numbers: `Lab.probe`), 1.5 s into a stream:
 `mcgwctl status` of both gateways must tell the last transition and its
 reason after (a) and (b).  A case that fails is reported and the next
 ones still run; the test fails at the end.  Every measured figure is
-printed (the lead records them in docs/performance.md, "VRRP failover").
+printed (recorded in docs/performance.md, "VRRP failover").
 
 Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 """
