@@ -26,6 +26,11 @@ void Worker::run(std::function<void()> work, std::function<void()> done) {
   cv_.notify_one();
 }
 
+bool Worker::waitIdle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return idle_cv_.wait_until(lock, deadline, [this] { return !busy_ && queue_.empty(); });
+}
+
 void Worker::main() {
   std::weak_ptr<int> alive = alive_;
   while (true) {
@@ -38,6 +43,7 @@ void Worker::main() {
       }
       job = std::move(queue_.front());
       queue_.pop_front();
+      busy_ = true;
     }
     try {
       job.first();
@@ -51,6 +57,11 @@ void Worker::main() {
         done();
       }
     });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
+    }
+    idle_cv_.notify_all();
   }
 }
 

@@ -5,6 +5,7 @@
 // there, unless the Worker is gone by then.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -29,6 +30,10 @@ class Worker {
   // touch), then done on the loop's thread.  Exceptions of work are caught
   // and logged; done still runs.
   void run(std::function<void()> work, std::function<void()> done);
+  // Waits until nothing runs and nothing is queued, but not past `deadline`
+  // (for a stop, after the loop ended: the done callbacks of what ran then
+  // are not run).  True when idle.
+  bool waitIdle(std::chrono::steady_clock::time_point deadline);
 
  private:
   void main();
@@ -37,6 +42,8 @@ class Worker {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  bool busy_ = false;  // a job's work runs
   std::deque<std::pair<std::function<void()>, std::function<void()>>> queue_;
   bool stopping_ = false;
   std::thread thread_;

@@ -351,17 +351,28 @@ void FrrRouting::setStanding(const BgpStanding& standing) {
 
 void FrrRouting::withdrawOnStop() {
   const BgpStanding withdraw{BgpStanding::Mode::kWithdraw};
-  if (!config_->bgp.enabled || applied_.empty() || applied_config_ != config_ ||
-      applied_standing_ == withdraw) {
+  if (!config_->bgp.enabled) {
+    return;
+  }
+  if (applied_.empty() && !pushing_) {
+    spdlog::info("stopping: FRR never ran this gateway's config; nothing to withdraw");
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
+  // A push under way (vtysh, frr-reload.py) ends first, or it could apply
+  // its standing after ours; its result is not waited for past the bound.
+  if (worker_ && !worker_->waitIdle(t0 + kStopTimeout)) {
+    spdlog::warn("stopping: an FRR update still runs after {} s; withdrawing anyway",
+                 kStopTimeout.count());
+  }
   const auto paths = FrrPaths::of(*config_);
   if (auto w = writeAtomically(paths.conf(), renderFrrConfig(*config_, withdraw)); !w) {
     spdlog::warn("stopping: FRR: {}", w.error());
   }
+  // The withdraw lines in full (from "active"): they do not depend on what
+  // FRR was last told, and repeating them changes nothing.
   const auto r = core::runProcess(
-      vtyshCommand(paths, standingCommands(*config_, applied_standing_, withdraw)), kStopTimeout);
+      vtyshCommand(paths, standingCommands(*config_, BgpStanding{}, withdraw)), kStopTimeout);
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();

@@ -84,11 +84,13 @@ class FrrRouting : public daemon::Subsystem {
   // does nothing.
   void setStanding(const BgpStanding& standing);
   const BgpStanding& standing() const { return standing_; }
-  // The gateway stops: its fast path goes, so its routes must too.  Withdraws
-  // every announcement from the running FRR (the withdraw standing, with
-  // vtysh, waiting at most kStopTimeout) and writes frr.conf so, on the
+  // The gateway stops: its fast path goes, so its routes must too.  Waits
+  // (at most kStopTimeout) for an FRR update under way, then withdraws every
+  // announcement from the running FRR (the withdraw standing's lines in
+  // full, with vtysh, at most kStopTimeout) and writes frr.conf so; on the
   // calling thread after the loop ended.  The next mcgwd renders its own
-  // standing again.  Nothing when bgp is off or FRR never ran our config.
+  // standing again.  Nothing when bgp is off or FRR was never given our
+  // config.
   static constexpr std::chrono::seconds kStopTimeout{3};
   void withdrawOnStop();
 

@@ -594,6 +594,11 @@ void VrrpService::shutdown() {
   }
   stopped_ = true;
   stop_deadline_ = std::chrono::steady_clock::now() + kStopNotifyTimeout;
+  // A notify that runs or waits (a takeover's cloud hook) ends first, so
+  // that the stop's own notify is the last one a hook hears.
+  if (notify_worker_ && !notify_worker_->waitIdle(stop_deadline_)) {
+    spdlog::warn("vrrp: a notify command still runs at the stop");
+  }
   track_timer_.reset();
   for (auto& g : groups_) {
     stopGroup(*g, "shutdown");
