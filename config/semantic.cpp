@@ -489,8 +489,8 @@ class Checker {
             } else if (!isBgpSession(*a)) {
               error(tpath, "tracks BGP session " + q(t.name) +
                                ", which is no session of this gateway (a bgp.neighbors "
-                               "address or a line's remote-vtep); it would count as down "
-                               "forever");
+                               "address, or the remote-vtep of a line of a peer with an "
+                               "asn); it would count as down forever");
             }
             break;
           case VrrpTrack::Kind::kFpm:
@@ -503,7 +503,8 @@ class Checker {
     }
   }
 
-  // The gateway's BGP sessions: its LAN neighbours and its lines' remote VTEPs.
+  // The gateway's BGP sessions: its LAN neighbours and the remote VTEPs of
+  // the lines of peers with an `asn` (the others have no session).
   bool isBgpSession(const IpAddress& a) const {
     for (const auto& n : c_.bgp.neighbors) {
       if (n.address == a) {
@@ -511,6 +512,9 @@ class Checker {
       }
     }
     for (const auto& p : c_.peers) {
+      if (!p.asn) {
+        continue;
+      }
       for (const auto& l : p.lines) {
         if (l.remote_vtep == a) {
           return true;

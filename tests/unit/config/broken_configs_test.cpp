@@ -292,6 +292,11 @@ std::vector<BrokenCase> brokenCases() {
        edited({{"[10.1.0.254]", "[10.1.0.254]\n    track:\n      - object: bgp 10.9.9.9"}}), 50, 17,
        "tracks BGP session '10.9.9.9', which is no session of this gateway",
        "/mcgw:vrrp/group[vrid='10']/track[object='bgp 10.9.9.9']/object"},
+      {"VrrpTracksTheLineOfAPeerWithoutBgp",
+       edited({{"    asn: 65002\n", ""},
+               {"[10.1.0.254]", "[10.1.0.254]\n    track:\n      - object: bgp 203.0.113.2"}}),
+       49, 17, "tracks BGP session '203.0.113.2', which is no session of this gateway",
+       "/mcgw:vrrp/group[vrid='10']/track[object='bgp 203.0.113.2']/object"},
       {"VrrpTooManyGroupsOnAPort",
        edited({{"[10.1.0.254]",
                 "[10.1.0.254]\n  - {vrid: 11, port: lan0, virtual-addresses: [10.1.0.11]}\n  - "
