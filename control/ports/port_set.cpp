@@ -117,7 +117,14 @@ std::vector<engine::PortStatus> PortSet::status() const {
 }
 
 Result<bool, std::string> PortSet::openPrepared(const config::PortConfig& pc) {
-  removeStaleXdpProgram(pc);
+  // A running port on the same interface holds the program there: it is
+  // live, not stale (the open then fails and the reload is refused).
+  const bool held = std::any_of(ports_.begin(), ports_.end(), [&](const auto& p) {
+    return p->config().kernelInterface() == pc.kernelInterface();
+  });
+  if (!held) {
+    removeStaleXdpProgram(pc);
+  }
   auto port = engine::Port::open(pc, pool_, tx_queues_, extraDevargs(pc));
   if (!port) {
     return unexpected(port.error());
