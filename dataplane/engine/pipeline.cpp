@@ -455,13 +455,13 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     const NextHop& group = *nh;
     const unsigned first = ecmpMix(flow_hash) % group.n_members;
     nh = &te.next_hops->at(group.members[first]);
-    for (unsigned i = 1;
-         i < group.n_members && nh->kind == NextHop::Kind::kTunnel && !tunnelUsable(t, nh->tunnel);
-         ++i) {
-      const NextHop* next = &te.next_hops->at(group.members[(first + i) % group.n_members]);
-      if (next->kind != NextHop::Kind::kTunnel || tunnelUsable(t, next->tunnel)) {
-        nh = next;
-        break;
+    if (nh->kind == NextHop::Kind::kTunnel && !tunnelUsable(t, nh->tunnel)) {
+      for (unsigned i = 1; i < group.n_members; ++i) {
+        const NextHop* next = &te.next_hops->at(group.members[(first + i) % group.n_members]);
+        if (next->kind != NextHop::Kind::kTunnel || tunnelUsable(t, next->tunnel)) {
+          nh = next;
+          break;
+        }
       }
     }
   }
