@@ -83,6 +83,53 @@ TEST(VrrpFrames, DecodeCleanlyInTshark) {
   Frame bad = frames[0];
   bad[40] ^= std::byte(0x01);
   frames.push_back(bad);
+  // A unicast advertisement as the raw IP socket sends it (the kernel writes
+  // the IPv4 header; here by hand): the VRRP checksum covers the pseudo-header
+  // with the peer's unicast address.
+  {
+    const IpAddr peer = IpAddr::v4(10, 1, 0, 3);
+    Frame payload(64);
+    const size_t n = encodeVrrpAdvert(MutableBytes(payload), {10, 150, 10, vips4}, kSrc4, peer);
+    ASSERT_GT(n, 0u);
+    Frame f = {std::byte{2}, std::byte{0}, std::byte{0},    std::byte{0},   std::byte{0},
+               std::byte{3}, std::byte{2}, std::byte{0},    std::byte{0},   std::byte{0},
+               std::byte{0}, std::byte{2}, std::byte{0x08}, std::byte{0x00}};
+    const size_t total = 20 + n;
+    const uint8_t ip[20] = {0x45,
+                            0xc0,
+                            static_cast<uint8_t>(total >> 8),
+                            static_cast<uint8_t>(total),
+                            0,
+                            0,
+                            0,
+                            0,
+                            255,
+                            112,
+                            0,
+                            0,
+                            10,
+                            1,
+                            0,
+                            2,
+                            10,
+                            1,
+                            0,
+                            3};
+    for (uint8_t b : ip) {
+      f.push_back(std::byte{b});
+    }
+    uint32_t sum = 0;
+    for (size_t i = 0; i < 20; i += 2) {
+      sum += (ip[i] << 8) | ip[i + 1];
+    }
+    while (sum >> 16) {
+      sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[24] = std::byte(static_cast<uint8_t>(~sum >> 8));
+    f[25] = std::byte(static_cast<uint8_t>(~sum));
+    f.insert(f.end(), payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(n));
+    frames.push_back(f);
+  }
   std::vector<std::string> lines = decode(
       frames,
       "-e eth.src -e eth.dst -e ip.ttl -e ipv6.hlim -e ip.checksum.status -e vrrp.version "
@@ -91,7 +138,7 @@ TEST(VrrpFrames, DecodeCleanlyInTshark) {
       "-e arp.isgratuitous -e icmpv6.type -e icmpv6.checksum.status -e icmpv6.nd.na.flag.r "
       "-e icmpv6.nd.na.flag.s -e icmpv6.nd.na.flag.o -e icmpv6.opt.linkaddr "
       "-e _ws.malformed -e _ws.expert.severity");
-  ASSERT_EQ(lines.size(), 7u);
+  ASSERT_EQ(lines.size(), 8u);
   // Fields: eth src | eth dst | ip ttl | ipv6 hop limit | ip checksum status | vrrp version |
   // type | vrid | priority | count | interval | IPv4 addresses | IPv6 addresses | vrrp
   // checksum status | arp opcode | gratuitous | icmpv6 type | icmpv6 checksum status | NA R |
@@ -120,6 +167,10 @@ TEST(VrrpFrames, DecodeCleanlyInTshark) {
       lines[6],
       "00:00:5e:00:01:0a|01:00:5e:00:00:12|255||1|3|1|10|150|2|10|10.1.0.254,10.1.0.253||0|||||"
       "|||||6291456");
+  // The unicast advertisement: both checksums good, nothing flagged.
+  EXPECT_EQ(lines[7],
+            "02:00:00:00:00:02|02:00:00:00:00:03|255||1|3|1|10|150|2|10|10.1.0.254,10.1.0.253||1|||"
+            "|||||||");
 }
 
 }  // namespace
