@@ -21,11 +21,11 @@ hostb -> hosta, sequence numbers: `Lab.probe`), 1.5 s into a stream:
     Active-down interval (3 x interval + skew) plus a margin (the time of
     its `vrid 10: Backup -> Active` log line, which has milliseconds;
     `show vrrp --json` last_transition.at has seconds), and both directions
-    resume (the
-    loss window, the longest run of lost datagrams, below a generous bound;
-    printed per direction).  Then gwa's mcgwd is started again: it comes up
-    Backup and preempts; the loss windows of that are printed (target: about
-    one interval) and asserted below a generous bound.
+    resume (the loss window, the longest run of lost datagrams: A->B below
+    the Active-down interval + 300 ms, B->A below 1.2 s; printed per
+    direction).  Then gwa's mcgwd is started again: it comes up Backup and
+    preempts after its 1 s preempt delay; the loss windows of that are
+    printed (target: about one interval) and asserted below 200 ms.
 (b) the link of gwa's LAN port is cut (the switch's end of it, sw/pa, down:
     gwa loses carrier): the same; then the link comes back and gwa preempts.
 (d) split brain: nft in the switch drops VRRP (IP protocol 112, IPv4 and
@@ -65,9 +65,14 @@ GWS = ("gwa", "gwa2")
 STREAM_S, EVENT_AT_S = 5.0, 1.5
 # Generous bounds (the machine is shared and noisy); the figures are printed.
 TAKEOVER_MARGIN_MS = 500  # on top of the Active-down interval
-A2B_BOUND_MS = 1500
-B2A_BOUND_MS = 3000
-RETURN_BOUND_MS = 1000  # the old Active preempting (target: about one interval)
+# A->B is the Active-down interval plus the gratuitous ARP: this much more.
+A2B_MARGIN_MS = 300
+# B->A: BFD at gwb or the new Active's announcement, whichever is later
+# (measured 350..780 ms; 0.9 s and more before `solo`, never before the ECMP
+# member skip).
+B2A_BOUND_MS = 1200
+# The old Active preempting (target: about one interval; measured 0..23 ms).
+RETURN_BOUND_MS = 200
 SPLIT_REPAIR_S = 1.0
 A_NET, B_NET = "10.1.0.0/24", "10.2.0.0/24"
 
@@ -214,12 +219,28 @@ def streams(lab, seconds: float = STREAM_S):
     return a2b, b2a
 
 
-def failover(lab, label: str, event, bound_b2a_info) -> None:
+def aborting(fn):
+    """Runs a case; when it fails midway, its probe streams are stopped, so
+    that the next case can bind the same ports."""
+    def run(lab, *args, **kw):
+        probes: list = []
+        try:
+            return fn(lab, probes, *args, **kw)
+        except BaseException:
+            for p in probes:
+                p.abort()
+            raise
+    return run
+
+
+@aborting
+def failover(lab, probes: list, label: str, event, bound_b2a_info) -> None:
     """gwa Active, gwa2 Backup; `event()` at EVENT_AT_S into both streams:
     gwa2 must take over and both directions resume."""
     wait_states(lab, {"gwa": "active", "gwa2": "backup"}, 15, f"({label}) before")
     wait_b_route(lab, "site-a", 15, f"({label}) before")
     a2b, b2a = streams(lab)
+    probes += [a2b, b2a]
     time.sleep(EVENT_AT_S)
     t_event = time.time()
     event()
@@ -242,17 +263,21 @@ def failover(lab, label: str, event, bound_b2a_info) -> None:
     bound = down_interval_ms() + TAKEOVER_MARGIN_MS
     check(takeover_ms < bound, f"({label}) gwa2 Active within 3 x interval + skew + {TAKEOVER_MARGIN_MS} ms "
           f"({bound:.0f} ms)", f"{takeover_ms:.0f} ms")
-    check(ra.received > 0 and ra.window_ms < A2B_BOUND_MS, f"({label}) A->B resumes: loss window < {A2B_BOUND_MS} ms",
-          ra)
+    a2b_bound = down_interval_ms() + A2B_MARGIN_MS
+    check(ra.received > 0 and ra.window_ms < a2b_bound,
+          f"({label}) A->B resumes: loss window < Active-down interval + {A2B_MARGIN_MS} ms "
+          f"({a2b_bound:.0f} ms)", ra)
     check(rb.received > 0 and rb.window_ms < B2A_BOUND_MS, f"({label}) B->A resumes: loss window < {B2A_BOUND_MS} ms"
           f" ({bound_b2a_info})", f"{rb}; gwb: {frr}")
     ok(f"({label}) gwa2 Active after {takeover_ms:.0f} ms; loss A->B {ra.window_ms:.0f} ms, B->A {rb.window_ms:.0f} ms")
 
 
-def comeback(lab, label: str, event, seconds: float = STREAM_S) -> None:
+@aborting
+def comeback(lab, probes: list, label: str, event, seconds: float = STREAM_S) -> None:
     """gwa2 Active; `event()` brings gwa back: it must preempt (gwa Active,
     gwa2 Backup) with short loss windows."""
     a2b, b2a = streams(lab, seconds)
+    probes += [a2b, b2a]
     time.sleep(EVENT_AT_S)
     t_event = time.time()
     event()
@@ -318,7 +343,7 @@ def split_brain(lab) -> None:
     figures.append(f"split brain: both Active after {1000 * both:.0f} ms, one Active {1000 * one:.0f} ms after repair")
     check(one <= SPLIT_REPAIR_S, f"(d) exactly one Active within {SPLIT_REPAIR_S} s of the repair", f"{one:.2f} s")
     # Where hosta's next hop is: the virtual MAC, on gwa's port of the switch.
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 5
     while True:
         lab.ping("hosta", "10.2.0.10", count=1, timeout=0.3)
         neigh = lab.ip("hosta", "neigh", "show", mcgwlab.VRRP_VIP)
@@ -330,7 +355,7 @@ def split_brain(lab) -> None:
             break
         if time.monotonic() > deadline:
             check(False, "(d) hosta's neighbour 10.1.0.1 is the virtual MAC and the switch forwards it to gwa "
-                  "(sw/pa) within 3 s of the repair", f"neighbour {neigh}; fdb {fdb}")
+                  "(sw/pa) within 5 s of the repair", f"neighbour {neigh}; fdb {fdb}")
         time.sleep(0.1)
     settled = time.monotonic() - t_repair
     check(lab.ping("hosta", "10.2.0.10", count=3, timeout=1) == 3, "(d) hosta reaches hostb after the repair")

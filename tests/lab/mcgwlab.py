@@ -406,6 +406,12 @@ class Probe:
     def __init__(self, lab: "Lab", name: str, pid: int, rate: int, seconds: float, out: Path):
         self.lab, self.name, self.pid, self.rate, self.seconds, self.out = lab, name, pid, rate, seconds, out
 
+    def abort(self) -> None:
+        """Stop the sender and the receiver now (a test that failed midway:
+        the receiver would keep its port bound for the next stream)."""
+        self.lab.stop(f"{self.name}-send")
+        self.lab.stop(f"{self.name}-recv")
+
     def wait(self, settle: float = 0.5) -> ProbeResult:
         """Wait for the sender to finish, stop the receiver, compute."""
         lab = self.lab
