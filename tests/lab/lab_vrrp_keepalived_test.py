@@ -68,6 +68,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(HERE))
+from mcgwlab import _inet_checksum  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 INTERVAL_MS = 100
@@ -109,15 +110,6 @@ KA_EXPECTED = re.compile(r"\) received lower priority \(\d+\) advert from \S+ - 
 # address, three times 100 ms apart; prints every distinct answer as JSON
 # [[ethernet source, link-layer address in the answer], ...].
 
-def _csum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-
-
 def _mac_text(b: bytes) -> str:
     return ":".join(f"{x:02x}" for x in b)
 
@@ -137,7 +129,7 @@ def probe_main(iface: str, address: str) -> int:
         dst = ipaddress.ip_address("ff02::1:ff00:0").packed[:13] + target.packed[13:]
         icmp = struct.pack("!BBHI", 135, 0, 0, 0) + target.packed + b"\x01\x01" + mac
         pseudo = src.packed + dst + struct.pack("!I3xB", len(icmp), 58)
-        icmp = icmp[:2] + struct.pack("!H", _csum(pseudo + icmp)) + icmp[4:]
+        icmp = icmp[:2] + struct.pack("!H", _inet_checksum(pseudo + icmp)) + icmp[4:]
         ip6 = struct.pack("!IHBB", 0x60000000, len(icmp), 58, 255) + src.packed + dst
         frame = b"\x33\x33" + dst[12:] + mac + b"\x86\xdd" + ip6 + icmp
     answers = set()
