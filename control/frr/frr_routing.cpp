@@ -423,7 +423,8 @@ void FrrRouting::pushConfig() {
       *config_, wan_interfaces_ ? wan_interfaces_() : std::vector<std::string>{}));
   auto guard_error = std::make_shared<std::string>();
   worker_->run(
-      [text, paths, result, refresh, write_error, guard, guard_error] {
+      [text, paths, result, refresh, write_error, guard, guard_error,
+       reoriginate = reoriginateCommands(*config_)] {
         if (auto w = writeAtomically(paths.guard(), *guard); !w) {
           *guard_error = w.error();
         } else if (auto r = core::runProcess({kNft, "-f", paths.guard()}, kVtyshTimeout); !r.ok()) {
@@ -436,8 +437,11 @@ void FrrRouting::pushConfig() {
         *result = core::runProcess(frrReloadCommand(paths), kReloadTimeout);
         if (result->ok()) {
           // With `bgp route-map delay-timer 0` a changed filter applies only
-          // to routes sent or received afterwards: apply it to all now.
-          *refresh = core::runProcess(vtyshCommand(paths, {kSoftRefresh}), kVtyshTimeout);
+          // to routes sent or received afterwards: apply it to all now (the
+          // own ranges by originating them again, MCGW-ORIGIN).
+          std::vector<std::string> commands = reoriginate;
+          commands.push_back(kSoftRefresh);
+          *refresh = core::runProcess(vtyshCommand(paths, commands), kVtyshTimeout);
         }
       },
       [this, text, result, refresh, write_error, paths, guard_error, config = config_,

@@ -107,6 +107,7 @@ constexpr unsigned kOriginLocalPreference = 50;
 // the own AS prepended in it (prepend).  The standing is separate lines, so
 // that it changes in a running FRR without touching the rest.
 constexpr int kStandingDenySeq = 5;
+constexpr int kOriginatedSeq = 8;
 constexpr int kFilterSeq = 10;
 
 std::string prependPath(uint32_t asn, uint8_t times) {
@@ -119,9 +120,18 @@ std::string prependPath(uint32_t asn, uint8_t times) {
 
 void routeMap(std::ostringstream& out, const std::string& name, bool v6,
               const std::string& prefix_list, const BgpStanding* standing = nullptr,
-              uint32_t asn = 0) {
+              uint32_t asn = 0, bool originated_pass = false) {
   if (standing && standing->mode == BgpStanding::Mode::kWithdraw) {
     out << "route-map " << name << " deny " << kStandingDenySeq << "\n"
+        << "exit\n!\n";
+  }
+  if (originated_pass) {
+    // The gateway's own `network` routes carry their standing from
+    // MCGW-ORIGIN (re-originated at once when it changes); the prepend
+    // below is for a range's path learned from a LAN router.
+    out << "route-map " << name << " permit " << kOriginatedSeq << "\n"
+        << " match " << (v6 ? "ipv6" : "ip") << " address prefix-list " << prefix_list << "\n"
+        << " match local-preference " << kOriginLocalPreference << "\n"
         << "exit\n!\n";
   }
   out << "route-map " << name << " permit " << kFilterSeq << "\n"
@@ -316,6 +326,43 @@ std::vector<std::string> outRouteMaps(const Config& config) {
   return out;
 }
 
+namespace {
+
+// `router bgp ASN` with every `network P route-map MCGW-ORIGIN` line of the
+// rendering (families with sessions), for vtysh in config mode.
+void appendNetworks(std::vector<std::string>& out, const Config& config) {
+  const std::vector<IpPrefix> announced = announcedRanges(config);
+  if (announced.empty()) {
+    return;
+  }
+  out.push_back("router bgp " + std::to_string(config.bgp.asn));
+  const bool v6_sessions = familiesOf(bgpSessions(config)).v6;
+  for (bool v6 : {false, true}) {
+    const auto ranges = ofFamily(announced, v6);
+    if (ranges.empty() || (v6 && !v6_sessions)) {
+      continue;
+    }
+    out.push_back(std::string("address-family ") + (v6 ? "ipv6" : "ipv4") + " unicast");
+    for (const auto& p : ranges) {
+      out.push_back("network " + p.toString() + " route-map " + kOriginRouteMap);
+    }
+    out.push_back("exit-address-family");
+  }
+  out.push_back("exit");
+}
+
+}  // namespace
+
+std::vector<std::string> reoriginateCommands(const Config& config) {
+  if (!config.bgp.enabled || announcedRanges(config).empty()) {
+    return {};
+  }
+  std::vector<std::string> out = {"configure terminal"};
+  appendNetworks(out, config);
+  out.push_back("end");
+  return out;
+}
+
 std::vector<std::string> standingCommands(const Config& config, const BgpStanding& from,
                                           const BgpStanding& to) {
   using Mode = BgpStanding::Mode;
@@ -328,7 +375,12 @@ std::vector<std::string> standingCommands(const Config& config, const BgpStandin
   // Per route-map: what stops or weakens an announcement is added before
   // what strengthens it is removed, so that no moment sends more than
   // either end does.
-  for (const auto& name : outRouteMaps(config)) {
+  const std::vector<IpPrefix> announced = announcedRanges(config);
+  std::vector<std::string> maps = outRouteMaps(config);
+  if (!announced.empty()) {
+    maps.push_back(kOriginRouteMap);
+  }
+  for (const auto& name : maps) {
     if (to.mode == Mode::kWithdraw && from.mode != Mode::kWithdraw) {
       out.insert(out.end(), {"route-map " + name + deny, "exit"});
     }
@@ -344,7 +396,12 @@ std::vector<std::string> standingCommands(const Config& config, const BgpStandin
       out.push_back("no route-map " + name + deny);
     }
   }
+  // The own ranges again: bgpd applies MCGW-ORIGIN anew and sends the
+  // change now (a `network` entered again is originated again).
+  appendNetworks(out, config);
   out.push_back("end");
+  // Routes learned from LAN routers, and what LAN neighbours are sent:
+  // through the out route-maps, after bgpd's refresh delay.
   out.push_back(std::string(kSoftRefresh) + " out");
   return out;
 }
@@ -451,7 +508,8 @@ std::string renderFrrConfig(const Config& config, const BgpStanding& standing) {
     for (const auto& site : v6 ? sites_v6 : sites) {
       routeMap(out, inRouteMap(site, v6), v6, sitePrefixList(site, v6));
     }
-    routeMap(out, outRouteMap(v6), v6, announcePrefixList(v6), &standing, bgp.asn);
+    routeMap(out, outRouteMap(v6), v6, announcePrefixList(v6), &standing, bgp.asn,
+             !announced.empty());
     if (v6 ? any_neighbor_v6 : any_neighbor) {
       routeMap(out, lanOutRouteMap(v6), v6, remotePrefixList(v6), &standing, bgp.asn);
     }
@@ -461,9 +519,19 @@ std::string renderFrrConfig(const Config& config, const BgpStanding& standing) {
   // is reached through that router (the originated path, with no next hop,
   // would win by weight and never reach zebra), and still announced to the
   // peers while the router is gone.
+  // It carries the standing for them (withdraw: a deny entry first;
+  // prepend: in the permit entry), so that a change re-originates them at
+  // once (standingCommands) rather than after bgpd's refresh delay.
   if (!announced.empty()) {
-    out << "route-map " << kOriginRouteMap << " permit 10\n"
-        << " set local-preference " << kOriginLocalPreference << "\n"
+    if (standing.mode == BgpStanding::Mode::kWithdraw) {
+      out << "route-map " << kOriginRouteMap << " deny " << kStandingDenySeq << "\n"
+          << "exit\n!\n";
+    }
+    out << "route-map " << kOriginRouteMap << " permit 10\n";
+    if (standing.mode == BgpStanding::Mode::kPrepend) {
+      out << " set as-path prepend " << prependPath(bgp.asn, standing.prepend) << "\n";
+    }
+    out << " set local-preference " << kOriginLocalPreference << "\n"
         << " set weight 0\n"
         << "exit\n!\n";
   }

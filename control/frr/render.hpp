@@ -89,10 +89,19 @@ std::vector<std::string> outRouteMaps(const config::Config& config);
 inline constexpr const char* kSoftRefresh = "clear bgp * soft";
 
 // The vtysh commands (for `vtysh -c ... -c ...`) that take a running FRR from
-// renderFrrConfig(config, from) to renderFrrConfig(config, to): only the out
-// route-maps' standing lines, then an outbound soft refresh (kSoftRefresh
-// limited to `out`).  Empty when from and to render the same.
+// renderFrrConfig(config, from) to renderFrrConfig(config, to): only the
+// standing lines of the out route-maps and MCGW-ORIGIN, the own ranges
+// originated again (reoriginateCommands: sent at once), then an outbound
+// soft refresh (kSoftRefresh limited to `out`: the rest, after bgpd's
+// refresh delay).  Empty when from and to render the same.
 std::vector<std::string> standingCommands(const config::Config& config, const BgpStanding& from,
                                           const BgpStanding& to);
+
+// The gateway's own ranges originated again (`network P route-map
+// MCGW-ORIGIN` entered again, in config mode): bgpd applies MCGW-ORIGIN (the
+// standing) anew and sends a change at once.  With `bgp route-map
+// delay-timer 0` a changed MCGW-ORIGIN is applied to them only so (after
+// frr-reload.py too).  Empty when nothing is announced.
+std::vector<std::string> reoriginateCommands(const config::Config& config);
 
 }  // namespace mcgw::frr

@@ -326,14 +326,17 @@ TEST_F(FrrStanding, PrependAndWithdrawWithoutSessionReset) {
   EXPECT_EQ(frr_->status()["standing"], before);
 
   // For comparison (printed, docs/routing.md): the same change as a whole
-  // frr-reload.py of the rendered file and the soft refresh, FrrRouting's
-  // way for a config change, behind FrrRouting's back.
+  // frr-reload.py of the rendered file, the own ranges originated again and
+  // the soft refresh, FrrRouting's way for a config change, behind
+  // FrrRouting's back.
   std::ofstream(sideDir("a") + "/frr.conf") << renderFrrConfig(**a, {Mode::kPrepend, 3});
   const auto t0 = Clock::now();
   r = core::runProcess(frrReloadCommand(paths("a")), std::chrono::seconds(60));
   ASSERT_TRUE(r.ok()) << r.describe();
   const auto reloaded = Clock::now();
-  r = core::runProcess(vtyshCommand(paths("a"), {kSoftRefresh}), std::chrono::seconds(10));
+  std::vector<std::string> refresh = reoriginateCommands(**a);
+  refresh.push_back(kSoftRefresh);
+  r = core::runProcess(vtyshCommand(paths("a"), refresh), std::chrono::seconds(10));
   ASSERT_TRUE(r.ok()) << r.describe();
   EXPECT_TRUE(
       runUntil([&] { return pathAtB() == "65001 65001 65001 65001"; }, std::chrono::seconds(30)));

@@ -340,8 +340,10 @@ TEST(FrrRenderStanding, OutRouteMapsOfTheSessions) {
             (std::vector<std::string>{"MCGW-OUT", "MCGW-OUT-LAN", "MCGW-OUT6", "MCGW-OUT6-LAN"}));
 }
 
-// The vtysh commands of each change, literally: only the standing lines,
-// what weakens the announcement first, then an outbound soft refresh.
+// The vtysh commands of each change, literally: only the standing lines
+// (the out route-maps, then MCGW-ORIGIN), what weakens the announcement
+// first; the own ranges' `network` lines again, which re-originates them at
+// once; then an outbound soft refresh for what else the out route-maps send.
 TEST(FrrRenderStanding, CommandsOfEachChange) {
   using M = BgpStanding::Mode;
   using V = std::vector<std::string>;
@@ -353,34 +355,52 @@ TEST(FrrRenderStanding, CommandsOfEachChange) {
   EXPECT_TRUE(standingCommands(*c, withdraw, withdraw).empty());
   EXPECT_TRUE(standingCommands(*c, prepend, prepend).empty());
   const std::string p3 = "set as-path prepend 65001 65001 65001";
+  const V tail = {"router bgp 65001",
+                  "address-family ipv4 unicast",
+                  "network 10.1.0.0/16 route-map MCGW-ORIGIN",
+                  "network 10.67.0.0/16 route-map MCGW-ORIGIN",
+                  "exit-address-family",
+                  "exit",
+                  "end",
+                  "clear bgp * soft out"};
+  auto with = [&](V head) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
   EXPECT_EQ(standingCommands(*c, active, prepend),
-            (V{"configure terminal", "route-map MCGW-OUT permit 10", p3, "exit",
-               "route-map MCGW-OUT-LAN permit 10", p3, "exit", "end", "clear bgp * soft out"}));
+            with({"configure terminal", "route-map MCGW-OUT permit 10", p3, "exit",
+                  "route-map MCGW-OUT-LAN permit 10", p3, "exit", "route-map MCGW-ORIGIN permit 10",
+                  p3, "exit"}));
+  const std::string p2 = "set as-path prepend 65001 65001";
   EXPECT_EQ(standingCommands(*c, prepend, prepend2),
-            (V{"configure terminal", "route-map MCGW-OUT permit 10",
-               "set as-path prepend 65001 65001", "exit", "route-map MCGW-OUT-LAN permit 10",
-               "set as-path prepend 65001 65001", "exit", "end", "clear bgp * soft out"}));
+            with({"configure terminal", "route-map MCGW-OUT permit 10", p2, "exit",
+                  "route-map MCGW-OUT-LAN permit 10", p2, "exit", "route-map MCGW-ORIGIN permit 10",
+                  p2, "exit"}));
+  const std::string no = "no set as-path prepend";
   EXPECT_EQ(standingCommands(*c, prepend, active),
-            (V{"configure terminal", "route-map MCGW-OUT permit 10", "no set as-path prepend",
-               "exit", "route-map MCGW-OUT-LAN permit 10", "no set as-path prepend", "exit", "end",
-               "clear bgp * soft out"}));
-  EXPECT_EQ(standingCommands(*c, active, withdraw),
-            (V{"configure terminal", "route-map MCGW-OUT deny 5", "exit",
-               "route-map MCGW-OUT-LAN deny 5", "exit", "end", "clear bgp * soft out"}));
+            with({"configure terminal", "route-map MCGW-OUT permit 10", no, "exit",
+                  "route-map MCGW-OUT-LAN permit 10", no, "exit", "route-map MCGW-ORIGIN permit 10",
+                  no, "exit"}));
+  EXPECT_EQ(
+      standingCommands(*c, active, withdraw),
+      with({"configure terminal", "route-map MCGW-OUT deny 5", "exit",
+            "route-map MCGW-OUT-LAN deny 5", "exit", "route-map MCGW-ORIGIN deny 5", "exit"}));
   EXPECT_EQ(standingCommands(*c, withdraw, active),
-            (V{"configure terminal", "no route-map MCGW-OUT deny 5",
-               "no route-map MCGW-OUT-LAN deny 5", "end", "clear bgp * soft out"}));
+            with({"configure terminal", "no route-map MCGW-OUT deny 5",
+                  "no route-map MCGW-OUT-LAN deny 5", "no route-map MCGW-ORIGIN deny 5"}));
   // Prepend to withdraw: the deny entry before the prepend goes.
-  EXPECT_EQ(standingCommands(*c, prepend, withdraw),
-            (V{"configure terminal", "route-map MCGW-OUT deny 5", "exit",
-               "route-map MCGW-OUT permit 10", "no set as-path prepend", "exit",
-               "route-map MCGW-OUT-LAN deny 5", "exit", "route-map MCGW-OUT-LAN permit 10",
-               "no set as-path prepend", "exit", "end", "clear bgp * soft out"}));
+  EXPECT_EQ(
+      standingCommands(*c, prepend, withdraw),
+      with({"configure terminal", "route-map MCGW-OUT deny 5", "exit",
+            "route-map MCGW-OUT permit 10", no, "exit", "route-map MCGW-OUT-LAN deny 5", "exit",
+            "route-map MCGW-OUT-LAN permit 10", no, "exit", "route-map MCGW-ORIGIN deny 5", "exit",
+            "route-map MCGW-ORIGIN permit 10", no, "exit"}));
   // Withdraw to prepend: the prepend before the deny entry goes.
   EXPECT_EQ(standingCommands(*c, withdraw, prepend),
-            (V{"configure terminal", "route-map MCGW-OUT permit 10", p3, "exit",
-               "no route-map MCGW-OUT deny 5", "route-map MCGW-OUT-LAN permit 10", p3, "exit",
-               "no route-map MCGW-OUT-LAN deny 5", "end", "clear bgp * soft out"}));
+            with({"configure terminal", "route-map MCGW-OUT permit 10", p3, "exit",
+                  "no route-map MCGW-OUT deny 5", "route-map MCGW-OUT-LAN permit 10", p3, "exit",
+                  "no route-map MCGW-OUT-LAN deny 5", "route-map MCGW-ORIGIN permit 10", p3, "exit",
+                  "no route-map MCGW-ORIGIN deny 5"}));
 }
 
 TEST(FrrRenderStanding, NothingWithoutBgp) {
