@@ -18,22 +18,6 @@
 
 namespace mcgw::pmtu {
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = std::exchange(o.fd_, -1);
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-  }
-}
-
 namespace {
 
 std::string errnoText(const std::string& what) {

@@ -11,27 +11,13 @@
 #include <vector>
 
 #include "config/net.hpp"
+#include "control/core/fd.hpp"
 #include "control/pmtu/probe_codec.hpp"
 #include "control/pmtu/tracker.hpp"
 
 namespace mcgw::pmtu {
 
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using core::Fd;
 
 // Raw IPPROTO_ICMP (filtered to destination-unreachable) and IPPROTO_ICMPV6
 // (ICMP6_FILTER: Packet Too Big and destination unreachable only) sockets:

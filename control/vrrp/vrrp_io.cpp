@@ -59,22 +59,6 @@ bool attachFilter(int fd, const sock_filter (&f)[N]) {
 
 }  // namespace
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.fd_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
-void Fd::reset() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-}
-
 Result<PortSockets, std::string> PortSockets::open(const std::string& ifname, int ifindex) {
   PortSockets s;
   s.ifname_ = ifname;

@@ -12,27 +12,12 @@
 #include <string>
 
 #include "config/result.hpp"
+#include "control/core/fd.hpp"
 #include "dataplane/proto/vrrp.hpp"
 
 namespace mcgw::vrrp {
 
-// A file descriptor closed when it goes.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  void reset();
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using core::Fd;
 
 // The largest frame read; longer ones are cut (and then fail to parse).
 inline constexpr size_t kMaxFrame = 2048;
