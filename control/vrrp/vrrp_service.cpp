@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "config/text.hpp"
 #include "control/core/process.hpp"
 
 namespace mcgw::vrrp {
@@ -491,7 +492,7 @@ void VrrpService::runCommand(Group& g, bool active_command, std::vector<std::str
       ++g.counters.notify_failed;
     }
     if (!r.ok()) {
-      spdlog::warn("vrrp {}: {} {}", g.cfg.vrid, argv[0], r.describe());
+      spdlog::warn("vrrp {}: {} {}", g.cfg.vrid, argv[0], text::escape(r.describe(), 300));
     }
     return;
   }
@@ -512,7 +513,8 @@ void VrrpService::runCommand(Group& g, bool active_command, std::vector<std::str
                 --q;
                 Group* g = find(port, vrid, v6);
                 if (!result->ok()) {
-                  spdlog::warn("vrrp {}: {} {}", vrid, argv[0], result->describe());
+                  spdlog::warn("vrrp {}: {} {}", vrid, argv[0],
+                               text::escape(result->describe(), 300));
                 }
                 if (!g) {
                   return;
