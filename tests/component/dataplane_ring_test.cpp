@@ -1316,6 +1316,17 @@ Via viaHost() {  // 10.1.0.10 on lan0: a LAN gateway
   return v;
 }
 
+// Tenant blue's 10.60.0.0/16 as FRR gives it (distance 20), via `vias`.
+RouteUpdate frrRoute1060(std::vector<Via> vias) {
+  RouteUpdate u;
+  u.tenant = "blue";
+  u.source = RouteSource::kFrr;
+  u.distance = 20;
+  u.prefix = prefix4(10, 60, 0, 0, 16);
+  u.vias = std::move(vias);
+  return u;
+}
+
 // 100,000 route changes (add, replace, withdraw; IPv4 and IPv6; single
 // tunnels, ECMP groups over two tunnels, a LAN gateway) applied in place in
 // batches of 1,000 while traffic flows.  The traffic's destinations
@@ -1527,12 +1538,7 @@ TEST_F(DataplaneRing, RouteChangesInPlaceUnderTrafficLoseNothing) {
 TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
   ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
   // Routes from another source, too.
-  RouteUpdate frr;
-  frr.tenant = "blue";
-  frr.source = RouteSource::kFrr;
-  frr.distance = 20;
-  frr.prefix = prefix4(10, 60, 0, 0, 16);
-  frr.vias = {viaPeer("b"), viaPeer("c")};
+  RouteUpdate frr = frrRoute1060({viaPeer("b"), viaPeer("c")});
   ASSERT_TRUE(builder_.apply(std::vector<RouteUpdate>{frr}, sync()).ok());
   // Some traffic, so that the counters are not all zero.
   {
@@ -1661,12 +1667,7 @@ TEST_F(DataplaneRing, FailedBuildLeavesTablesSlotsAndCountersAsTheyWere) {
 // when the line is back.
 TEST_F(DataplaneRing, EcmpOverPeersPassesOverAPeerWithoutUsableLines) {
   ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
-  RouteUpdate frr;
-  frr.tenant = "blue";
-  frr.source = RouteSource::kFrr;
-  frr.distance = 20;
-  frr.prefix = prefix4(10, 60, 0, 0, 16);
-  frr.vias = {viaPeer("b"), viaPeer("c")};
+  RouteUpdate frr = frrRoute1060({viaPeer("b"), viaPeer("c")});
   ASSERT_TRUE(builder_.apply(std::vector<RouteUpdate>{frr}, sync()).ok());
   const uint16_t b1 = slot("b", "b1");
   constexpr unsigned kFlows = 100;
@@ -1722,12 +1723,7 @@ TEST_F(DataplaneRing, EcmpOverPeersPassesOverAPeerWithoutUsableLines) {
 // them; when the peer comes back, so do they.
 TEST_F(DataplaneRing, KeptRoutesFollowTheirPeerNotItsOldSlot) {
   ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
-  RouteUpdate frr;
-  frr.tenant = "blue";
-  frr.source = RouteSource::kFrr;
-  frr.distance = 20;
-  frr.prefix = prefix4(10, 60, 0, 0, 16);
-  frr.vias = {viaPeer("c")};
+  RouteUpdate frr = frrRoute1060({viaPeer("c")});
   ASSERT_TRUE(builder_.apply(std::vector<RouteUpdate>{frr}, sync()).ok());
   const uint8_t dst[4] = {10, 60, 1, 1};
   auto viaOf = [&](const std::string& tenant, const std::string& prefix) {

@@ -202,6 +202,21 @@ class Router {
   std::vector<BgpStanding> standings_;
 };
 
+// Sends from the interface `ifname` of namespace `ns` (a thread of its own
+// enters it): send(sockets) writes the frames; then the routers get 200 ms
+// to read them.
+template <typename Send>
+void sendFrom(const std::string& ns, const char* ifname, Send send) {
+  std::thread sender([&] {
+    enter(ns);
+    auto s = PortSockets::open(ifname, static_cast<int>(::if_nametoindex(ifname)));
+    ASSERT_TRUE(s.ok()) << s.error();
+    send(*s);
+  });
+  sender.join();
+  std::this_thread::sleep_for(200ms);
+}
+
 class VrrpNetns : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -373,16 +388,12 @@ TEST_F(VrrpNetns, UnicastGroupIgnoresAdvertisementsFromOthers) {
   proto::VrrpAdvertisement adv{10, 254, 10, std::span<const proto::IpAddr>(&vip, 1)};
   const size_t n = proto::encodeVrrpAdvert(buf, adv, c, bip);
   ASSERT_GT(n, 0u);
-  std::thread sender([&] {
-    enter(a_);
-    PortSockets s = std::move(*PortSockets::open("a0", static_cast<int>(::if_nametoindex("a0"))));
+  sendFrom(a_, "a0", [&](PortSockets& s) {
     for (int i = 0; i < 5; ++i) {
       ASSERT_TRUE(s.sendRaw({reinterpret_cast<const uint8_t*>(buf.data()), n}, c, bip));
       std::this_thread::sleep_for(20ms);
     }
   });
-  sender.join();
-  std::this_thread::sleep_for(200ms);
   EXPECT_GE(b.group()["counters"]["not_a_peer"].get<uint64_t>(), 5u);
   EXPECT_EQ(b.group()["active_address"], "10.9.0.1");
   EXPECT_EQ(b.state(), "backup");
@@ -402,16 +413,12 @@ TEST_F(VrrpNetns, ActiveHearingALowerActiveAnnouncesAgain) {
   proto::VrrpAdvertisement adv{10, 100, 10, std::span<const proto::IpAddr>(&vip, 1)};
   const size_t n = proto::encodeVrrpAdvert(buf, adv, bip, aip);
   ASSERT_GT(n, 0u);
-  std::thread sender([&] {
-    enter(b_);
-    PortSockets s = std::move(*PortSockets::open("b0", static_cast<int>(::if_nametoindex("b0"))));
+  sendFrom(b_, "b0", [&](PortSockets& s) {
     for (int i = 0; i < 3; ++i) {
       ASSERT_TRUE(s.sendRaw({reinterpret_cast<const uint8_t*>(buf.data()), n}, bip, aip));
       std::this_thread::sleep_for(50ms);
     }
   });
-  sender.join();
-  std::this_thread::sleep_for(200ms);
   const json g = a.group();
   EXPECT_EQ(g["state"], "active");
   EXPECT_EQ(g["counters"]["discarded_lower_priority"].get<uint64_t>(), 3u) << g["counters"];
@@ -454,16 +461,12 @@ TEST_F(VrrpNetns, BadAdvertisementsAreCountedAndIgnored) {
   bad_sum[40] ^= std::byte{0xff};  // the checksum's first byte (VRRP header + 6)
   auto cut = good;
   cut.resize(14 + 20 + 4);
-  std::thread sender([&] {
-    enter(b_);
-    PortSockets s = std::move(*PortSockets::open("b0", static_cast<int>(::if_nametoindex("b0"))));
+  sendFrom(b_, "b0", [&](PortSockets& s) {
     for (const auto* f : {&ttl64, &v2, &bad_sum, &cut}) {
       ASSERT_TRUE(s.sendFrame({reinterpret_cast<const uint8_t*>(f->data()), f->size()}));
       std::this_thread::sleep_for(20ms);
     }
   });
-  sender.join();
-  std::this_thread::sleep_for(200ms);
   const json v = a.view();
   const json& g = v["groups"][0];
   EXPECT_EQ(g["state"], "active");
