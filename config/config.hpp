@@ -105,9 +105,16 @@ struct LineConfig {
   bool operator==(const LineConfig&) const = default;
 };
 
+// Gateways (peers) of one remote site (`peers[].site`).
+inline constexpr size_t kMaxPeersPerSite = 8;
+
 struct PeerConfig {
   std::string name;
   std::optional<uint32_t> asn;
+  // The remote site this gateway belongs to ("site"; empty: the peer's own
+  // name).  Peers of one site stand in for each other when all lines to
+  // one of them are down (docs/failover.md, "The return path").
+  std::string site;
   Encapsulation encapsulation = Encapsulation::kVxlan;
   MssClamp mss_clamp;
   bool mss_insert = false;
@@ -117,6 +124,7 @@ struct PeerConfig {
   // Destination MAC of inner Ethernet frames: what the peer's VTEP device
   // expects (a Linux VXLAN device's own MAC).  mcgw peers accept any.
   MacAddress inner_mac{{0x02, 0, 0, 0, 0, 0x01}};
+  const std::string& siteName() const { return site.empty() ? name : site; }
   bool operator==(const PeerConfig&) const = default;
 };
 

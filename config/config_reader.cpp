@@ -146,6 +146,7 @@ Config buildConfig(lyd_node* tree) {
     if (R::child(p, "asn")) {
       pc.asn = R::num<uint32_t>(p, "asn");
     }
+    pc.site = R::str(p, "site");
     pc.encapsulation =
         R::str(p, "encapsulation") == "geneve" ? Encapsulation::kGeneve : Encapsulation::kVxlan;
     std::string mss = R::str(p, "mss-clamp", "auto");

@@ -108,6 +108,7 @@ std::string tenantDetail(const TenantConfig& a, const TenantConfig& b) {
 std::string peerDetail(const PeerConfig& a, const PeerConfig& b) {
   std::string d;
   field(d, "asn", a.asn, b.asn);
+  textField(d, "site", a.siteName(), b.siteName());
   field(d, "encapsulation", a.encapsulation, b.encapsulation);
   field(d, "mss-clamp", a.mss_clamp, b.mss_clamp);
   field(d, "mss-insert", a.mss_insert, b.mss_insert);

@@ -354,6 +354,30 @@ class Checker {
                                        "); give the MAC of the peer's VTEP device");
       }
     }
+    sites();
+  }
+
+  // Peers of one site stand in for each other in the fast path.  A site
+  // that names another peer must be that peer's site too, or the two would
+  // silently not be gateways of one site.
+  void sites() {
+    std::map<std::string, size_t> per_site;
+    for (const auto& p : c_.peers) {
+      const std::string path = "/mcgw:peers/peer" + keyPredicate("name", p.name) + "/site";
+      if (++per_site[p.siteName()] == kMaxPeersPerSite + 1) {
+        error(path, "site " + q(p.siteName()) + " has more than " +
+                        std::to_string(kMaxPeersPerSite) + " peers (gateways)");
+      }
+      if (p.site.empty() || p.site == p.name) {
+        continue;
+      }
+      for (const auto& o : c_.peers) {
+        if (o.name == p.site && o.siteName() != p.site) {
+          error(path, "site " + q(p.site) + " is the name of peer " + q(o.name) +
+                          ", whose site is " + q(o.siteName()) + "; give both the same site");
+        }
+      }
+    }
   }
 
   void bgp() {

@@ -472,8 +472,11 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
         drop(m, DropReason::kNO_TUNNEL);
         return;
       }
-      encapsulate(t, m, t.tunnels[tunnel], hashed ? flow_hash : flowHash(), tenant, rx_port,
-                  origin);
+      const TunnelEntry* te = &t.tunnels[tunnel];
+      if (te->n_stand_ins != 0 && !tunnelUsable(t, te->slot)) {
+        te = standIn(t, *te);
+      }
+      encapsulate(t, m, *te, hashed ? flow_hash : flowHash(), tenant, rx_port, origin);
       return;
     }
     case NextHop::Kind::kGateway:
@@ -725,6 +728,21 @@ bool Pipeline::tunnelUsable(const ForwardingTables& t, uint16_t slot) const {
     }
   }
   return false;
+}
+
+// A remote gateway whose lines are all down (dead, or cut off): another
+// gateway of its site with a usable line takes the traffic routed to it,
+// before BGP has moved the routes (docs/failover.md, "The return path").
+// None usable: the tunnel itself, whose line choice then drops.
+const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntry& tunnel) {
+  for (unsigned i = 0; i < tunnel.n_stand_ins; ++i) {
+    const TunnelEntry& other = t.tunnels[tunnel.stand_ins[i]];
+    if (tunnelUsable(t, other.slot)) {
+      counters_->stand_in.add();
+      return &other;
+    }
+  }
+  return &tunnel;
 }
 
 void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,

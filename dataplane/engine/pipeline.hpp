@@ -151,6 +151,7 @@ class Pipeline {
   // a tunnel (by slot) while one of its lines is.
   bool lineUsable(const ForwardingTables& t, uint16_t line) const;
   bool tunnelUsable(const ForwardingTables& t, uint16_t slot) const;
+  const TunnelEntry* standIn(const ForwardingTables& t, const TunnelEntry& tunnel);
   void encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                    uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin);
   // mapping: the tenant's mapped ranges when the packet's source is to be

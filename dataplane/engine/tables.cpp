@@ -819,6 +819,17 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   }
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
+  // Stand-ins: the other gateways' tunnels of the same site and tenant.
+  for (auto& te : t->tunnels) {
+    for (size_t i = 0; i < t->tunnels.size(); ++i) {
+      const TunnelEntry& o = t->tunnels[i];
+      if (o.peer != te.peer && o.tenant == te.tenant &&
+          c.peers[o.peer].siteName() == c.peers[te.peer].siteName() &&
+          te.n_stand_ins < te.stand_ins.size()) {
+        te.stand_ins[te.n_stand_ins++] = static_cast<uint16_t>(i);
+      }
+    }
+  }
 
   // Routes: each source given in the input replaces what it gave before.
   // Tenants that stay are staged in their RIBs; new ones get a RIB and a FIB

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1715,6 +1716,77 @@ TEST_F(DataplaneRing, EcmpOverPeersPassesOverAPeerWithoutUsableLines) {
   dp_->setLineUp(b1, true);
   EXPECT_EQ(round(), before) << "every flow back on its own peer";
   EXPECT_EQ(nonZeroDrops(dp_->counters()), "");
+}
+
+// Ten flows to 10.2.0.0/16 sent from the LAN; the peer ("b", "c") each
+// packet that came out was tunnelled to, each on its peer's own line.
+// `expect`: how many should come out (the others are waited for as drops).
+std::multiset<std::string> peersOfTenFlows(Dataplane& dp, uint32_t* seq, size_t expect = 10) {
+  auto noTunnel = [&] {
+    return dp.counters().drops[static_cast<size_t>(DropReason::kNO_TUNNEL)];
+  };
+  const uint64_t dropped_before = noTunnel();
+  std::vector<rte_mbuf*> pkts;
+  for (unsigned i = 0; i < 10; ++i) {
+    Flow f;
+    f.dst = {10, 2, 0, static_cast<uint8_t>(1 + i)};
+    f.sport = static_cast<uint16_t>(30000 + i);
+    pkts.push_back(lanPacket(f, (*seq)++));
+  }
+  sendAll(pkts);
+  Captured out = collect(expect);
+  EXPECT_TRUE(waitUntil([&] { return noTunnel() - dropped_before >= 10 - expect; }, 5000ms))
+      << "dropped as no-tunnel: " << noTunnel() - dropped_before << ", want " << 10 - expect;
+  std::multiset<std::string> to;
+  for (const std::string port : {"wan0", "wan1"}) {
+    for (rte_mbuf* m : out.on(port)) {
+      std::string why;
+      auto t = decodeTunneled(m, &why);
+      if (!t) {
+        ADD_FAILURE() << why;
+        continue;
+      }
+      EXPECT_EQ(port, t->dst_ip == kRemoteB1 ? "wan0" : "wan1") << "each peer's own line";
+      to.insert(t->dst_ip == kRemoteB1 ? "b" : t->dst_ip == kRemoteC1 ? "c" : "?");
+    }
+  }
+  return to;
+}
+
+// Peers b and c as the two gateways of one site (c has `site: b`): a route
+// to b alone (b Active, c's announcement prepended) goes to c while b's line
+// is down, and back to b when it is up again.
+TEST_F(DataplaneRing, AnotherGatewayOfTheSiteStandsInForOneWithoutLines) {
+  std::string peers = kPeersBC;
+  peers.replace(peers.find("  - name: c\n"), 12, "  - name: c\n    site: b\n");
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), peers)));
+  const std::vector<std::string> b(10, "b"), c(10, "c");
+  const std::multiset<std::string> all_b(b.begin(), b.end()), all_c(c.begin(), c.end());
+  uint32_t seq = 0;
+  EXPECT_EQ(peersOfTenFlows(*dp_, &seq), all_b);
+  EXPECT_EQ(dp_->counters().stand_in, 0u);
+  dp_->setLineUp(slot("b", "b1"), false);
+  EXPECT_EQ(peersOfTenFlows(*dp_, &seq), all_c) << "c stands in for b";
+  EXPECT_EQ(dp_->counters().stand_in, 10u);
+  EXPECT_EQ(nonZeroDrops(dp_->counters()), "");
+  // Both without a line: dropped as for a tunnel without a usable line.
+  dp_->setLineUp(slot("c", "c1"), false);
+  EXPECT_TRUE(peersOfTenFlows(*dp_, &seq, 0).empty());
+  EXPECT_EQ(dp_->counters().stand_in, 10u);
+  dp_->setLineUp(slot("c", "c1"), true);
+  dp_->setLineUp(slot("b", "b1"), true);
+  EXPECT_EQ(peersOfTenFlows(*dp_, &seq), all_b) << "back on b";
+  EXPECT_EQ(dp_->counters().stand_in, 10u);
+}
+
+// The same without a common site: b's traffic is dropped while its line is
+// down, c is not used.
+TEST_F(DataplaneRing, NoStandInWithoutACommonSite) {
+  ASSERT_NO_FATAL_FAILURE(start(configYaml(route("10.2.0.0/16", "b"), kPeersBC)));
+  uint32_t seq = 0;
+  dp_->setLineUp(slot("b", "b1"), false);
+  EXPECT_TRUE(peersOfTenFlows(*dp_, &seq, 0).empty());
+  EXPECT_EQ(dp_->counters().stand_in, 0u);
 }
 
 // Routes of a source a reload does not name (FRR) keep their next hops by

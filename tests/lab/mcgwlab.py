@@ -546,6 +546,7 @@ class Peer:
     lines: list[Line]
     inner_mac: str | None = None
     asn: int | None = None  # with Options.bgp: one eBGP session per line (None: no BGP, static routes)
+    site: str | None = None  # peers[].site: gateways of one site stand in for each other
 
 
 @dataclass
@@ -721,7 +722,8 @@ class Options:
     # other gateway's LAN address.  Gateway B has a peer per A gateway
     # (site-a: gwa, site-a2: gwa2; the fast path maps a BGP route to a peer,
     # so only separate peers let BGP's choice, the Backup's AS-path prepend,
-    # steer the return traffic); gwa2's lines leave gwb through a second
+    # steer the return traffic; site-a2 has `site: site-a`, so gwb's fast
+    # path sends to gwa2 while no line to gwa is up); gwa2's lines leave gwb through a second
     # address of its WAN ports (100.64.3.5, 100.64.4.5; the router's
     # 100.64.3.6, 100.64.4.6), so that zebra's resolved next hop names the
     # peer.  The address plan has no VPCs (a plan's import filter lets a
@@ -1009,7 +1011,7 @@ def _pair_site_a(t: Topology, o: Options, line, ports: list[Port], b_routes: lis
     gb = t.gateways["gwb"]
     gb.peers.append(Peer("site-a2", o.encap, [
         Line("line1", "wan1", "100.64.3.1", "100.64.6.1", "100.64.3.6"),
-        Line("line2", "wan2", "100.64.4.1", "100.64.7.1", "100.64.4.6")], asn=GWA_ASN))
+        Line("line2", "wan2", "100.64.4.1", "100.64.7.1", "100.64.4.6")], asn=GWA_ASN, site="site-a"))
 
 
 def _peer_key(i: Iface) -> tuple[str, str]:
@@ -1386,8 +1388,8 @@ class Lab:
                 if ln.next_hop:
                     d["next-hop"] = ln.next_hop
                 lines.append(d)
-            peers.append({"name": p.name, "asn": p.asn, "encapsulation": p.encap, "lines": lines,
-                          "inner-mac": p.inner_mac})
+            peers.append({"name": p.name, "asn": p.asn, "site": p.site, "encapsulation": p.encap,
+                          "lines": lines, "inner-mac": p.inner_mac})
         bgp = plan = None
         if o.bgp and g.asn:
             confdir, rundir = self.frr_dirs(node)

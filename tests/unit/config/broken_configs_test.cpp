@@ -104,6 +104,19 @@ std::string edited(std::vector<std::pair<std::string_view, std::string_view>> ed
   return text;
 }
 
+// kBase with nine more peers g1..g9, all of site "pair"; g9's site is at
+// line 95, column 11.
+std::string ninePeersOfOneSite() {
+  std::string peers;
+  for (int i = 1; i <= 9; ++i) {
+    const std::string n = std::to_string(i);
+    peers += "  - name: g" + n + "\n    site: pair\n    lines:\n      - name: l\n" +
+             "        port: wan0\n        local-vtep: 203.0.113.1\n" +
+             "        remote-vtep: 192.0.2." + n + "\n";
+  }
+  return edited({{"bgp:\n", peers + "bgp:\n"}});
+}
+
 struct BrokenCase {
   const char* name;
   std::string yaml;
@@ -483,6 +496,18 @@ std::vector<BrokenCase> brokenCases() {
                 "line-mode: active-backup\n    inner-mac: 03:00:00:00:00:01\n"}}),
        32, 16, "inner-mac 03:00:00:00:00:01 is not a unicast address (the multicast bit is set)",
        "peer[name='site-b']/inner-mac"},
+      // --- gateways of one site
+      {"SiteNamesAPeerOfAnotherSite",
+       edited({{"line-mode: active-backup\n", "line-mode: active-backup\n    site: site-c\n"},
+               {"bgp:\n", "  - name: site-c\n    site: other\n    lines:\n      - name: line1\n"
+                          "        port: wan0\n        local-vtep: 203.0.113.1\n"
+                          "        remote-vtep: 203.0.113.3\nbgp:\n"}}),
+       32, 11,
+       "site 'site-c' is the name of peer 'site-c', whose site is 'other'; give both the same "
+       "site",
+       "peer[name='site-b']/site"},
+      {"SiteWithNinePeers", ninePeersOfOneSite(), 95, 11,
+       "site 'pair' has more than 8 peers (gateways)", "peer[name='g9']/site"},
       {"InnerMacZero",
        edited({{"line-mode: active-backup\n",
                 "line-mode: active-backup\n    inner-mac: \"00:00:00:00:00:00\"\n"}}),

@@ -33,6 +33,7 @@ TEST(CounterKeysTest, EventCountersKeepTheirJsonKeys) {
       "mss.inserted",
       "mss.malformed",
       "vrrp.virtual_mac_frames",
+      "tunnels.stand_in",
   };
   EXPECT_EQ(keys, expected);
 }
