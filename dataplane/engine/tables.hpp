@@ -92,7 +92,7 @@ struct TunnelEntry {
   // tunnel goes while none of its lines is usable.
   uint8_t n_stand_ins = 0;
   std::array<uint16_t, config::kMaxPeersPerSite - 1> stand_ins{};  // indexes into tunnels
-  std::string name;  // "peer/tenant"
+  std::string name;                                                // "peer/tenant"
 };
 
 // A tenant's mapped ranges that this gateway translates (those whose real

@@ -1722,9 +1722,7 @@ TEST_F(DataplaneRing, EcmpOverPeersPassesOverAPeerWithoutUsableLines) {
 // packet that came out was tunnelled to, each on its peer's own line.
 // `expect`: how many should come out (the others are waited for as drops).
 std::multiset<std::string> peersOfTenFlows(Dataplane& dp, uint32_t* seq, size_t expect = 10) {
-  auto noTunnel = [&] {
-    return dp.counters().drops[static_cast<size_t>(DropReason::kNO_TUNNEL)];
-  };
+  auto noTunnel = [&] { return dp.counters().drops[static_cast<size_t>(DropReason::kNO_TUNNEL)]; };
   const uint64_t dropped_before = noTunnel();
   std::vector<rte_mbuf*> pkts;
   for (unsigned i = 0; i < 10; ++i) {

@@ -499,9 +499,10 @@ std::vector<BrokenCase> brokenCases() {
       // --- gateways of one site
       {"SiteNamesAPeerOfAnotherSite",
        edited({{"line-mode: active-backup\n", "line-mode: active-backup\n    site: site-c\n"},
-               {"bgp:\n", "  - name: site-c\n    site: other\n    lines:\n      - name: line1\n"
-                          "        port: wan0\n        local-vtep: 203.0.113.1\n"
-                          "        remote-vtep: 203.0.113.3\nbgp:\n"}}),
+               {"bgp:\n",
+                "  - name: site-c\n    site: other\n    lines:\n      - name: line1\n"
+                "        port: wan0\n        local-vtep: 203.0.113.1\n"
+                "        remote-vtep: 203.0.113.3\nbgp:\n"}}),
        32, 11,
        "site 'site-c' is the name of peer 'site-c', whose site is 'other'; give both the same "
        "site",
