@@ -79,6 +79,15 @@ void KernelSides::setUp() {
                           "): the kernel may not see its control traffic");
         spdlog::warn("{}", errors_.back());
       }
+      // The kernel transmits straight to the interface: without the guard,
+      // FRR's BFD would go on saying Up for a killed mcgwd.
+      if (auto guard = ebpf::EgressGuard::attach(side.ifname); guard) {
+        side.egress_guard = std::move(*guard);
+      } else {
+        errors_.push_back("port " + pc.name + ": no egress guard on " + side.ifname + " (" +
+                          guard.error() + "): BGP and BFD would outlive a killed mcgwd");
+        spdlog::warn("{}", errors_.back());
+      }
     } else if (needsTap(pc)) {
       // mcgw-<port>, or, when that is too long or taken, mcgw-<start>-<n>.
       side.ifname = "mcgw-" + pc.name;
@@ -111,6 +120,11 @@ void KernelSides::setUp() {
         // interface and from the TAP.  Packet sockets (af_packet) see frames
         // before tc ingress, so dropping everything there leaves mcgwd its
         // copy and the kernel only the TAP's.
+        // An egress guard an af_xdp port of an earlier config left would
+        // drop the routing protocols the TAP sends out of it.
+        if (auto r = ebpf::detachEgressGuard(phys); r && *r) {
+          spdlog::info("port {}: removed the af_xdp egress guard left on {}", pc.name, phys);
+        }
         if (auto r = ebpf::attachIngressDrop(phys); !r) {
           errors_.push_back("port " + pc.name + ": cannot keep the kernel off " + phys + " (" +
                             r.error() + "): packets to the gateway may reach its kernel twice");

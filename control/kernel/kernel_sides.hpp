@@ -1,8 +1,8 @@
 // The kernel side of each port: the interface that carries the port's
 // addresses and where its neighbours are resolved (the af_xdp interface
 // itself, or a TAP mcgwd creates for af_packet and PCI ports), with the
-// sysctls and tc filter that keep the kernel off an af_packet interface and
-// the maps of mcgw's XDP program.
+// sysctls and tc filter that keep the kernel off an af_packet interface, the
+// maps of mcgw's XDP program and the egress guard of an af_xdp interface.
 #pragma once
 
 #include <map>
@@ -15,6 +15,7 @@
 #include "control/daemon/subsystem.hpp"
 #include "control/ports/port_set.hpp"
 #include "dataplane/engine/port.hpp"
+#include "ebpf/tc_egress_guard.hpp"
 #include "ebpf/xdp_maps.hpp"
 
 namespace mcgw::kernel {
@@ -24,6 +25,8 @@ struct KernelSide {
   int ifindex = 0;
   std::unique_ptr<engine::Port> tap;
   std::optional<ebpf::XdpMaps> xdp;  // af_xdp: mcgw's XDP program's maps
+  // af_xdp: BGP and BFD leave the interface only while mcgwd lives.
+  std::unique_ptr<ebpf::EgressGuard> egress_guard;
 };
 
 class KernelSides : public daemon::Subsystem {

@@ -1,0 +1,147 @@
+#include "ebpf/tc_egress_guard.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "ebpf/xdp_maps.hpp"
+
+namespace mcgw::ebpf {
+namespace {
+
+std::string failure(const std::string& ifname, const char* call, int ret) {
+  return ifname + ": " + call + ": " + std::strerror(ret < 0 ? -ret : ret);
+}
+
+// libbpf refuses options whose padding is not zero (see tc_ingress_drop.cpp).
+void egressHook(int ifindex, bpf_tc_hook& hook) {
+  std::memset(&hook, 0, sizeof hook);
+  hook.sz = sizeof hook;
+  hook.ifindex = ifindex;
+  hook.attach_point = BPF_TC_EGRESS;
+}
+
+void filterOpts(bpf_tc_opts& opts) {
+  std::memset(&opts, 0, sizeof opts);
+  opts.sz = sizeof opts;
+  opts.handle = kEgressGuardHandle;
+  opts.priority = kEgressGuardPriority;
+}
+
+// EEXIST / ENOENT are expected answers here; libbpf would print the
+// kernel's message for them (see tc_ingress_drop.cpp).
+template <typename Call>
+int quietly(Call call) {
+  const libbpf_print_fn_t previous = libbpf_set_print(nullptr);
+  const int ret = call();
+  libbpf_set_print(previous);
+  return ret;
+}
+
+}  // namespace
+
+std::string defaultTcEgressObjectPath() {
+  return (std::filesystem::path(defaultXdpObjectPath()).parent_path() / "mcgw_tc_egress.bpf.o")
+      .string();
+}
+
+Result<std::unique_ptr<EgressGuard>, std::string> EgressGuard::attach(const std::string& ifname,
+                                                                      const std::string& object) {
+  std::unique_ptr<EgressGuard> g(new EgressGuard());
+  g->ifname_ = ifname;
+  g->ifindex_ = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (g->ifindex_ == 0) {
+    return unexpected(failure(ifname, "if_nametoindex", errno));
+  }
+  g->object_ = bpf_object__open_file(object.c_str(), nullptr);
+  if (!g->object_) {
+    return unexpected(failure(ifname, ("opening " + object).c_str(), errno));
+  }
+  if (int ret = bpf_object__load(g->object_); ret < 0) {
+    return unexpected(failure(ifname, ("loading " + object).c_str(), ret));
+  }
+  bpf_program* prog = bpf_object__find_program_by_name(g->object_, "mcgw_tc_egress");
+  bpf_map* alive = bpf_object__find_map_by_name(g->object_, "mcgwd_alive");
+  if (!prog || !alive) {
+    return unexpected(ifname + ": " + object + " has no program mcgw_tc_egress or map mcgwd_alive");
+  }
+  // The socket whose life is mcgwd's: an unnamed Unix datagram socket
+  // (nothing can reach it), never read or written.
+  g->socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (g->socket_ < 0) {
+    return unexpected(failure(ifname, "socket", errno));
+  }
+  const uint32_t key = 0;
+  const uint64_t value = static_cast<uint64_t>(g->socket_);
+  if (int ret = bpf_map__update_elem(alive, &key, sizeof key, &value, sizeof value, BPF_ANY);
+      ret < 0) {
+    return unexpected(failure(ifname, "putting the socket into mcgwd_alive", ret));
+  }
+  bpf_tc_hook hook;
+  egressHook(g->ifindex_, hook);
+  if (int ret = quietly([&] { return bpf_tc_hook_create(&hook); }); ret < 0 && ret != -EEXIST) {
+    return unexpected(failure(ifname, "bpf_tc_hook_create (clsact)", ret));
+  }
+  bpf_tc_opts opts;
+  filterOpts(opts);
+  opts.prog_fd = bpf_program__fd(prog);
+  opts.flags = BPF_TC_F_REPLACE;
+  if (int ret = bpf_tc_attach(&hook, &opts); ret < 0) {
+    return unexpected(failure(ifname, "bpf_tc_attach (egress)", ret));
+  }
+  return g;
+}
+
+EgressGuard::~EgressGuard() {
+  if (object_ && ifindex_ != 0) {
+    // Only our own program: a later mcgwd's guard may have replaced it.
+    bpf_tc_hook hook;
+    egressHook(ifindex_, hook);
+    bpf_tc_opts opts;
+    filterOpts(opts);
+    if (quietly([&] { return bpf_tc_query(&hook, &opts); }) == 0) {
+      bpf_program* prog = bpf_object__find_program_by_name(object_, "mcgw_tc_egress");
+      bpf_prog_info info{};
+      uint32_t len = sizeof info;
+      if (prog && bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0 &&
+          info.id == opts.prog_id) {
+        filterOpts(opts);
+        (void)quietly([&] { return bpf_tc_detach(&hook, &opts); });
+      }
+    }
+  }
+  if (socket_ >= 0) {
+    ::close(socket_);
+  }
+  if (object_) {
+    bpf_object__close(object_);
+  }
+}
+
+Result<bool, std::string> detachEgressGuard(const std::string& ifname) {
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) {
+    return unexpected(failure(ifname, "if_nametoindex", errno));
+  }
+  bpf_tc_hook hook;
+  egressHook(ifindex, hook);
+  bpf_tc_opts opts;
+  filterOpts(opts);
+  const int ret = quietly([&] { return bpf_tc_detach(&hook, &opts); });
+  if (ret == -ENOENT || ret == -EINVAL) {
+    return false;
+  }
+  if (ret < 0) {
+    return unexpected(failure(ifname, "bpf_tc_detach (egress)", ret));
+  }
+  return true;
+}
+
+}  // namespace mcgw::ebpf

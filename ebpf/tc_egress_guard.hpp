@@ -1,0 +1,59 @@
+// The egress guard of an af_xdp interface (mcgw_tc_egress.bpf.c): BGP and
+// BFD that the kernel sends through the interface leave only while this
+// mcgwd lives, so that a killed mcgwd takes its gateway's BFD sessions down
+// at the remote after one detection time, as a dead host would.
+//
+// One guard per interface: the program and its SOCKMAP, loaded from
+// mcgw_tc_egress.bpf.o, an unnamed Unix datagram socket (close-on-exec, so that a
+// command mcgwd runs never keeps it) put into the map, and the program
+// attached under clsact egress at priority 1, handle 1 (replacing what an
+// earlier mcgwd left there).  The kernel removes the socket from the map
+// when mcgwd dies; the program then drops BGP and BFD.
+//
+// Destroying the guard (an orderly stop, a port that closes) detaches the
+// filter first, so routing goes on as configured: an orderly stop has
+// withdrawn the announcements already, and bgpd must still be able to send
+// that withdrawal.  Needs CAP_BPF and CAP_NET_ADMIN.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/result.hpp"
+
+struct bpf_object;
+
+namespace mcgw::ebpf {
+
+inline constexpr unsigned kEgressGuardPriority = 1;
+inline constexpr unsigned kEgressGuardHandle = 1;
+
+// Where mcgw_tc_egress.bpf.o is: next to the XDP object (defaultXdpObjectPath).
+std::string defaultTcEgressObjectPath();
+
+class EgressGuard {
+ public:
+  // Loads `object`, arms the map with a fresh socket and attaches to `ifname`.
+  // Returns the guard, or why not ("wan0: bpf_tc_attach: Operation not
+  // permitted").
+  static Result<std::unique_ptr<EgressGuard>, std::string> attach(
+      const std::string& ifname, const std::string& object = defaultTcEgressObjectPath());
+  ~EgressGuard();  // detaches the filter, then closes the socket and the program
+  EgressGuard(const EgressGuard&) = delete;
+  EgressGuard& operator=(const EgressGuard&) = delete;
+
+  const std::string& ifname() const { return ifname_; }
+
+ private:
+  EgressGuard() = default;
+  std::string ifname_;
+  int ifindex_ = 0;
+  bpf_object* object_ = nullptr;
+  int socket_ = -1;
+};
+
+// Detaches whatever filter is at the guard's place on `ifname` (a guard a
+// killed mcgwd left); true if there was one.
+Result<bool, std::string> detachEgressGuard(const std::string& ifname);
+
+}  // namespace mcgw::ebpf
