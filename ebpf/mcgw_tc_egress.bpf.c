@@ -6,11 +6,14 @@
  * (the XDP program only stops what comes in); the remote would then see the
  * gateway's lines alive for another detection time or two.
  *
- * mcgwd_alive holds one socket of mcgwd's (an unnamed Unix datagram socket
- * that it never uses otherwise).  The kernel removes a socket from a
- * SOCKMAP when it is closed, also when the process is killed; from then on
- * this program drops the routing protocols at the interface's tc egress.
- * Everything else passes, and so does everything while the socket lives.
+ * mcgwd_alive holds sockets of mcgwd's (unnamed Unix datagram sockets that
+ * it never uses otherwise).  The kernel removes a socket from a SOCKMAP when
+ * it is closed, also when the process is killed.  Key 0 is mcgwd's life:
+ * without it this program drops BGP and BFD at the interface's tc egress.
+ * Key 1 is the site's LAN: mcgwd takes it out while a LAN port with a VRRP
+ * group has no link (the gateway cannot deliver to its site), and BFD alone
+ * is dropped then, so that the remote sites take this gateway's lines out
+ * of use while BGP goes on.  Everything else always passes.
  *
  * Parsing is bounded: one Ethernet header (a VLAN tag passes), the IPv4
  * header with its options or the fixed IPv6 header, the TCP or UDP ports;
@@ -29,30 +32,43 @@
 
 struct {
   __uint(type, BPF_MAP_TYPE_SOCKMAP);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2);
   __type(key, __u32);
   __type(value, __u64);
 } mcgwd_alive SEC(".maps");
 
+static __always_inline int holds(__u32 key) {
+  struct bpf_sock* sk = bpf_map_lookup_elem(&mcgwd_alive, &key);
+  if (!sk) {
+    return 0;
+  }
+  bpf_sk_release(sk);
+  return 1;
+}
+
+enum { OTHER, BGP, BFD };
+
 /* BGP (TCP port 179 either way) or BFD (UDP to 3784 single hop, 3785 echo,
  * 4784 multihop): the same set the XDP program drops on the way in. */
-static __always_inline int is_routing_protocol(__u8 l4proto, void* l4, void* data_end) {
+static __always_inline int routing_protocol(__u8 l4proto, void* l4, void* data_end) {
   if (l4proto == IPPROTO_TCP) {
     struct tcphdr* tcp = l4;
     if ((void*)(tcp + 1) > data_end) {
-      return 0;
+      return OTHER;
     }
-    return tcp->dest == bpf_htons(179) || tcp->source == bpf_htons(179);
+    return tcp->dest == bpf_htons(179) || tcp->source == bpf_htons(179) ? BGP : OTHER;
   }
   if (l4proto == IPPROTO_UDP) {
     struct udphdr* udp = l4;
     if ((void*)(udp + 1) > data_end) {
-      return 0;
+      return OTHER;
     }
     return udp->dest == bpf_htons(3784) || udp->dest == bpf_htons(3785) ||
-           udp->dest == bpf_htons(4784);
+                   udp->dest == bpf_htons(4784)
+               ? BFD
+               : OTHER;
   }
-  return 0;
+  return OTHER;
 }
 
 SEC("tc")
@@ -86,16 +102,14 @@ int mcgw_tc_egress(struct __sk_buff* skb) {
   } else {
     return TC_ACT_OK;
   }
-  if (!is_routing_protocol(l4proto, l4, data_end)) {
+  const int what = routing_protocol(l4proto, l4, data_end);
+  if (what == OTHER) {
     return TC_ACT_OK;
   }
-  __u32 zero = 0;
-  struct bpf_sock* sk = bpf_map_lookup_elem(&mcgwd_alive, &zero);
-  if (sk) {
-    bpf_sk_release(sk);
-    return TC_ACT_OK;
+  if (!holds(0) || (what == BFD && !holds(1))) {
+    return TC_ACT_SHOT;
   }
-  return TC_ACT_SHOT;
+  return TC_ACT_OK;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

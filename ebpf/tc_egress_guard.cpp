@@ -75,7 +75,8 @@ Result<std::unique_ptr<EgressGuard>, std::string> EgressGuard::attach(const std:
   // The socket whose life is mcgwd's: an unnamed Unix datagram socket
   // (nothing can reach it), never read or written.
   g->socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (g->socket_ < 0) {
+  g->site_socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (g->socket_ < 0 || g->site_socket_ < 0) {
     return unexpected(failure(ifname, "socket", errno));
   }
   const uint32_t key = 0;
@@ -83,6 +84,9 @@ Result<std::unique_ptr<EgressGuard>, std::string> EgressGuard::attach(const std:
   if (int ret = bpf_map__update_elem(alive, &key, sizeof key, &value, sizeof value, BPF_ANY);
       ret < 0) {
     return unexpected(failure(ifname, "putting the socket into mcgwd_alive", ret));
+  }
+  if (auto r = g->setSiteReachable(true); !r) {
+    return unexpected(r.error());
   }
   bpf_tc_hook hook;
   egressHook(g->ifindex_, hook);
@@ -117,12 +121,36 @@ EgressGuard::~EgressGuard() {
       }
     }
   }
-  if (socket_ >= 0) {
-    ::close(socket_);
+  for (int fd : {socket_, site_socket_}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
   }
   if (object_) {
     bpf_object__close(object_);
   }
+}
+
+Result<bool, std::string> EgressGuard::setSiteReachable(bool reachable) {
+  bpf_map* alive = bpf_object__find_map_by_name(object_, "mcgwd_alive");
+  if (!alive) {
+    return unexpected(ifname_ + ": no map mcgwd_alive");
+  }
+  const uint32_t key = 1;
+  if (reachable) {
+    const uint64_t value = static_cast<uint64_t>(site_socket_);
+    if (int ret = bpf_map__update_elem(alive, &key, sizeof key, &value, sizeof value, BPF_ANY);
+        ret < 0) {
+      return unexpected(failure(ifname_, "mcgwd_alive: the site's socket in", ret));
+    }
+    return true;
+  }
+  // An empty slot answers EINVAL (sock_map_delete_elem): already out.
+  if (int ret = bpf_map_delete_elem(bpf_map__fd(alive), &key);
+      ret < 0 && ret != -EINVAL && ret != -ENOENT) {
+    return unexpected(failure(ifname_, "mcgwd_alive: the site's socket out", ret));
+  }
+  return true;
 }
 
 Result<bool, std::string> detachEgressGuard(const std::string& ifname) {

@@ -8,7 +8,9 @@
 // command mcgwd runs never keeps it) put into the map, and the program
 // attached under clsact egress at priority 1, handle 1 (replacing what an
 // earlier mcgwd left there).  The kernel removes the socket from the map
-// when mcgwd dies; the program then drops BGP and BFD.
+// when mcgwd dies; the program then drops BGP and BFD.  A second socket, at
+// key 1, says that the site's LAN is reachable; without it BFD alone is
+// dropped (setSiteReachable).
 //
 // Destroying the guard (an orderly stop, a port that closes) detaches the
 // filter first, so routing goes on as configured: an orderly stop has
@@ -43,13 +45,19 @@ class EgressGuard {
   EgressGuard& operator=(const EgressGuard&) = delete;
 
   const std::string& ifname() const { return ifname_; }
+  // Whether the gateway can deliver to its site (no LAN port with a VRRP
+  // group is without link).  While not, BFD is dropped too (BGP is not), so
+  // the remote sites take this gateway's lines out of use; a guard starts
+  // with the site reachable.
+  Result<bool, std::string> setSiteReachable(bool reachable);
 
  private:
   EgressGuard() = default;
   std::string ifname_;
   int ifindex_ = 0;
   bpf_object* object_ = nullptr;
-  int socket_ = -1;
+  int socket_ = -1;       // key 0: mcgwd lives
+  int site_socket_ = -1;  // key 1: the site is reachable
 };
 
 // Detaches whatever filter is at the guard's place on `ifname` (a guard a

@@ -95,6 +95,7 @@ vrrp::Hooks Gateway::vrrpHooks(Gateway* g) {
             f.prepend = std::max<uint8_t>(1, s.prepend);
             g->frr_->setStanding(f);
           },
+      .site_reachable = [g](bool reachable) { g->kernel_->setSiteReachable(reachable); },
   };
 }
 

@@ -83,6 +83,11 @@ void KernelSides::setUp() {
       // FRR's BFD would go on saying Up for a killed mcgwd.
       if (auto guard = ebpf::EgressGuard::attach(side.ifname); guard) {
         side.egress_guard = std::move(*guard);
+        if (!site_reachable_) {
+          if (auto r = side.egress_guard->setSiteReachable(false); !r) {
+            spdlog::warn("port {}: {}", pc.name, r.error());
+          }
+        }
       } else {
         errors_.push_back("port " + pc.name + ": no egress guard on " + side.ifname + " (" +
                           guard.error() + "): BGP and BFD would outlive a killed mcgwd");
@@ -162,6 +167,28 @@ void KernelSides::setUp() {
 
 // The port's role, our VTEPs on it (overlay traffic to DPDK) and its own
 // addresses with their subnet broadcasts (to the kernel).
+void KernelSides::setSiteReachable(bool reachable) {
+  if (reachable == site_reachable_) {
+    return;
+  }
+  site_reachable_ = reachable;
+  size_t guards = 0;
+  for (auto& [port, side] : sides_) {
+    if (!side.egress_guard) {
+      continue;
+    }
+    ++guards;
+    if (auto r = side.egress_guard->setSiteReachable(reachable); !r) {
+      spdlog::error("port {}: {}", port, r.error());
+    }
+  }
+  if (guards != 0) {
+    spdlog::info(reachable ? "site LAN reachable again: BFD leaves the af_xdp ports again"
+                           : "site LAN unreachable (a VRRP port without link): BFD held on the "
+                             "af_xdp ports, so the remote sites stop sending here");
+  }
+}
+
 void KernelSides::updateXdpMaps() {
   for (auto& [name, side] : sides_) {
     const config::PortConfig* pc = config_->findPort(name);

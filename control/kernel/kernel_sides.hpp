@@ -40,6 +40,12 @@ class KernelSides : public daemon::Subsystem {
   void setUp();
   // What mcgw's XDP program needs: role, our VTEPs, our addresses.
   void updateXdpMaps();
+  // Whether the gateway can deliver to its site (VRRP: no LAN port of a
+  // group without link).  While not, the egress guards of af_xdp ports drop
+  // BFD, so the remote sites take this gateway's lines out of use and send
+  // to another gateway of the site (docs/failover.md, "The return path").
+  void setSiteReachable(bool reachable);
+  bool siteReachable() const { return site_reachable_; }
   // The port closes: its TAP goes first.
   void forget(const std::string& port) { sides_.erase(port); }
   void clear() { sides_.clear(); }
@@ -64,6 +70,7 @@ class KernelSides : public daemon::Subsystem {
   std::map<std::string, KernelSide> sides_;  // by port name
   std::vector<std::string> errors_;
   unsigned tap_serial_ = 0;
+  bool site_reachable_ = true;
 };
 
 }  // namespace mcgw::kernel

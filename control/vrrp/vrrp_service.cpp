@@ -579,6 +579,15 @@ void VrrpService::track() {
       arm(g);
     }
   }
+  // The site is reachable while every port with a group has link.
+  bool reachable = true;
+  for (const auto& gp : groups_) {
+    reachable = reachable && (!hooks_.link_up || hooks_.link_up(gp->cfg.port));
+  }
+  if (hooks_.site_reachable && reachable != site_reachable_) {
+    site_reachable_ = reachable;
+    hooks_.site_reachable(reachable);
+  }
 }
 
 void VrrpService::stopGroup(Group& g, const std::string& why) {

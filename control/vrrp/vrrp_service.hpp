@@ -55,6 +55,9 @@ struct Hooks {
   // The full set of virtual MACs the port accepts now (empty: none).
   std::function<void(const std::string& port, const std::vector<proto::Mac>&)> set_virtual_macs;
   std::function<void(const BgpStanding&)> bgp_standing;
+  // Whether every port with a group has link (the gateway can deliver to
+  // its site); called when that changes, and first when a group starts.
+  std::function<void(bool)> site_reachable;
 };
 
 // Counted per group: what was read for it and what it did.
@@ -179,6 +182,7 @@ class VrrpService : public daemon::Subsystem {
   core::EventLoop* loop_ = nullptr;
   bool paused_ = false;
   bool stopped_ = false;
+  bool site_reachable_ = true;  // as last told to hooks_.site_reachable
   std::chrono::steady_clock::time_point stop_deadline_;
   std::map<std::string, std::unique_ptr<PortIo>> ports_;
   std::vector<std::unique_ptr<Group>> groups_;

@@ -207,6 +207,21 @@ TEST_F(EgressGuardTest, RoutingLeavesWhileTheHolderLivesAndNotAfterItIsKilled) {
   EXPECT_EQ(whatLeaves(), kAll);
 }
 
+// The site's LAN unreachable: BFD is held, BGP and the rest leave; back:
+// all leave.
+TEST_F(EgressGuardTest, SiteUnreachableHoldsBfdAlone) {
+  auto g = EgressGuard::attach("gd0");
+  ASSERT_TRUE(g) << g.error();
+  auto r = (*g)->setSiteReachable(false);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(whatLeaves(), "bgp other-udp other-tcp");
+  r = (*g)->setSiteReachable(false);  // again: no error
+  ASSERT_TRUE(r) << r.error();
+  r = (*g)->setSiteReachable(true);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(whatLeaves(), kAll);
+}
+
 TEST_F(EgressGuardTest, DetachRemovesAGuardAKilledProcessLeft) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
