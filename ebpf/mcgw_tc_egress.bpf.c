@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* mcgw's tc egress guard for af_xdp interfaces (README.md, "Egress guard"):
- * the BGP and BFD that the gateway's kernel sends leave only while mcgwd
- * lives.  On an af_xdp port the kernel transmits straight to the interface,
- * so FRR would go on sending BFD Up for a gateway whose mcgwd was killed
- * (the XDP program only stops what comes in); the remote would then see the
- * gateway's lines alive for another detection time or two.
+/* mcgw's tc egress guard for af_xdp interfaces (README.md, "The egress
+ * guard"): the BFD that the gateway's kernel sends leaves only while mcgwd
+ * lives and the site's LAN is reachable.  On an af_xdp port the kernel
+ * transmits straight to the interface, so FRR would go on sending BFD Up
+ * for a gateway whose mcgwd was killed (the XDP program only stops what
+ * comes in); the remote would see the gateway's lines alive for another
+ * detection time or two.
  *
  * mcgwd_alive holds sockets of mcgwd's (unnamed Unix datagram sockets that
  * it never uses otherwise).  The kernel removes a socket from a SOCKMAP when
- * it is closed, also when the process is killed.  Key 0 is mcgwd's life:
- * without it this program drops BGP and BFD at the interface's tc egress.
- * Key 1 is the site's LAN: mcgwd takes it out while a LAN port with a VRRP
- * group has no link (the gateway cannot deliver to its site), and BFD alone
- * is dropped then, so that the remote sites take this gateway's lines out
- * of use while BGP goes on.  Everything else always passes.
+ * it is closed, also when the process is killed.  Key 0 is mcgwd's life,
+ * key 1 the site's LAN: mcgwd takes key 1 out while a LAN port with a VRRP
+ * group has no link (the gateway cannot deliver to its site).  Without
+ * either, BFD is dropped at the interface's tc egress, so the remote sites
+ * take this gateway's lines out of use.  Everything else passes, BGP
+ * included: its sessions end by their hold timers, as before (the XDP
+ * program drops BGP coming in while mcgwd is gone), and survive a quick
+ * restart of mcgwd.
  *
  * Parsing is bounded: one Ethernet header (a VLAN tag passes), the IPv4
- * header with its options or the fixed IPv6 header, the TCP or UDP ports;
+ * header with its options or the fixed IPv6 header, the UDP ports;
  * non-first IPv4 fragments and IPv6 extension headers pass. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -24,7 +27,6 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
-#include <linux/tcp.h>
 #include <linux/udp.h>
 
 #include <bpf/bpf_endian.h>
@@ -46,29 +48,17 @@ static __always_inline int holds(__u32 key) {
   return 1;
 }
 
-enum { OTHER, BGP, BFD };
-
-/* BGP (TCP port 179 either way) or BFD (UDP to 3784 single hop, 3785 echo,
- * 4784 multihop): the same set the XDP program drops on the way in. */
-static __always_inline int routing_protocol(__u8 l4proto, void* l4, void* data_end) {
-  if (l4proto == IPPROTO_TCP) {
-    struct tcphdr* tcp = l4;
-    if ((void*)(tcp + 1) > data_end) {
-      return OTHER;
-    }
-    return tcp->dest == bpf_htons(179) || tcp->source == bpf_htons(179) ? BGP : OTHER;
+/* BFD: UDP to 3784 (single hop), 3785 (echo) or 4784 (multihop). */
+static __always_inline int is_bfd(__u8 l4proto, void* l4, void* data_end) {
+  if (l4proto != IPPROTO_UDP) {
+    return 0;
   }
-  if (l4proto == IPPROTO_UDP) {
-    struct udphdr* udp = l4;
-    if ((void*)(udp + 1) > data_end) {
-      return OTHER;
-    }
-    return udp->dest == bpf_htons(3784) || udp->dest == bpf_htons(3785) ||
-                   udp->dest == bpf_htons(4784)
-               ? BFD
-               : OTHER;
+  struct udphdr* udp = l4;
+  if ((void*)(udp + 1) > data_end) {
+    return 0;
   }
-  return OTHER;
+  return udp->dest == bpf_htons(3784) || udp->dest == bpf_htons(3785) ||
+         udp->dest == bpf_htons(4784);
 }
 
 SEC("tc")
@@ -102,11 +92,7 @@ int mcgw_tc_egress(struct __sk_buff* skb) {
   } else {
     return TC_ACT_OK;
   }
-  const int what = routing_protocol(l4proto, l4, data_end);
-  if (what == OTHER) {
-    return TC_ACT_OK;
-  }
-  if (!holds(0) || (what == BFD && !holds(1))) {
+  if (is_bfd(l4proto, l4, data_end) && !(holds(0) && holds(1))) {
     return TC_ACT_SHOT;
   }
   return TC_ACT_OK;

@@ -1,21 +1,20 @@
-// The egress guard of an af_xdp interface (mcgw_tc_egress.bpf.c): BGP and
-// BFD that the kernel sends through the interface leave only while this
-// mcgwd lives, so that a killed mcgwd takes its gateway's BFD sessions down
-// at the remote after one detection time, as a dead host would.
+// The egress guard of an af_xdp interface (mcgw_tc_egress.bpf.c): the BFD
+// that the kernel sends through the interface leaves only while this mcgwd
+// lives and the site's LAN is reachable, so that a killed mcgwd (or a
+// gateway cut off from its LAN) takes its lines down at the remote after
+// one detection time, as a dead host would.  BGP is not held.
 //
 // One guard per interface: the program and its SOCKMAP, loaded from
-// mcgw_tc_egress.bpf.o, an unnamed Unix datagram socket (close-on-exec, so that a
-// command mcgwd runs never keeps it) put into the map, and the program
-// attached under clsact egress at priority 1, handle 1 (replacing what an
-// earlier mcgwd left there).  The kernel removes the socket from the map
-// when mcgwd dies; the program then drops BGP and BFD.  A second socket, at
-// key 1, says that the site's LAN is reachable; without it BFD alone is
-// dropped (setSiteReachable).
+// mcgw_tc_egress.bpf.o, two unnamed Unix datagram sockets (close-on-exec, so
+// that a command mcgwd runs never keeps them) put into the map at key 0
+// (mcgwd lives) and key 1 (the site is reachable, setSiteReachable), and
+// the program attached under clsact egress at priority 1, handle 1
+// (replacing what an earlier mcgwd left there).  The kernel removes the
+// sockets from the map when mcgwd dies; the program then drops BFD.
 //
 // Destroying the guard (an orderly stop, a port that closes) detaches the
-// filter first, so routing goes on as configured: an orderly stop has
-// withdrawn the announcements already, and bgpd must still be able to send
-// that withdrawal.  Needs CAP_BPF and CAP_NET_ADMIN.
+// filter first: after an orderly stop (priority 0 sent, announcements
+// withdrawn) BFD goes on as FRR runs it.  Needs CAP_BPF and CAP_NET_ADMIN.
 #pragma once
 
 #include <memory>
@@ -46,9 +45,9 @@ class EgressGuard {
 
   const std::string& ifname() const { return ifname_; }
   // Whether the gateway can deliver to its site (no LAN port with a VRRP
-  // group is without link).  While not, BFD is dropped too (BGP is not), so
-  // the remote sites take this gateway's lines out of use; a guard starts
-  // with the site reachable.
+  // group is without link).  While not, BFD is dropped, so the remote sites
+  // take this gateway's lines out of use; a guard starts with the site
+  // reachable.
   Result<bool, std::string> setSiteReachable(bool reachable);
 
  private:

@@ -40,10 +40,10 @@ std::vector<std::string> errorLines(const config::ConfigErrors& errors) {
 
 // What VRRP needs of the other subsystems; every hook runs on the loop.
 vrrp::Hooks Gateway::vrrpHooks(Gateway* g) {
-  auto link = [g](const std::string& port) {
-    const engine::Port* p = g->ports_->find(port);
-    return p != nullptr && g->lines_->linkUp(p->id());
-  };
+  // The link now, not as of the lines' last 100 ms refresh: a LAN cut
+  // must reach the remote sites (BFD held) within a VRRP interval.
+  auto link = [](const engine::Port* p) { return p != nullptr && p->linkUp(); };
+  auto link_of = [g, link](const std::string& port) { return link(g->ports_->find(port)); };
   return {
       .kernel_side =
           [g](const std::string& port) {
@@ -54,12 +54,12 @@ vrrp::Hooks Gateway::vrrpHooks(Gateway* g) {
         const engine::Port* p = g->ports_->find(port);
         return p ? std::optional<proto::Mac>(p->mac()) : std::nullopt;
       },
-      .link_up = link,
+      .link_up = link_of,
       .tracked_up =
-          [g, link](const config::VrrpTrack& t) {
+          [g, link_of](const config::VrrpTrack& t) {
             switch (t.kind) {
               case config::VrrpTrack::Kind::kPort:
-                return link(t.name);
+                return link_of(t.name);
               case config::VrrpTrack::Kind::kPeer: {
                 const engine::ForwardingTables* tables = g->dataplane_->tables();
                 if (!tables) {

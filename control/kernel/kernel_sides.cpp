@@ -90,7 +90,7 @@ void KernelSides::setUp() {
         }
       } else {
         errors_.push_back("port " + pc.name + ": no egress guard on " + side.ifname + " (" +
-                          guard.error() + "): BGP and BFD would outlive a killed mcgwd");
+                          guard.error() + "): BFD would outlive a killed mcgwd");
         spdlog::warn("{}", errors_.back());
       }
     } else if (needsTap(pc)) {

@@ -61,6 +61,9 @@ std::string renderVrrp(const json& v) {
   if (v.contains("bgp_standing") && v["bgp_standing"].is_object()) {
     o << "  BGP follows VRRP: " << str(v["bgp_standing"], "mode") << "\n";
   }
+  if (v.value("site_reachable", true) == false) {
+    o << "  ! site LAN unreachable (a VRRP port without link): BFD held on af_xdp ports\n";
+  }
   return o.str();
 }
 

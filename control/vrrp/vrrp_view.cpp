@@ -133,7 +133,8 @@ json VrrpService::view() const {
                                                                      : "withdraw";
   return {{"groups", groups},
           {"ports", ports},
-          {"bgp_standing", {{"mode", mode}, {"prepend", standing_.prepend}}}};
+          {"bgp_standing", {{"mode", mode}, {"prepend", standing_.prepend}}},
+          {"site_reachable", site_reachable_}};
 }
 
 }  // namespace mcgw::vrrp

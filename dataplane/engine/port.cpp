@@ -140,6 +140,15 @@ Port::~Port() {
   }
 }
 
+bool Port::linkUp() const {
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(port_id_, &link) != 0 || link.link_status != RTE_ETH_LINK_UP) {
+    return false;
+  }
+  const std::string iface = config_.kernelInterface();
+  return iface.empty() || kernelLinkUp(iface);
+}
+
 PortStatus Port::status() const {
   PortStatus s;
   s.name = config_.name;
@@ -152,13 +161,10 @@ PortStatus Port::status() const {
   s.rx_queues = info.nb_rx_queues;
   rte_eth_link link{};
   if (rte_eth_link_get_nowait(port_id_, &link) == 0) {
-    s.link_up = link.link_status == RTE_ETH_LINK_UP;
     s.speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
     s.full_duplex = link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
   }
-  if (std::string iface = config_.kernelInterface(); !iface.empty()) {
-    s.link_up = s.link_up && kernelLinkUp(iface);
-  }
+  s.link_up = linkUp();
   rte_eth_dev_get_mtu(port_id_, &s.mtu);
   rte_ether_addr mac{};
   if (rte_eth_macaddr_get(port_id_, &mac) == 0) {

@@ -47,6 +47,9 @@ class Port {
   uint16_t rxQueues() const { return rx_queues_; }
   std::array<uint8_t, 6> mac() const;
   PortStatus status() const;
+  // The link now (DPDK's view and, with a kernel interface, the kernel's):
+  // status().link_up without the rest, for VRRP's 20 ms tracking.
+  bool linkUp() const;
 
   // Applies a new MTU to the running port.
   Result<bool, std::string> setMtu(uint16_t mtu);

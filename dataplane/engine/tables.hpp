@@ -87,12 +87,12 @@ struct TunnelEntry {
   uint8_t n_lines = 0;
   std::array<uint16_t, kMaxLinesPerPeer> lines{};  // indexes into lines, in preference order
   Mac inner_dst{};
-  // The same tenant's tunnels to the other gateways of the peer's site
-  // (peers[].site), in config order: where the traffic routed to this
-  // tunnel goes while none of its lines is usable.
+  // The same tenant's tunnels (indexes into tunnels) to the other gateways
+  // of the peer's site (peers[].site), in config order: where the traffic
+  // routed to this tunnel goes while none of its lines is usable.
   uint8_t n_stand_ins = 0;
-  std::array<uint16_t, config::kMaxPeersPerSite - 1> stand_ins{};  // indexes into tunnels
-  std::string name;                                                // "peer/tenant"
+  std::array<uint16_t, config::kMaxPeersPerSite - 1> stand_ins{};
+  std::string name;  // "peer/tenant"
 };
 
 // A tenant's mapped ranges that this gateway translates (those whose real

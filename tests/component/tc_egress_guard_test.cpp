@@ -193,7 +193,7 @@ TEST_F(EgressGuardTest, RoutingLeavesWhileTheHolderLivesAndNotAfterItIsKilled) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_EQ(filterCount(), 1) << "the filter outlives its holder";
-  EXPECT_EQ(whatLeaves(), "other-udp other-tcp") << "the holder was killed";
+  EXPECT_EQ(whatLeaves(), "bgp other-udp other-tcp") << "the holder was killed";
 
   // The next mcgwd replaces it (one filter) and routing leaves again.
   {
@@ -207,8 +207,7 @@ TEST_F(EgressGuardTest, RoutingLeavesWhileTheHolderLivesAndNotAfterItIsKilled) {
   EXPECT_EQ(whatLeaves(), kAll);
 }
 
-// The site's LAN unreachable: BFD is held, BGP and the rest leave; back:
-// all leave.
+// The site's LAN unreachable: BFD is held, the rest leaves; back: all.
 TEST_F(EgressGuardTest, SiteUnreachableHoldsBfdAlone) {
   auto g = EgressGuard::attach("gd0");
   ASSERT_TRUE(g) << g.error();
@@ -236,7 +235,7 @@ TEST_F(EgressGuardTest, DetachRemovesAGuardAKilledProcessLeft) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not attach";
   EXPECT_EQ(filterCount(), 1);
-  EXPECT_EQ(whatLeaves(), "other-udp other-tcp");
+  EXPECT_EQ(whatLeaves(), "bgp other-udp other-tcp");
   auto r = detachEgressGuard("gd0");
   ASSERT_TRUE(r) << r.error();
   EXPECT_TRUE(*r);

@@ -43,12 +43,14 @@ TEST(VrrpCli, GroupThatIsDownSaysWhy) {
                 "state": "initialize", "priority": {"configured": 100, "effective": 100},
                 "active_address": null, "virtual_addresses": ["fd00::1"],
                 "virtual_mac": "00:00:5e:00:02:14", "down_reason": "port lan1 link down",
-                "timers": {}, "transitions": 0, "last_transition": null, "tracking": []}]})");
+                "timers": {}, "transitions": 0, "last_transition": null, "tracking": []}],
+    "site_reachable": false})");
   EXPECT_EQ(renderVrrp(v),
             "  vrid 20 on lan1 (ipv6, multicast): initialize, priority 100, active -, virtual "
             "fd00::1 (00:00:5e:00:02:14)\n"
             "    interval - ms (active's -), down interval - ms, skew - ms; 0 transitions\n"
-            "    ! port lan1 link down\n");
+            "    ! port lan1 link down\n"
+            "  ! site LAN unreachable (a VRRP port without link): BFD held on af_xdp ports\n");
 }
 
 }  // namespace
