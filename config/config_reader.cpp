@@ -147,6 +147,9 @@ Config buildConfig(lyd_node* tree) {
       pc.asn = R::num<uint32_t>(p, "asn");
     }
     pc.site = R::str(p, "site");
+    if (pc.site == pc.name) {
+      pc.site.clear();  // the default spelled out: the same config
+    }
     pc.encapsulation =
         R::str(p, "encapsulation") == "geneve" ? Encapsulation::kGeneve : Encapsulation::kVxlan;
     std::string mss = R::str(p, "mss-clamp", "auto");

@@ -363,7 +363,8 @@ class Checker {
   void sites() {
     std::map<std::string, size_t> per_site;
     for (const auto& p : c_.peers) {
-      const std::string path = "/mcgw:peers/peer" + keyPredicate("name", p.name) + "/site";
+      const std::string peer_path = "/mcgw:peers/peer" + keyPredicate("name", p.name);
+      const std::string path = p.site.empty() ? peer_path : peer_path + "/site";
       if (++per_site[p.siteName()] == kMaxPeersPerSite + 1) {
         error(path, "site " + q(p.siteName()) + " has more than " +
                         std::to_string(kMaxPeersPerSite) + " peers (gateways)");

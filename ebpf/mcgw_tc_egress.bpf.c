@@ -18,7 +18,7 @@
  * program drops BGP coming in while mcgwd is gone), and survive a quick
  * restart of mcgwd.
  *
- * Parsing is bounded: one Ethernet header (a VLAN tag passes), the IPv4
+ * Parsing is bounded: one Ethernet header and at most one VLAN tag, the IPv4
  * header with its options or the fixed IPv6 header, the UDP ports;
  * non-first IPv4 fragments and IPv6 extension headers pass. */
 #include <linux/bpf.h>
@@ -69,10 +69,24 @@ int mcgw_tc_egress(struct __sk_buff* skb) {
   if ((void*)(eth + 1) > data_end) {
     return TC_ACT_OK;
   }
+  /* One VLAN tag (a VLAN device on the interface, without TX offload). */
+  __be16 proto = eth->h_proto;
+  void* l3 = eth + 1;
+  if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+    struct vlan_tag {
+      __be16 tci;
+      __be16 proto;
+    }* tag = l3;
+    if ((void*)(tag + 1) > data_end) {
+      return TC_ACT_OK;
+    }
+    proto = tag->proto;
+    l3 = tag + 1;
+  }
   __u8 l4proto;
   void* l4;
-  if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-    struct iphdr* ip = (void*)(eth + 1);
+  if (proto == bpf_htons(ETH_P_IP)) {
+    struct iphdr* ip = l3;
     if ((void*)(ip + 1) > data_end) {
       return TC_ACT_OK;
     }
@@ -82,8 +96,8 @@ int mcgw_tc_egress(struct __sk_buff* skb) {
     }
     l4proto = ip->protocol;
     l4 = (void*)ip + hlen;
-  } else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-    struct ipv6hdr* ip6 = (void*)(eth + 1);
+  } else if (proto == bpf_htons(ETH_P_IPV6)) {
+    struct ipv6hdr* ip6 = l3;
     if ((void*)(ip6 + 1) > data_end) {
       return TC_ACT_OK;
     }

@@ -8,41 +8,23 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
+#include "ebpf/tc_common.hpp"
 #include "ebpf/xdp_maps.hpp"
 
 namespace mcgw::ebpf {
 namespace {
 
-std::string failure(const std::string& ifname, const char* call, int ret) {
-  return ifname + ": " + call + ": " + std::strerror(ret < 0 ? -ret : ret);
-}
+using tc::failure;
+using tc::quietly;
 
-// libbpf refuses options whose padding is not zero (see tc_ingress_drop.cpp).
 void egressHook(int ifindex, bpf_tc_hook& hook) {
-  std::memset(&hook, 0, sizeof hook);
-  hook.sz = sizeof hook;
-  hook.ifindex = ifindex;
-  hook.attach_point = BPF_TC_EGRESS;
+  tc::hook(ifindex, BPF_TC_EGRESS, hook);
 }
 
 void filterOpts(bpf_tc_opts& opts) {
-  std::memset(&opts, 0, sizeof opts);
-  opts.sz = sizeof opts;
-  opts.handle = kEgressGuardHandle;
-  opts.priority = kEgressGuardPriority;
-}
-
-// EEXIST / ENOENT are expected answers here; libbpf would print the
-// kernel's message for them (see tc_ingress_drop.cpp).
-template <typename Call>
-int quietly(Call call) {
-  const libbpf_print_fn_t previous = libbpf_set_print(nullptr);
-  const int ret = call();
-  libbpf_set_print(previous);
-  return ret;
+  tc::filter(kEgressGuardHandle, kEgressGuardPriority, opts);
 }
 
 }  // namespace
@@ -104,7 +86,7 @@ Result<std::unique_ptr<EgressGuard>, std::string> EgressGuard::attach(const std:
 }
 
 EgressGuard::~EgressGuard() {
-  if (object_ && ifindex_ != 0) {
+  if (object_ && ifindex_ != 0 && !keep_filter_) {
     // Only our own program: a later mcgwd's guard may have replaced it.
     bpf_tc_hook hook;
     egressHook(ifindex_, hook);

@@ -12,9 +12,10 @@
 // (replacing what an earlier mcgwd left there).  The kernel removes the
 // sockets from the map when mcgwd dies; the program then drops BFD.
 //
-// Destroying the guard (an orderly stop, a port that closes) detaches the
-// filter first: after an orderly stop (priority 0 sent, announcements
-// withdrawn) BFD goes on as FRR runs it.  Needs CAP_BPF and CAP_NET_ADMIN.
+// Destroying the guard (a port that closes in a reload) detaches the filter
+// first.  mcgwd's own end (an orderly stop) calls keepFilter() before: the
+// sockets close and BFD stays held, as after a kill, since the gateway no
+// longer forwards.  Needs CAP_BPF and CAP_NET_ADMIN.
 #pragma once
 
 #include <memory>
@@ -39,7 +40,9 @@ class EgressGuard {
   // permitted").
   static Result<std::unique_ptr<EgressGuard>, std::string> attach(
       const std::string& ifname, const std::string& object = defaultTcEgressObjectPath());
-  ~EgressGuard();  // detaches the filter, then closes the socket and the program
+  ~EgressGuard();  // detaches the filter (unless keepFilter), closes the sockets and the program
+  // The destructor leaves the filter attached: BFD is held from then on.
+  void keepFilter() { keep_filter_ = true; }
   EgressGuard(const EgressGuard&) = delete;
   EgressGuard& operator=(const EgressGuard&) = delete;
 
@@ -57,6 +60,7 @@ class EgressGuard {
   bpf_object* object_ = nullptr;
   int socket_ = -1;       // key 0: mcgwd lives
   int site_socket_ = -1;  // key 1: the site is reachable
+  bool keep_filter_ = false;
 };
 
 // Detaches whatever filter is at the guard's place on `ifname` (a guard a

@@ -8,44 +8,21 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "ebpf/tc_common.hpp"
 
 namespace mcgw::ebpf {
 namespace {
 
-std::string failure(const std::string& ifname, const char* call, int ret) {
-  return ifname + ": " + call + ": " + std::strerror(ret < 0 ? -ret : ret);
-}
+using tc::failure;
+using tc::quietly;
 
-// libbpf refuses options whose padding is not zero, which aggregate
-// initialisation does not promise: hence memset, and no copies.
 void ingressHook(int ifindex, bpf_tc_hook& hook) {
-  std::memset(&hook, 0, sizeof hook);
-  hook.sz = sizeof hook;
-  hook.ifindex = ifindex;
-  hook.attach_point = BPF_TC_INGRESS;
+  tc::hook(ifindex, BPF_TC_INGRESS, hook);
 }
 
 void filterOpts(bpf_tc_opts& opts) {
-  std::memset(&opts, 0, sizeof opts);
-  opts.sz = sizeof opts;
-  opts.handle = kIngressDropHandle;
-  opts.priority = kIngressDropPriority;
-}
-
-// Creating clsact where it exists fails with EEXIST, and detaching where
-// there is nothing fails with ENOENT or EINVAL; both are fine here, but
-// libbpf prints the kernel's message for them ("Exclusivity flag on, cannot
-// modify") to stderr as a warning.  Silences libbpf for such a call; the
-// caller reports real failures itself.  (The setting is process-wide; in
-// mcgwd one thread at a time calls libbpf: the control loop, or a reload on
-// its background thread while the loop's gateway sources and API wait.)
-template <typename Call>
-int quietly(Call call) {
-  const libbpf_print_fn_t previous = libbpf_set_print(nullptr);
-  const int ret = call();
-  libbpf_set_print(previous);
-  return ret;
+  tc::filter(kIngressDropHandle, kIngressDropPriority, opts);
 }
 
 }  // namespace

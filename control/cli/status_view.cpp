@@ -385,6 +385,10 @@ std::string renderCounters(json c) {
     o << "Virtual MACs (VRRP): " << u(c["vrrp"], "virtual_mac_frames")
       << " frames accepted while Active\n";
   }
+  if (c.contains("sites")) {
+    o << "Stand-ins: " << u(c["sites"], "stand_in")
+      << " packets sent to another gateway of a peer's site\n";
+  }
   if (c.contains("xdp") && c["xdp"].is_object() && !c["xdp"].empty()) {
     o << "\nXDP program (af_xdp ports)\n";
     for (auto& [port, verdicts] : c["xdp"].items()) {

@@ -222,6 +222,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
     }
   });
   gw->vrrp_ = std::make_unique<vrrp::VrrpService>(gw->config_, vrrpHooks(g));
+  gw->kernel_->setSiteReachable(gw->vrrp_->siteReachableNow());
   gw->kernel_->setUp();
   gw->neighbors_->keepNextHopsResolved();
   if (auto r = gw->forwarding_->publish(*gw->config_); !r) {

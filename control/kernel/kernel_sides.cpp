@@ -81,9 +81,10 @@ void KernelSides::setUp() {
       }
       // The kernel transmits straight to the interface: without the guard,
       // FRR's BFD would go on saying Up for a killed mcgwd.
+      side.wan = pc.role == config::PortRole::kWan;
       if (auto guard = ebpf::EgressGuard::attach(side.ifname); guard) {
         side.egress_guard = std::move(*guard);
-        if (!site_reachable_) {
+        if (side.wan && !site_reachable_) {
           if (auto r = side.egress_guard->setSiteReachable(false); !r) {
             spdlog::warn("port {}: {}", pc.name, r.error());
           }
@@ -165,8 +166,15 @@ void KernelSides::setUp() {
   updateXdpMaps();
 }
 
-// The port's role, our VTEPs on it (overlay traffic to DPDK) and its own
-// addresses with their subnet broadcasts (to the kernel).
+void KernelSides::clear() {
+  for (auto& [port, side] : sides_) {
+    if (side.egress_guard) {
+      side.egress_guard->keepFilter();
+    }
+  }
+  sides_.clear();
+}
+
 void KernelSides::setSiteReachable(bool reachable) {
   if (reachable == site_reachable_) {
     return;
@@ -174,7 +182,7 @@ void KernelSides::setSiteReachable(bool reachable) {
   site_reachable_ = reachable;
   size_t guards = 0;
   for (auto& [port, side] : sides_) {
-    if (!side.egress_guard) {
+    if (!side.egress_guard || !side.wan) {
       continue;
     }
     ++guards;
@@ -182,13 +190,19 @@ void KernelSides::setSiteReachable(bool reachable) {
       spdlog::error("port {}: {}", port, r.error());
     }
   }
-  if (guards != 0) {
-    spdlog::info(reachable ? "site LAN reachable again: BFD leaves the af_xdp ports again"
-                           : "site LAN unreachable (a VRRP port without link): BFD held on the "
-                             "af_xdp ports, so the remote sites stop sending here");
+  if (reachable) {
+    spdlog::info("site LAN reachable again: BFD leaves the af_xdp WAN ports again");
+  } else {
+    spdlog::info(
+        "site LAN unreachable (a VRRP port without link): BFD held on {} af_xdp WAN port(s){}",
+        guards,
+        guards ? ", so the remote sites stop sending here"
+               : " (PCI and af_packet ports do not hold it)");
   }
 }
 
+// The port's role, our VTEPs on it (overlay traffic to DPDK) and its own
+// addresses with their subnet broadcasts (to the kernel).
 void KernelSides::updateXdpMaps() {
   for (auto& [name, side] : sides_) {
     const config::PortConfig* pc = config_->findPort(name);

@@ -25,8 +25,10 @@ struct KernelSide {
   int ifindex = 0;
   std::unique_ptr<engine::Port> tap;
   std::optional<ebpf::XdpMaps> xdp;  // af_xdp: mcgw's XDP program's maps
-  // af_xdp: BGP and BFD leave the interface only while mcgwd lives.
+  // af_xdp: BFD leaves the interface only while mcgwd lives (and, on a WAN
+  // port, while the site's LAN is reachable: setSiteReachable).
   std::unique_ptr<ebpf::EgressGuard> egress_guard;
+  bool wan = false;
 };
 
 class KernelSides : public daemon::Subsystem {
@@ -41,14 +43,18 @@ class KernelSides : public daemon::Subsystem {
   // What mcgw's XDP program needs: role, our VTEPs, our addresses.
   void updateXdpMaps();
   // Whether the gateway can deliver to its site (VRRP: no LAN port of a
-  // group without link).  While not, the egress guards of af_xdp ports drop
-  // BFD, so the remote sites take this gateway's lines out of use and send
-  // to another gateway of the site (docs/failover.md, "The return path").
+  // group without link).  While not, the egress guards of af_xdp WAN ports
+  // drop BFD, so the remote sites take this gateway's lines out of use and
+  // send to another gateway of the site (docs/failover.md, "The return
+  // path"); BFD to LAN routers goes on.
   void setSiteReachable(bool reachable);
   bool siteReachable() const { return site_reachable_; }
   // The port closes: its TAP goes first.
   void forget(const std::string& port) { sides_.erase(port); }
-  void clear() { sides_.clear(); }
+  // mcgwd stops: the TAPs go; the egress guards stay attached with their
+  // sockets closed, so BFD is held as after a kill (the next mcgwd
+  // replaces them).
+  void clear();
 
   const std::map<std::string, KernelSide>& sides() const { return sides_; }
   const KernelSide* find(const std::string& port) const;

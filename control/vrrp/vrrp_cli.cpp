@@ -62,7 +62,7 @@ std::string renderVrrp(const json& v) {
     o << "  BGP follows VRRP: " << str(v["bgp_standing"], "mode") << "\n";
   }
   if (v.value("site_reachable", true) == false) {
-    o << "  ! site LAN unreachable (a VRRP port without link): BFD held on af_xdp ports\n";
+    o << "  ! site LAN unreachable (a VRRP port without link): BFD held on af_xdp WAN ports\n";
   }
   return o.str();
 }

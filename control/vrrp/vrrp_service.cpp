@@ -551,13 +551,22 @@ void VrrpService::track() {
     return;
   }
   const auto now = std::chrono::steady_clock::now();
+  // Each port's link once per tick (a read asks the device and the kernel).
+  std::map<std::string, bool> links;
+  auto linkUp = [&](const std::string& port) {
+    auto [it, fresh] = links.try_emplace(port, true);
+    if (fresh && hooks_.link_up) {
+      it->second = hooks_.link_up(port);
+    }
+    return it->second;
+  };
   for (auto& gp : groups_) {
     Group& g = *gp;
     if (!g.sm) {
       startGroup(g);  // sockets are tried at most once a second
       continue;
     }
-    const bool link = hooks_.link_up ? hooks_.link_up(g.cfg.port) : true;
+    const bool link = linkUp(g.cfg.port);
     if (link != g.link_up) {
       g.link_up = link;
       const std::string why = "port " + g.cfg.port + (link ? " link up" : " link down");
@@ -582,12 +591,18 @@ void VrrpService::track() {
   // The site is reachable while every port with a group has link.
   bool reachable = true;
   for (const auto& gp : groups_) {
-    reachable = reachable && (!hooks_.link_up || hooks_.link_up(gp->cfg.port));
+    reachable = reachable && linkUp(gp->cfg.port);
   }
   if (hooks_.site_reachable && reachable != site_reachable_) {
     site_reachable_ = reachable;
     hooks_.site_reachable(reachable);
   }
+}
+
+bool VrrpService::siteReachableNow() const {
+  return std::none_of(
+      config_->vrrp_groups.begin(), config_->vrrp_groups.end(),
+      [&](const config::VrrpGroupConfig& c) { return hooks_.link_up && !hooks_.link_up(c.port); });
 }
 
 void VrrpService::stopGroup(Group& g, const std::string& why) {

@@ -56,7 +56,7 @@ struct Hooks {
   std::function<void(const std::string& port, const std::vector<proto::Mac>&)> set_virtual_macs;
   std::function<void(const BgpStanding&)> bgp_standing;
   // Whether every port with a group has link (the gateway can deliver to
-  // its site); called when that changes, and first when a group starts.
+  // its site); called at the first tracking tick and when that changes.
   std::function<void(bool)> site_reachable;
 };
 
@@ -98,6 +98,10 @@ class VrrpService : public daemon::Subsystem {
   // Why VRRP cannot do its work (health reasons): sockets, kernel sides.
   std::vector<std::string> problems() const;
   BgpStanding standing() const { return standing_; }
+  // Whether every port with a group has link now (asked of hooks.link_up):
+  // what the Gateway tells the kernel sides before they set up, so that a
+  // gateway started with its LAN cut never lets BFD out.
+  bool siteReachableNow() const;
 
   std::string_view name() const override { return "vrrp"; }
   Result<bool, std::string> prepare(const daemon::ReloadPlan& plan) override;
@@ -182,7 +186,7 @@ class VrrpService : public daemon::Subsystem {
   core::EventLoop* loop_ = nullptr;
   bool paused_ = false;
   bool stopped_ = false;
-  bool site_reachable_ = true;  // as last told to hooks_.site_reachable
+  std::optional<bool> site_reachable_;  // as last told to hooks_.site_reachable
   std::chrono::steady_clock::time_point stop_deadline_;
   std::map<std::string, std::unique_ptr<PortIo>> ports_;
   std::vector<std::unique_ptr<Group>> groups_;

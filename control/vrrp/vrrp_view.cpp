@@ -134,7 +134,7 @@ json VrrpService::view() const {
   return {{"groups", groups},
           {"ports", ports},
           {"bgp_standing", {{"mode", mode}, {"prepend", standing_.prepend}}},
-          {"site_reachable", site_reachable_}};
+          {"site_reachable", site_reachable_.value_or(true)}};
 }
 
 }  // namespace mcgw::vrrp

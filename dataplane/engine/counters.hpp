@@ -61,7 +61,7 @@ struct PacketsBytes {
     "SYN / SYN-ACK with malformed TCP options (forwarded unchanged)")                              \
   X(virtual_mac, "vrrp", "virtual_mac_frames",                                                     \
     "unicast frames to a port's active virtual MAC, handled as if to the port's MAC")              \
-  X(stand_in, "tunnels", "stand_in",                                                               \
+  X(stand_in, "sites", "stand_in",                                                                 \
     "packets sent to another gateway of the peer's site: no line of the routed one was usable")
 
 enum class WorkerState : uint8_t { kPolling, kPausing, kSleeping, kStopped };

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "dataplane/proto/checksum.hpp"
@@ -819,14 +821,20 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   }
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
-  // Stand-ins: the other gateways' tunnels of the same site and tenant.
-  for (auto& te : t->tunnels) {
-    for (size_t i = 0; i < t->tunnels.size(); ++i) {
-      const TunnelEntry& o = t->tunnels[i];
-      if (o.peer != te.peer && o.tenant == te.tenant &&
-          c.peers[o.peer].siteName() == c.peers[te.peer].siteName() &&
-          te.n_stand_ins < te.stand_ins.size()) {
-        te.stand_ins[te.n_stand_ins++] = static_cast<uint16_t>(i);
+  // Stand-ins: the other gateways' tunnels of the same site and tenant,
+  // found through (site, tenant) buckets (this runs on every publish).
+  std::map<std::pair<std::string_view, uint16_t>, std::vector<uint16_t>> by_site;
+  for (size_t i = 0; i < t->tunnels.size(); ++i) {
+    const TunnelEntry& te = t->tunnels[i];
+    by_site[{c.peers[te.peer].siteName(), te.tenant}].push_back(static_cast<uint16_t>(i));
+  }
+  for (const auto& [key, members] : by_site) {
+    for (uint16_t i : members) {
+      TunnelEntry& te = t->tunnels[i];
+      for (uint16_t o : members) {
+        if (t->tunnels[o].peer != te.peer && te.n_stand_ins < te.stand_ins.size()) {
+          te.stand_ins[te.n_stand_ins++] = o;
+        }
       }
     }
   }

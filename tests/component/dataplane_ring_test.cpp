@@ -548,6 +548,23 @@ Captured collect(size_t n, std::chrono::milliseconds timeout = 5000ms) {
   return c;
 }
 
+// Each tunnelled packet that left through wan0 or wan1, decoded (a packet
+// that does not decode is a failure of the test).
+template <typename F>
+void forEachTunneled(Captured& out, F f) {
+  for (const std::string port : {"wan0", "wan1"}) {
+    for (rte_mbuf* m : out.on(port)) {
+      std::string why;
+      auto t = decodeTunneled(m, &why);
+      if (!t) {
+        ADD_FAILURE() << why;
+        continue;
+      }
+      f(port, *t);
+    }
+  }
+}
+
 std::string nonZeroDrops(const CountersSnapshot& c) {
   std::string s;
   for (size_t i = 0; i < kDropReasonCount; ++i) {
@@ -1689,18 +1706,10 @@ TEST_F(DataplaneRing, EcmpOverPeersPassesOverAPeerWithoutUsableLines) {
     Captured out = collect(pkts.size());
     EXPECT_EQ(out.total(), pkts.size()) << "every packet sent comes out, once";
     std::vector<std::string> peer_of(kFlows);
-    for (const std::string port : {"wan0", "wan1"}) {
-      for (rte_mbuf* m : out.on(port)) {
-        std::string why;
-        auto t = decodeTunneled(m, &why);
-        if (!t) {
-          ADD_FAILURE() << why;
-          continue;
-        }
-        const unsigned i = (t->inner.sport - 30000) / 7;
-        peer_of[i] = t->dst_ip == kRemoteB1 ? "b" : t->dst_ip == kRemoteC1 ? "c" : "?";
-      }
-    }
+    forEachTunneled(out, [&](const std::string&, const Tunneled& t) {
+      const unsigned i = (t.inner.sport - 30000) / 7;
+      peer_of[i] = t.dst_ip == kRemoteB1 ? "b" : t.dst_ip == kRemoteC1 ? "c" : "?";
+    });
     return peer_of;
   };
   const auto before = round();
@@ -1736,18 +1745,10 @@ std::multiset<std::string> peersOfTenFlows(Dataplane& dp, uint32_t* seq, size_t 
   EXPECT_TRUE(waitUntil([&] { return noTunnel() - dropped_before >= 10 - expect; }, 5000ms))
       << "dropped as no-tunnel: " << noTunnel() - dropped_before << ", want " << 10 - expect;
   std::multiset<std::string> to;
-  for (const std::string port : {"wan0", "wan1"}) {
-    for (rte_mbuf* m : out.on(port)) {
-      std::string why;
-      auto t = decodeTunneled(m, &why);
-      if (!t) {
-        ADD_FAILURE() << why;
-        continue;
-      }
-      EXPECT_EQ(port, t->dst_ip == kRemoteB1 ? "wan0" : "wan1") << "each peer's own line";
-      to.insert(t->dst_ip == kRemoteB1 ? "b" : t->dst_ip == kRemoteC1 ? "c" : "?");
-    }
-  }
+  forEachTunneled(out, [&](const std::string& port, const Tunneled& t) {
+    EXPECT_EQ(port, t.dst_ip == kRemoteB1 ? "wan0" : "wan1") << "each peer's own line";
+    to.insert(t.dst_ip == kRemoteB1 ? "b" : t.dst_ip == kRemoteC1 ? "c" : "?");
+  });
   return to;
 }
 

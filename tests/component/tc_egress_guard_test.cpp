@@ -80,26 +80,27 @@ int leftGd0(uint8_t proto, uint16_t port, Send send,
 
 // One UDP datagram from the gateway's address to the absent host's `port`.
 void udpTo(bool v6, uint16_t port) {
-  const int s = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage to{};
+  socklen_t len = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&to);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    inet_pton(AF_INET6, "2001:db8::9", &a->sin6_addr);
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&to);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    inet_pton(AF_INET, "192.0.2.9", &a->sin_addr);
+    len = sizeof *a;
+  }
+  const int s = ::socket(to.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(s, 0);
   const char payload[24] = "mcgw egress guard test";
-  if (v6) {
-    sockaddr_in6 to{};
-    to.sin6_family = AF_INET6;
-    to.sin6_port = htons(port);
-    inet_pton(AF_INET6, "2001:db8::9", &to.sin6_addr);
-    EXPECT_EQ(::sendto(s, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
-              static_cast<ssize_t>(sizeof payload))
-        << std::strerror(errno);
-  } else {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    inet_pton(AF_INET, "192.0.2.9", &to.sin_addr);
-    EXPECT_EQ(::sendto(s, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
-              static_cast<ssize_t>(sizeof payload))
-        << std::strerror(errno);
-  }
+  EXPECT_EQ(::sendto(s, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to), len),
+            static_cast<ssize_t>(sizeof payload))
+      << std::strerror(errno);
   ::close(s);
 }
 
@@ -131,8 +132,9 @@ class EgressGuardTest : public ::testing::Test {
     ASSERT_EQ(r.code, 0) << r.err;
   }
 
-  // Which of BFD (v4 and v6, single hop and multihop), BGP and two other
-  // protocols left gd0: "bfd4 bfd4mh bfd6mh bgp other-udp other-tcp".
+  // Which of BFD (v4 and v6, single hop and multihop, echo), BGP and two
+  // other protocols left gd0: "bfd4 bfd4mh bfd6mh bfd6 echo4 bgp other-udp
+  // other-tcp".
   static std::string whatLeaves() {
     std::string out;
     auto add = [&](const char* name, int n) {
@@ -143,6 +145,8 @@ class EgressGuardTest : public ::testing::Test {
     add("bfd4", leftGd0(kUdp, 3784, [] { udpTo(false, 3784); }));
     add("bfd4mh", leftGd0(kUdp, 4784, [] { udpTo(false, 4784); }));
     add("bfd6mh", leftGd0(kUdp, 4784, [] { udpTo(true, 4784); }));
+    add("bfd6", leftGd0(kUdp, 3784, [] { udpTo(true, 3784); }));
+    add("echo4", leftGd0(kUdp, 3785, [] { udpTo(false, 3785); }));
     add("bgp", leftGd0(kTcp, 179, [] { synTo(179); }));
     add("other-udp", leftGd0(kUdp, 5001, [] { udpTo(false, 5001); }));
     add("other-tcp", leftGd0(kTcp, 8080, [] { synTo(8080); }));
@@ -157,7 +161,7 @@ class EgressGuardTest : public ::testing::Test {
   test::PrivateNetns netns_;
 };
 
-constexpr const char* kAll = "bfd4 bfd4mh bfd6mh bgp other-udp other-tcp";
+constexpr const char* kAll = "bfd4 bfd4mh bfd6mh bfd6 echo4 bgp other-udp other-tcp";
 
 TEST_F(EgressGuardTest, RoutingLeavesWhileTheHolderLivesAndNotAfterItIsKilled) {
   ASSERT_EQ(whatLeaves(), kAll) << "without a guard";

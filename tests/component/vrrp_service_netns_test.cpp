@@ -119,6 +119,10 @@ class Router {
         std::lock_guard<std::mutex> l(mutex_);
         standings_.push_back(s);
       };
+      h.site_reachable = [this](bool reachable) {
+        std::lock_guard<std::mutex> l(mutex_);
+        site_.push_back(reachable);
+      };
       service_ = std::make_unique<VrrpService>(config_, h);
       service_->attach(*loop_);
       ready.set_value();
@@ -173,6 +177,14 @@ class Router {
     std::lock_guard<std::mutex> l(mutex_);
     return standings_;
   }
+  // What hooks.site_reachable was told, in order.
+  std::vector<bool> site() {
+    std::lock_guard<std::mutex> l(mutex_);
+    return site_;
+  }
+  bool siteReachableNow() {
+    return call([this] { return service_->siteReachableNow(); });
+  }
   // Polls until the group's state is `want` or `limit` passes; the time it took.
   std::optional<std::chrono::milliseconds> waitState(const std::string& want,
                                                      std::chrono::milliseconds limit,
@@ -200,6 +212,7 @@ class Router {
   std::mutex mutex_;
   std::map<std::string, std::vector<proto::Mac>> macs_;
   std::vector<BgpStanding> standings_;
+  std::vector<bool> site_;
 };
 
 // Sends from the interface `ifname` of namespace `ns` (a thread of its own
@@ -324,6 +337,33 @@ TEST_F(VrrpNetns, LinkDownTakesTheGroupDownAndBackPreempts) {
   EXPECT_NE(b.group()["last_transition"]["reason"].get<std::string>().find("higher priority 200"),
             std::string::npos)
       << b.group()["last_transition"];
+}
+
+// The site is reachable while every port with a group has link: told at the
+// first tracking tick and on each change (the Gateway holds BFD meanwhile);
+// a reload to no groups makes it reachable again.
+TEST_F(VrrpNetns, SiteReachabilityFollowsTheLinkOfTheGroupsPorts) {
+  Router a(a_, "a0", gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", group4(200)));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  EXPECT_EQ(a.site(), std::vector<bool>{true}) << "told once, at the first tick";
+  EXPECT_TRUE(a.siteReachableNow());
+  EXPECT_EQ(a.view()["site_reachable"], true);
+  a.link_ = false;
+  ASSERT_TRUE(a.waitState("initialize", 1s));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(a.site(), (std::vector<bool>{true, false}));
+  EXPECT_FALSE(a.siteReachableNow());
+  EXPECT_EQ(a.view()["site_reachable"], false);
+  a.link_ = true;
+  ASSERT_TRUE(a.waitState("active", 2s));
+  EXPECT_EQ(a.site(), (std::vector<bool>{true, false, true}));
+  a.link_ = false;
+  ASSERT_TRUE(a.waitState("initialize", 1s));
+  a.reload(gatewayConfig("a", "10.9.0.1/24", "fd09::1/64", " []\n"));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(a.site(), (std::vector<bool>{true, false, true, false, true}))
+      << "no group: nothing to deliver to, nothing held";
+  EXPECT_TRUE(a.siteReachableNow());
 }
 
 TEST_F(VrrpNetns, TrackedObjectDownLowersPriorityAndThePeerPreempts) {

@@ -239,6 +239,7 @@ def failover(lab, probes: list, label: str, event, bound_b2a_info) -> None:
     gwa2 must take over and both directions resume."""
     wait_states(lab, {"gwa": "active", "gwa2": "backup"}, 15, f"({label}) before")
     wait_b_route(lab, "site-a", 15, f"({label}) before")
+    stand_ins_before = json.loads(lab.ctl("gwb", "show", "counters", "--json", check=True).stdout)["sites"]["stand_in"]
     a2b, b2a = streams(lab)
     probes += [a2b, b2a]
     time.sleep(EVENT_AT_S)
@@ -269,7 +270,13 @@ def failover(lab, probes: list, label: str, event, bound_b2a_info) -> None:
           f"({a2b_bound:.0f} ms)", ra)
     check(rb.received > 0 and rb.window_ms < B2A_BOUND_MS, f"({label}) B->A resumes: loss window < {B2A_BOUND_MS} ms"
           f" ({bound_b2a_info})", f"{rb}; gwb: {frr}")
-    ok(f"({label}) gwa2 Active after {takeover_ms:.0f} ms; loss A->B {ra.window_ms:.0f} ms, B->A {rb.window_ms:.0f} ms")
+    # gwb's fast path sent to gwa2 while gwa's lines were down (site-a2 has
+    # site: site-a), before BGP moved the route.
+    stand_ins = json.loads(lab.ctl("gwb", "show", "counters", "--json", check=True).stdout)["sites"]["stand_in"]
+    check(stand_ins > stand_ins_before, f"({label}) gwb stood in for gwa (sites.stand_in)",
+          f"{stand_ins_before} -> {stand_ins}")
+    ok(f"({label}) gwa2 Active after {takeover_ms:.0f} ms; loss A->B {ra.window_ms:.0f} ms, B->A {rb.window_ms:.0f} ms"
+       f"; gwb stood in for {stand_ins - stand_ins_before} packets")
 
 
 @aborting

@@ -33,7 +33,7 @@ TEST(CounterKeysTest, EventCountersKeepTheirJsonKeys) {
       "mss.inserted",
       "mss.malformed",
       "vrrp.virtual_mac_frames",
-      "tunnels.stand_in",
+      "sites.stand_in",
   };
   EXPECT_EQ(keys, expected);
 }

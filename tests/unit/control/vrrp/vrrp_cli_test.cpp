@@ -50,7 +50,7 @@ TEST(VrrpCli, GroupThatIsDownSaysWhy) {
             "fd00::1 (00:00:5e:00:02:14)\n"
             "    interval - ms (active's -), down interval - ms, skew - ms; 0 transitions\n"
             "    ! port lan1 link down\n"
-            "  ! site LAN unreachable (a VRRP port without link): BFD held on af_xdp ports\n");
+            "  ! site LAN unreachable (a VRRP port without link): BFD held on af_xdp WAN ports\n");
 }
 
 }  // namespace
