@@ -469,12 +469,6 @@ class Checker {
                                   " VRRP groups; the fast path accepts " +
                                   std::to_string(kMaxVrrpGroupsPerPort) + " virtual MACs per port");
       }
-      if (g.accept_mode) {
-        error(path + "/accept-mode",
-              "accept-mode: true is not supported yet: packets to a virtual address are "
-              "not delivered to the Active's kernel (use the gateway's own addresses for "
-              "ping and SSH)");
-      }
       // An advertisement must fit the port: IP header, 8 bytes of VRRP and
       // the addresses.
       const bool v6 = g.virtual_addresses.front().family == Family::V6;

@@ -23,6 +23,7 @@
  * non-first IPv4 fragments and IPv6 extension headers pass. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -109,6 +110,45 @@ int mcgw_tc_egress(struct __sk_buff* skb) {
   if (is_bfd(l4proto, l4, data_end) && !(holds(0) && holds(1))) {
     return TC_ACT_SHOT;
   }
+  return TC_ACT_OK;
+}
+
+/* The MAC of the interface (index 0, 6 bytes), for mcgw_tc_vmac_host. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} port_mac SEC(".maps");
+
+/* At tc ingress of an af_xdp LAN interface: a frame the XDP program passed
+ * to the kernel after rewriting its destination from a VRRP virtual MAC to
+ * the interface's (accept mode) may still be marked for another host: the
+ * veth driver classifies the frame before XDP runs and keeps that after
+ * it, where a NIC driver builds the packet after XDP.  Such a frame, now to
+ * our MAC, is ours. */
+SEC("tc")
+int mcgw_tc_vmac_host(struct __sk_buff* skb) {
+  if (skb->pkt_type != PACKET_OTHERHOST) {
+    return TC_ACT_OK;
+  }
+  void* data = (void*)(long)skb->data;
+  void* data_end = (void*)(long)skb->data_end;
+  struct ethhdr* eth = data;
+  if ((void*)(eth + 1) > data_end) {
+    return TC_ACT_OK;
+  }
+  __u32 zero = 0;
+  const __u8* mac = bpf_map_lookup_elem(&port_mac, &zero);
+  if (!mac) {
+    return TC_ACT_OK;
+  }
+  for (int i = 0; i < 6; i++) {
+    if (eth->h_dest[i] != mac[i]) {
+      return TC_ACT_OK;
+    }
+  }
+  bpf_skb_change_type(skb, PACKET_HOST);
   return TC_ACT_OK;
 }
 

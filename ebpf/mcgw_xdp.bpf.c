@@ -151,10 +151,20 @@ static __always_inline int fast_path_alive(struct xdp_md* ctx) {
   return 0;
 }
 
-/* To the kernel as our own traffic, unless routing would outlive the fast path. */
-static __always_inline int local(struct xdp_md* ctx, __u8 l4proto, void* l4, void* data_end) {
+/* To the kernel as our own traffic, unless routing would outlive the fast path.
+ * A frame to a VRRP virtual MAC (00-00-5E-00-01-xx / 00-00-5E-00-02-xx: an
+ * Active group's virtual address in accept mode) gets the interface's MAC
+ * as destination, or the kernel would take it for another host's. */
+static __always_inline int local(struct xdp_md* ctx, struct ethhdr* eth,
+                                 const struct mcgw_xdp_port_config* cfg, __u8 l4proto, void* l4,
+                                 void* data_end) {
   if (is_routing_protocol(l4proto, l4, data_end) && !fast_path_alive(ctx)) {
     return drop(ctx, MCGW_XDP_DROP_NO_FAST_PATH);
+  }
+  const __u8* d = eth->h_dest;
+  if (cfg && d[0] == 0 && d[1] == 0 && d[2] == 0x5E && d[3] == 0 && (d[4] == 1 || d[4] == 2) &&
+      (cfg->mac[0] | cfg->mac[1] | cfg->mac[2] | cfg->mac[3] | cfg->mac[4] | cfg->mac[5])) {
+    __builtin_memcpy(eth->h_dest, cfg->mac, 6);
   }
   return pass(ctx, MCGW_XDP_PASS_LOCAL);
 }
@@ -264,10 +274,10 @@ int mcgw_xdp(struct xdp_md* ctx) {
       }
     }
     /* Anything else to a VTEP address (BGP, BFD, ping on a WAN address). */
-    return local(ctx, l4proto, l4, data_end);
+    return local(ctx, eth, cfg, l4proto, l4, data_end);
   }
   if (bpf_map_lookup_elem(&mcgw_local, &dst)) {
-    return local(ctx, l4proto, l4, data_end);
+    return local(ctx, eth, cfg, l4proto, l4, data_end);
   }
   if (dst.family == MCGW_XDP_FAMILY_IPV6 && l4proto == IPPROTO_ICMPV6_) {
     __u8* icmp6 = l4;

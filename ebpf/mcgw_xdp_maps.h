@@ -52,6 +52,11 @@ typedef uint64_t mcgw_u64;
 struct mcgw_xdp_port_config {
   mcgw_u32 role;  /* MCGW_XDP_ROLE_* */
   mcgw_u32 flags; /* MCGW_XDP_FLAG_* */
+  /* The interface's MAC (zero: not set): a frame to a VRRP virtual MAC for
+   * one of our addresses (accept mode) reaches the kernel with it, since the
+   * kernel takes only its own MAC as addressed to it. */
+  mcgw_u8 mac[6];
+  mcgw_u8 pad[2];
 };
 
 /* Key of mcgw_vteps and mcgw_local: an IPv4 address in addr[0..3] (network

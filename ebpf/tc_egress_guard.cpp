@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "ebpf/tc_common.hpp"
@@ -132,6 +133,52 @@ Result<bool, std::string> EgressGuard::setSiteReachable(bool reachable) {
       ret < 0 && ret != -EINVAL && ret != -ENOENT) {
     return unexpected(failure(ifname_, "mcgwd_alive: the site's socket out", ret));
   }
+  return true;
+}
+
+Result<bool, std::string> attachVirtualMacHost(const std::string& ifname,
+                                               const std::array<uint8_t, 6>& mac,
+                                               const std::string& object) {
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) {
+    return unexpected(failure(ifname, "if_nametoindex", errno));
+  }
+  bpf_object* obj = bpf_object__open_file(object.c_str(), nullptr);
+  if (!obj) {
+    return unexpected(failure(ifname, ("opening " + object).c_str(), errno));
+  }
+  auto fail = [obj](std::string why) {
+    bpf_object__close(obj);
+    return unexpected(std::move(why));
+  };
+  if (int ret = bpf_object__load(obj); ret < 0) {
+    return fail(failure(ifname, ("loading " + object).c_str(), ret));
+  }
+  bpf_program* prog = bpf_object__find_program_by_name(obj, "mcgw_tc_vmac_host");
+  bpf_map* port_mac = bpf_object__find_map_by_name(obj, "port_mac");
+  if (!prog || !port_mac) {
+    return fail(ifname + ": " + object + " has no program mcgw_tc_vmac_host or map port_mac");
+  }
+  const uint32_t key = 0;
+  uint64_t value = 0;
+  std::memcpy(&value, mac.data(), mac.size());
+  if (int ret = bpf_map__update_elem(port_mac, &key, sizeof key, &value, sizeof value, BPF_ANY);
+      ret < 0) {
+    return fail(failure(ifname, "port_mac", ret));
+  }
+  bpf_tc_hook hook;
+  tc::hook(ifindex, BPF_TC_INGRESS, hook);
+  if (int ret = quietly([&] { return bpf_tc_hook_create(&hook); }); ret < 0 && ret != -EEXIST) {
+    return fail(failure(ifname, "bpf_tc_hook_create (clsact)", ret));
+  }
+  bpf_tc_opts opts;
+  tc::filter(kVirtualMacHostHandle, kVirtualMacHostPriority, opts);
+  opts.prog_fd = bpf_program__fd(prog);
+  opts.flags = BPF_TC_F_REPLACE;
+  if (int ret = bpf_tc_attach(&hook, &opts); ret < 0) {
+    return fail(failure(ifname, "bpf_tc_attach (ingress)", ret));
+  }
+  bpf_object__close(obj);  // the filter holds the program, the program its map
   return true;
 }
 

@@ -18,6 +18,8 @@
 // longer forwards.  Needs CAP_BPF and CAP_NET_ADMIN.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -62,6 +64,18 @@ class EgressGuard {
   int site_socket_ = -1;  // key 1: the site is reachable
   bool keep_filter_ = false;
 };
+
+// VRRP accept mode on an af_xdp LAN interface: attaches (replacing) the
+// tc ingress filter mcgw_tc_vmac_host of mcgw_tc_egress.bpf.o at priority
+// 2, handle 2, which marks a frame to `mac` that the kernel took for another
+// host's as the host's (the XDP program rewrote its destination from a
+// virtual MAC; veth classifies frames before XDP runs).  The filter outlives
+// the call (the kernel holds the program).
+inline constexpr unsigned kVirtualMacHostPriority = 2;
+inline constexpr unsigned kVirtualMacHostHandle = 2;
+Result<bool, std::string> attachVirtualMacHost(
+    const std::string& ifname, const std::array<uint8_t, 6>& mac,
+    const std::string& object = defaultTcEgressObjectPath());
 
 // Detaches whatever filter is at the guard's place on `ifname` (a guard a
 // killed mcgwd left); true if there was one.

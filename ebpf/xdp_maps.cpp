@@ -395,6 +395,20 @@ Result<bool, std::string> XdpMaps::setFlags(uint32_t flags) {
   return true;
 }
 
+Result<bool, std::string> XdpMaps::setMac(const std::array<uint8_t, 6>& mac) {
+  auto cfg = portConfig();
+  if (!cfg) {
+    return unexpected(cfg.error());
+  }
+  std::memcpy(cfg->mac, mac.data(), 6);
+  uint32_t key = 0;
+  int ret = bpf_map_update_elem(port_cfg_fd_, &key, &*cfg, BPF_ANY);
+  if (ret < 0) {
+    return unexpected("writing " MCGW_XDP_MAP_PORT_CONFIG ": " + errorText(ret));
+  }
+  return true;
+}
+
 Result<bool, std::string> XdpMaps::setVteps(const std::vector<config::IpAddress>& addresses) {
   return replaceAddresses(vteps_fd_, MCGW_XDP_MAP_VTEPS, MCGW_XDP_MAX_VTEPS, addresses);
 }

@@ -100,6 +100,8 @@ class XdpMaps {
   Result<mcgw_xdp_port_config, std::string> portConfig() const;
   Result<bool, std::string> setRole(XdpRole role);     // keeps the flags
   Result<bool, std::string> setFlags(uint32_t flags);  // MCGW_XDP_FLAG_*; keeps the role
+  // The interface's MAC, for frames to a VRRP virtual MAC (accept mode).
+  Result<bool, std::string> setMac(const std::array<uint8_t, 6>& mac);
 
   // Replace the set: new addresses are added before stale ones are deleted
   // (stale ones first when the map could not hold both); an address in both

@@ -41,10 +41,59 @@ engine::TablesInput tablesInput(const config::Config& c,
   return in;
 }
 
+namespace {
+
+engine::RouteSpec localRoute(const config::IpAddress& a) {
+  engine::RouteSpec r;
+  r.prefix = {a, static_cast<uint8_t>(a.bits())};
+  r.vias = {engine::Via{engine::Via::Kind::kLocal, {}, {}, {}}};
+  r.distance = engine::defaultDistance(engine::RouteSource::kLocal);
+  return r;
+}
+
+}  // namespace
+
+Result<bool, std::string> ForwardingState::setAccepted(
+    const config::Config& c, const std::vector<config::IpAddress>& addresses) {
+  std::vector<engine::RouteUpdate> updates;
+  auto contains = [](const std::vector<config::IpAddress>& v, const config::IpAddress& a) {
+    return std::find(v.begin(), v.end(), a) != v.end();
+  };
+  for (const auto& tc : c.tenants) {
+    for (const auto& a : accepted_) {
+      if (!contains(addresses, a)) {
+        engine::RouteUpdate u;
+        u.tenant = tc.name;
+        u.source = engine::RouteSource::kLocal;
+        u.prefix = {a, static_cast<uint8_t>(a.bits())};
+        u.withdraw = true;
+        updates.push_back(std::move(u));
+      }
+    }
+    for (const auto& a : addresses) {
+      if (!contains(accepted_, a)) {
+        const engine::RouteSpec r = localRoute(a);
+        updates.push_back(
+            {tc.name, engine::RouteSource::kLocal, r.prefix, false, r.vias, r.distance});
+      }
+    }
+  }
+  if (auto r = applyRoutes(updates); !r) {
+    return r;
+  }
+  accepted_ = addresses;
+  return true;
+}
+
 engine::TablesInput ForwardingState::input(const config::Config& c,
                                            const std::map<std::string, engine::OpenPort>& ports) {
   std::vector<std::string> not_translated;
   auto in = tablesInput(c, ports, dataplane_.workers(), &not_translated);
+  for (auto& [tenant, sources] : in.routes) {
+    for (const auto& a : accepted_) {
+      sources[engine::RouteSource::kLocal].push_back(localRoute(a));
+    }
+  }
   if (not_translated != not_translated_) {  // logged when it changes, not per neighbour event
     for (const auto& why : not_translated) {
       spdlog::warn("{}", why);

@@ -59,6 +59,11 @@ class ForwardingState : public Subsystem {
   Result<bool, std::string> applyRoutes(std::span<const engine::RouteUpdate> updates) {
     return builder_.apply(updates, [this] { dataplane_.synchronize(); });
   }
+  // VRRP accept mode: virtual addresses the gateway takes as its own now,
+  // local routes (to the kernel) in every tenant, kept by later builds.
+  // All or nothing, as applyRoutes.
+  Result<bool, std::string> setAccepted(const config::Config& config,
+                                        const std::vector<config::IpAddress>& addresses);
   // Drops the FIBs and the neighbour table (DPDK memory) before the EAL goes.
   void clear() { builder_.clear(); }
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
@@ -105,6 +110,7 @@ class ForwardingState : public Subsystem {
   std::unique_ptr<engine::ForwardingTables> prepared_;
   size_t neighbors_left_out_ = 0;            // last logged
   std::vector<std::string> not_translated_;  // last logged
+  std::vector<config::IpAddress> accepted_;  // setAccepted
 };
 
 }  // namespace mcgw::daemon

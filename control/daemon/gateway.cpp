@@ -96,6 +96,13 @@ vrrp::Hooks Gateway::vrrpHooks(Gateway* g) {
             g->frr_->setStanding(f);
           },
       .site_reachable = [g](bool reachable) { g->kernel_->setSiteReachable(reachable); },
+      .accepted_addresses =
+          [g](const std::vector<config::IpAddress>& addresses) {
+            g->kernel_->setAcceptedAddresses(addresses);
+            if (auto r = g->forwarding_->setAccepted(*g->config_, addresses); !r) {
+              spdlog::error("vrrp accept mode: {}", r.error());
+            }
+          },
   };
 }
 
@@ -224,6 +231,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   gw->vrrp_ = std::make_unique<vrrp::VrrpService>(gw->config_, vrrpHooks(g));
   gw->kernel_->setSiteReachable(gw->vrrp_->siteReachableNow());
   gw->kernel_->setUp();
+  gw->kernel_->removeStaleAcceptedAddresses();
   gw->neighbors_->keepNextHopsResolved();
   if (auto r = gw->forwarding_->publish(*gw->config_); !r) {
     return fail(r.error());

@@ -82,6 +82,13 @@ void KernelSides::setUp() {
       // The kernel transmits straight to the interface: without the guard,
       // FRR's BFD would go on saying Up for a killed mcgwd.
       side.wan = pc.role == config::PortRole::kWan;
+      if (!side.wan) {
+        // Accept mode: frames to a virtual MAC for our addresses reach the
+        // kernel as the host's (ebpf/README.md, "Accept mode").
+        if (auto r = ebpf::attachVirtualMacHost(side.ifname, p->mac()); !r) {
+          spdlog::warn("port {}: {}", pc.name, r.error());
+        }
+      }
       if (auto guard = ebpf::EgressGuard::attach(side.ifname); guard) {
         side.egress_guard = std::move(*guard);
         if (side.wan && !site_reachable_) {
@@ -166,6 +173,62 @@ void KernelSides::setUp() {
   updateXdpMaps();
 }
 
+namespace {
+
+config::InterfaceAddress hostPrefix(const config::IpAddress& a) {
+  return {a, static_cast<uint8_t>(a.bits())};
+}
+
+int loopback() {
+  return static_cast<int>(if_nametoindex("lo"));
+}
+
+}  // namespace
+
+void KernelSides::setAcceptedAddresses(const std::vector<config::IpAddress>& addresses) {
+  const int lo = loopback();
+  if (lo == 0) {
+    spdlog::error("vrrp accept mode: no loopback interface");
+    return;
+  }
+  if (!addresses.empty()) {
+    if (auto r = rtnl::setLinkUp(lo, 0); !r) {
+      spdlog::warn("vrrp accept mode: lo: {}", r.error());
+    }
+    for (const auto& [port, side] : sides_) {
+      const config::PortConfig* pc = config_->findPort(port);
+      if (pc && pc->role == config::PortRole::kLan) {
+        writeSysctl("/proc/sys/net/ipv4/conf/" + side.ifname + "/arp_ignore", "1");
+      }
+    }
+  }
+  for (const auto& a : accepted_) {
+    if (std::find(addresses.begin(), addresses.end(), a) == addresses.end()) {
+      if (auto r = rtnl::deleteAddress(lo, hostPrefix(a)); !r) {
+        spdlog::error("vrrp accept mode: lo: {}", r.error());
+      }
+    }
+  }
+  for (const auto& a : addresses) {
+    if (auto r = rtnl::addAddress(lo, hostPrefix(a)); !r) {
+      spdlog::error("vrrp accept mode: lo: {}", r.error());
+    }
+  }
+  accepted_ = addresses;
+  updateXdpMaps();
+}
+
+void KernelSides::removeStaleAcceptedAddresses() {
+  const int lo = loopback();
+  for (const auto& g : config_->vrrp_groups) {
+    for (const auto& a : g.virtual_addresses) {
+      if (lo != 0) {
+        (void)rtnl::deleteAddress(lo, hostPrefix(a));
+      }
+    }
+  }
+}
+
 void KernelSides::clear() {
   for (auto& [port, side] : sides_) {
     if (side.egress_guard) {
@@ -217,6 +280,9 @@ void KernelSides::updateXdpMaps() {
         }
       }
     }
+    if (pc->role == config::PortRole::kLan) {
+      locals.insert(locals.end(), accepted_.begin(), accepted_.end());  // accept mode
+    }
     for (const auto& a : pc->addresses) {
       locals.push_back(a.address);
       if (a.address.family == config::Family::V4 && a.length < 31) {
@@ -232,7 +298,9 @@ void KernelSides::updateXdpMaps() {
                                                                      : ebpf::XdpRole::kWan);
     auto v = side.xdp->setVteps(vteps);
     auto l = side.xdp->setLocalAddresses(locals);
-    for (const auto* r : {&role, &v, &l}) {
+    const engine::Port* port = ports_.find(name);
+    auto mac = port ? side.xdp->setMac(port->mac()) : Result<bool, std::string>(true);
+    for (const auto* r : {&role, &v, &l, &mac}) {
       if (!*r) {
         spdlog::error("port {}: XDP maps: {}", name, r->error());
       }

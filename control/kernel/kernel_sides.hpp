@@ -48,6 +48,17 @@ class KernelSides : public daemon::Subsystem {
   // send to another gateway of the site (docs/failover.md, "The return
   // path"); BFD to LAN routers goes on.
   void setSiteReachable(bool reachable);
+  // VRRP accept mode: the virtual addresses the gateway takes as its own now
+  // (Active groups with accept-mode).  They go on the loopback interface
+  // (/32, /128: the kernel takes them from any interface) and into the XDP
+  // programs' local addresses of LAN ports; LAN kernel sides get arp_ignore
+  // 1, so the kernel never answers ARP for them with the port's MAC (VRRP
+  // answers with the virtual MAC).  The fast path's local routes are the
+  // Gateway's (ForwardingState::setAccepted).
+  void setAcceptedAddresses(const std::vector<config::IpAddress>& addresses);
+  // At start: removes from the loopback the virtual addresses of every
+  // group (a killed mcgwd may have left them there).
+  void removeStaleAcceptedAddresses();
   bool siteReachable() const { return site_reachable_; }
   // The port closes: its TAP goes first.
   void forget(const std::string& port) { sides_.erase(port); }
@@ -77,6 +88,7 @@ class KernelSides : public daemon::Subsystem {
   std::vector<std::string> errors_;
   unsigned tap_serial_ = 0;
   bool site_reachable_ = true;
+  std::vector<config::IpAddress> accepted_;
 };
 
 }  // namespace mcgw::kernel

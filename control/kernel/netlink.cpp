@@ -307,6 +307,26 @@ Result<bool, std::string> addAddress(int ifindex, const config::InterfaceAddress
   return true;
 }
 
+Result<bool, std::string> deleteAddress(int ifindex, const config::InterfaceAddress& a) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  auto* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = RTM_DELADDR;
+  auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
+  ifa->ifa_family = static_cast<uint8_t>(familyOf(a.address));
+  ifa->ifa_prefixlen = a.length;
+  ifa->ifa_index = static_cast<uint32_t>(ifindex);
+  mnl_attr_put(nlh, IFA_LOCAL, lengthOf(a.address), a.address.bytes.data());
+  mnl_attr_put(nlh, IFA_ADDRESS, lengthOf(a.address), a.address.bytes.data());
+  auto rc = request(nlh);
+  if (!rc) {
+    return unexpected(rc.error());
+  }
+  if (*rc != 0 && *rc != EADDRNOTAVAIL && *rc != ENOENT && *rc != ENODEV) {
+    return unexpected("cannot remove address " + a.toString() + ": " + std::strerror(*rc));
+  }
+  return true;
+}
+
 Result<bool, std::string> setLinkUp(int ifindex, uint32_t mtu) {
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
   auto* nlh = mnl_nlmsg_put_header(buf.data());

@@ -66,6 +66,8 @@ Result<bool, std::string> addManagedNeighbor(int ifindex, const config::IpAddres
 Result<bool, std::string> deleteNeighbor(int ifindex, const config::IpAddress& address);
 // Adds an address with its prefix length (existing is fine).
 Result<bool, std::string> addAddress(int ifindex, const config::InterfaceAddress& address);
+// Removes an address (missing is fine).
+Result<bool, std::string> deleteAddress(int ifindex, const config::InterfaceAddress& address);
 // Sets the link up (and its MTU when mtu > 0).
 Result<bool, std::string> setLinkUp(int ifindex, uint32_t mtu);
 // The interface's unicast address list: MACs its receive filter accepts

@@ -412,6 +412,7 @@ void VrrpService::transitioned(Group& g, const Transition& t) {
   }
   if (t.to == State::kActive || t.from == State::kActive) {
     updateVirtualMacs(g.cfg.port);
+    updateAccepted();
   }
   if (!g.cfg.notify.empty()) {
     runCommand(g, false,
@@ -432,6 +433,23 @@ void VrrpService::updateVirtualMacs(const std::string& port) {
     }
   }
   hooks_.set_virtual_macs(port, macs);
+}
+
+void VrrpService::updateAccepted() {
+  if (paused_ || !hooks_.accepted_addresses) {
+    return;  // setPaused(false) sends it
+  }
+  std::vector<config::IpAddress> accepted;
+  for (const auto& g : groups_) {
+    if (g->cfg.accept_mode && g->sm && g->sm->state() == State::kActive) {
+      accepted.insert(accepted.end(), g->cfg.virtual_addresses.begin(),
+                      g->cfg.virtual_addresses.end());
+    }
+  }
+  if (accepted != accepted_) {
+    accepted_ = accepted;
+    hooks_.accepted_addresses(accepted_);
+  }
 }
 
 void VrrpService::updateStanding() {
@@ -636,6 +654,7 @@ void VrrpService::shutdown() {
   for (const auto& p : ports) {
     updateVirtualMacs(p);
   }
+  updateAccepted();
 }
 
 void VrrpService::setPaused(bool paused) {
@@ -662,6 +681,7 @@ void VrrpService::setPaused(bool paused) {
   for (const auto& p : ports) {
     updateVirtualMacs(p);
   }
+  updateAccepted();
   standing_sent_ = false;
   updateStanding();
 }

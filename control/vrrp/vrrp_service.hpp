@@ -58,6 +58,10 @@ struct Hooks {
   // Whether every port with a group has link (the gateway can deliver to
   // its site); called at the first tracking tick and when that changes.
   std::function<void(bool)> site_reachable;
+  // Accept mode: the virtual addresses of the Active groups with
+  // `accept-mode: true`, which the gateway takes as its own while so (the
+  // full set; empty: none).  Called when it changes.
+  std::function<void(const std::vector<config::IpAddress>&)> accepted_addresses;
 };
 
 // Counted per group: what was read for it and what it did.
@@ -164,6 +168,7 @@ class VrrpService : public daemon::Subsystem {
   void onReadable(PortIo& io);
   void handleFrame(PortIo& io, std::span<const uint8_t> frame);
   void track();
+  void updateAccepted();
   void arm(Group& g);
   void sendAdvert(Group& g, uint8_t priority);
   void announce(Group& g);
@@ -186,7 +191,8 @@ class VrrpService : public daemon::Subsystem {
   core::EventLoop* loop_ = nullptr;
   bool paused_ = false;
   bool stopped_ = false;
-  std::optional<bool> site_reachable_;  // as last told to hooks_.site_reachable
+  std::optional<bool> site_reachable_;       // as last told to hooks_.site_reachable
+  std::vector<config::IpAddress> accepted_;  // as last told to hooks_.accepted_addresses
   std::chrono::steady_clock::time_point stop_deadline_;
   std::map<std::string, std::unique_ptr<PortIo>> ports_;
   std::vector<std::unique_ptr<Group>> groups_;

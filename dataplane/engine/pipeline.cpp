@@ -283,6 +283,9 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
       return;
     }
     counters_->virtual_mac.add();
+    // As if to the port's MAC, literally: the kernel (accept mode, ARP to
+    // the virtual MAC) takes only its own MAC as addressed to it.
+    std::memcpy(data, pe.mac.data(), 6);
     if (virtualMacToKernel(data, m->data_len)) {
       toKernel(t, pe, m, DropReason::kLOCAL);
       return;

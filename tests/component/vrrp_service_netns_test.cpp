@@ -123,6 +123,14 @@ class Router {
         std::lock_guard<std::mutex> l(mutex_);
         site_.push_back(reachable);
       };
+      h.accepted_addresses = [this](const std::vector<config::IpAddress>& a) {
+        std::string s;
+        for (const auto& x : a) {
+          s += (s.empty() ? "" : " ") + x.toString();
+        }
+        std::lock_guard<std::mutex> l(mutex_);
+        accepted_.push_back(s);
+      };
       service_ = std::make_unique<VrrpService>(config_, h);
       service_->attach(*loop_);
       ready.set_value();
@@ -177,6 +185,11 @@ class Router {
     std::lock_guard<std::mutex> l(mutex_);
     return standings_;
   }
+  // What hooks.accepted_addresses was told, in order (addresses joined).
+  std::vector<std::string> accepted() {
+    std::lock_guard<std::mutex> l(mutex_);
+    return accepted_;
+  }
   // What hooks.site_reachable was told, in order.
   std::vector<bool> site() {
     std::lock_guard<std::mutex> l(mutex_);
@@ -213,6 +226,7 @@ class Router {
   std::map<std::string, std::vector<proto::Mac>> macs_;
   std::vector<BgpStanding> standings_;
   std::vector<bool> site_;
+  std::vector<std::string> accepted_;
 };
 
 // Sends from the interface `ifname` of namespace `ns` (a thread of its own
@@ -364,6 +378,27 @@ TEST_F(VrrpNetns, SiteReachabilityFollowsTheLinkOfTheGroupsPorts) {
   EXPECT_EQ(a.site(), (std::vector<bool>{true, false, true, false, true}))
       << "no group: nothing to deliver to, nothing held";
   EXPECT_TRUE(a.siteReachableNow());
+}
+
+// Accept mode: the Active group's virtual addresses are handed to the
+// gateway while Active, taken back when it leaves Active; a group without
+// accept mode hands nothing.
+TEST_F(VrrpNetns, AcceptModeHandsTheVirtualAddressesOverWhileActive) {
+  Router a(a_, "a0",
+           gatewayConfig("a", "10.9.0.1/24", "fd09::1/64",
+                         group4(200, ", accept-mode: true") +
+                             "  - {vrid: 11, port: lan0, priority: 200, advert-interval-ms: 100, "
+                             "virtual-addresses: [10.9.0.253], announce-interval-ms: 0}\n"));
+  ASSERT_TRUE(a.waitState("active", 2s));
+  ASSERT_TRUE(a.waitState("active", 2s, 1));
+  EXPECT_EQ(a.accepted(), std::vector<std::string>{"10.9.0.254"});
+  a.link_ = false;
+  ASSERT_TRUE(a.waitState("initialize", 1s));
+  EXPECT_EQ(a.accepted(), (std::vector<std::string>{"10.9.0.254", ""}));
+  a.link_ = true;
+  ASSERT_TRUE(a.waitState("active", 2s));
+  a.shutdown();
+  EXPECT_EQ(a.accepted(), (std::vector<std::string>{"10.9.0.254", "", "10.9.0.254", ""}));
 }
 
 TEST_F(VrrpNetns, TrackedObjectDownLowersPriorityAndThePeerPreempts) {

@@ -639,6 +639,43 @@ INSTANTIATE_TEST_SUITE_P(XdpProgram, DecisionTable, ::testing::ValuesIn(decision
                            return std::string(i.param.name);
                          });
 
+// --- VRRP accept mode ---------------------------------------------------------
+
+// A frame to a VRRP virtual MAC for a local address (an Active group's
+// virtual address in accept mode) reaches the kernel with the interface's
+// MAC (mcgw_port_cfg.mac); another host's MAC is left alone, and so is
+// everything while no MAC is set.
+TEST_F(XdpProgramTest, VirtualMacToALocalAddressGetsThePortsMac) {
+  const Mac vmac4{0x00, 0x00, 0x5e, 0x00, 0x01, 0x0a}, vmac6{0x00, 0x00, 0x5e, 0x00, 0x02, 0x0b};
+  const Mac other{0x02, 0x00, 0x00, 0x00, 0x00, 0x77};
+  const Mac port{0x02, 0x00, 0x00, 0x00, 0x00, 0x55};
+  auto destinationAfter = [&](const Bytes& packet) {
+    Bytes out(packet.size() + 64);
+    bpf_test_run_opts opts{};
+    opts.sz = sizeof opts;
+    opts.data_in = packet.data();
+    opts.data_size_in = static_cast<uint32_t>(packet.size());
+    opts.data_out = out.data();
+    opts.data_size_out = static_cast<uint32_t>(out.size());
+    opts.repeat = 1;
+    EXPECT_EQ(bpf_prog_test_run_opts(prog_.fd(), &opts), 0);
+    EXPECT_EQ(opts.retval, static_cast<uint32_t>(XDP_PASS));
+    return Mac{out[0], out[1], out[2], out[3], out[4], out[5]};
+  };
+  auto toLan6 = [&](const Mac& dst) { return frame6(kPeer6, kLan6, kUdp, udp(1, 5001, {}), dst); };
+  ASSERT_TRUE(maps_->setRole(kLan).ok());
+  EXPECT_EQ(destinationAfter(toLan6(vmac6)), vmac6) << "no MAC set: unchanged";
+  ASSERT_TRUE(maps_->setMac(port).ok());
+  EXPECT_EQ(destinationAfter(toLan6(vmac6)), port);
+  Bytes v4 = frame4(kPeer4, kLan4, kUdp, udp(1, 5001, {}));
+  std::copy(vmac4.begin(), vmac4.end(), v4.begin());
+  EXPECT_EQ(destinationAfter(v4), port);
+  EXPECT_EQ(destinationAfter(toLan6(other)), other) << "not a virtual MAC";
+  auto cfg = maps_->portConfig();
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->role, MCGW_XDP_ROLE_LAN) << "setMac keeps the role";
+}
+
 // --- routing shares the fast path's fate -----------------------------------
 
 // mcgwd killed: the program stays attached, the kernel takes the PMD's

@@ -34,7 +34,13 @@ hostb -> hosta, sequence numbers: `Lab.probe`), 1.5 s into a stream:
     hosta's neighbour entry for 10.1.0.1 is the virtual MAC and the bridge's
     forwarding entry for that MAC points at gwa's port (sw/pa), and hosta
     reaches host B.
+(e) accept mode: group 11 has `accept-mode: true`, group 10 not.  With gwa
+    Active (at the start) and with gwa2 Active (after (a)), fd00:a::1/128 is
+    on the Active's lo (not on a running Backup's), hosta's pings to
+    fd00:a::1 are answered and its pings to 10.1.0.1 are not.
 
+After (a) and (b) gwb's `sites.stand_in` counter must have risen (gwb sent
+to gwa2 while gwa's lines were down: peer site-a2 has `site: site-a`).
 `mcgwctl status` of both gateways must tell the last transition and its
 reason after (a) and (b).  A case that fails is reported and the next
 ones still run; the test fails at the end.  Every measured figure is
@@ -306,6 +312,26 @@ def comeback(lab, probes: list, label: str, event, seconds: float = STREAM_S) ->
        f"(interval {INTERVAL_MS} ms)")
 
 
+def accept_mode(lab, active: str, backup: str | None, label: str) -> None:
+    """Group 11 (fd00:a::1) has accept-mode, group 10 (10.1.0.1) not: hosta's
+    pings to the first are answered (by the Active's kernel: the address is
+    on its lo, not on the Backup's; a killed gateway's lo keeps it until its
+    mcgwd starts again), to the second not."""
+    def on_lo(gw: str) -> bool:
+        r = mcgwlab.sh("ip", "netns", "exec", lab.ns(gw), "ip", "-6", "-o", "addr", "show", "dev", "lo")
+        return "fd00:a::1/128" in r.stdout
+    deadline = time.monotonic() + 3
+    while not on_lo(active) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check(on_lo(active) and not (backup and on_lo(backup)), f"({label}) fd00:a::1 on {active}'s lo alone",
+          {gw: on_lo(gw) for gw in (active, backup) if gw})
+    replies6 = lab.ping("hosta", mcgwlab.VRRP_VIP6, count=3, timeout=2)
+    check(replies6 == 3, f"({label}) hosta's pings to fd00:a::1 (accept mode) answered", replies6)
+    replies4 = lab.ping("hosta", mcgwlab.VRRP_VIP, count=2, timeout=0.5)
+    check(replies4 == 0, f"({label}) hosta's pings to 10.1.0.1 (no accept mode) not answered", replies4)
+    ok(f"({label}) accept mode: {active} answers fd00:a::1, nobody 10.1.0.1")
+
+
 def kill_active(lab) -> None:
     pid = lab._pidfile_pid("gwa")
     check(pid is not None and lab._alive(pid), "gwa's mcgwd runs", pid)
@@ -401,10 +427,12 @@ def run(tmp: Path) -> None:
 
     with lab.up(start_gateways=True):
         ready(lab)
+        step("e", lambda: accept_mode(lab, "gwa", "gwa2", "e: gwa Active"))
 
         step("a", lambda: failover(lab, "a: SIGKILL of gwa's mcgwd", lambda: kill_active(lab),
                                    "gwb moves when BFD finds gwa's lines dead"))
         step("a status", lambda: check_status_says(lab, "gwa2", "a"))
+        step("e after a", lambda: accept_mode(lab, "gwa2", None, "e: gwa2 Active, gwa killed"))
         step("a back", lambda: comeback(lab, "a: gwa's mcgwd started again", lambda: lab.start_gateway("gwa"),
                                         seconds=10))
         step("a back status", lambda: (check_status_says(lab, "gwa", "a, back"),

@@ -986,8 +986,11 @@ def standard_topology(o: Options) -> Topology:
 def _vrrp_groups(o: Options, priority: int, peer4: str, peer6: str) -> list[dict]:
     """The VRRP groups of one of site A's gateways (Options.ha)."""
     groups = [(VRRP_VRID, VRRP_VIP, peer4)] + ([(VRRP_VRID6, VRRP_VIP6, peer6)] if o.vrrp_ipv6 else [])
+    # Group 11 (IPv6) in accept mode: the Active answers pings to fd00:a::1;
+    # group 10 without: 10.1.0.1 is not the gateway's (RFC 9568's default).
     return [{"vrid": vrid, "port": "lan0", "priority": priority, "advert-interval-ms": o.vrrp_interval_ms,
              "preempt": True, "preempt-delay-ms": o.vrrp_preempt_delay_ms or None,
+             "accept-mode": True if vrid == VRRP_VRID6 else None,
              "virtual-addresses": [vip],
              "unicast-peers": [peer] if o.vrrp_unicast else None,
              "track": [{"object": obj, "weight": VRRP_TRACK_WEIGHT} for obj in ("peer site-b", "fpm")]
