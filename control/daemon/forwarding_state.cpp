@@ -78,11 +78,10 @@ Result<bool, std::string> ForwardingState::setAccepted(
       }
     }
   }
-  if (auto r = applyRoutes(updates); !r) {
-    return r;
-  }
+  // Wanted from now on, also if applying fails: every later build of the
+  // tables carries them (a retry without a VRRP change).
   accepted_ = addresses;
-  return true;
+  return applyRoutes(updates);
 }
 
 engine::TablesInput ForwardingState::input(const config::Config& c,

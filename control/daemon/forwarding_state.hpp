@@ -61,7 +61,8 @@ class ForwardingState : public Subsystem {
   }
   // VRRP accept mode: virtual addresses the gateway takes as its own now,
   // local routes (to the kernel) in every tenant, kept by later builds.
-  // All or nothing, as applyRoutes.
+  // Applied all or nothing, as applyRoutes; when that fails, the next build
+  // of the tables carries them.
   Result<bool, std::string> setAccepted(const config::Config& config,
                                         const std::vector<config::IpAddress>& addresses);
   // Drops the FIBs and the neighbour table (DPDK memory) before the EAL goes.
