@@ -78,10 +78,11 @@ Result<bool, std::string> ForwardingState::setAccepted(
       }
     }
   }
-  // Wanted from now on, also if applying fails: every later build of the
-  // tables carries them (a retry without a VRRP change).
+  if (auto r = applyRoutes(updates); !r) {
+    return r;
+  }
   accepted_ = addresses;
-  return applyRoutes(updates);
+  return true;
 }
 
 engine::TablesInput ForwardingState::input(const config::Config& c,

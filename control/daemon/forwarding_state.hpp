@@ -61,8 +61,7 @@ class ForwardingState : public Subsystem {
   }
   // VRRP accept mode: virtual addresses the gateway takes as its own now,
   // local routes (to the kernel) in every tenant, kept by later builds.
-  // Applied all or nothing, as applyRoutes; when that fails, the next build
-  // of the tables carries them.
+  // All or nothing, as applyRoutes.
   Result<bool, std::string> setAccepted(const config::Config& config,
                                         const std::vector<config::IpAddress>& addresses);
   // Drops the FIBs and the neighbour table (DPDK memory) before the EAL goes.

@@ -164,7 +164,6 @@ void KernelSides::setUp() {
         spdlog::error("{}", errors_.back());
       }
     }
-    keepArpToOwnAddresses(pc.name, side);
     spdlog::info("port {}: kernel side {} (ifindex {}{})", pc.name, side.ifname, side.ifindex,
                  side.tap   ? ", TAP"
                  : side.xdp ? ", XDP program"
@@ -186,22 +185,6 @@ int loopback() {
 
 }  // namespace
 
-// Accept mode puts virtual addresses on lo.  The kernel must then neither
-// answer ARP for them on a LAN kernel side (arp_ignore 1: only for addresses
-// of that interface; VRRP answers with the virtual MAC) nor use them as the
-// sender of its own ARP requests there (arp_announce 2: the interface's own
-// address), or hosts would learn the port's MAC for a virtual address.
-void KernelSides::keepArpToOwnAddresses(const std::string& port, const KernelSide& side) {
-  const config::PortConfig* pc = config_->findPort(port);
-  const bool accept_mode = std::any_of(
-      config_->vrrp_groups.begin(), config_->vrrp_groups.end(),
-      [&](const config::VrrpGroupConfig& g) { return g.accept_mode && g.port == port; });
-  if (pc && pc->role == config::PortRole::kLan && accept_mode) {
-    writeSysctl("/proc/sys/net/ipv4/conf/" + side.ifname + "/arp_ignore", "1");
-    writeSysctl("/proc/sys/net/ipv4/conf/" + side.ifname + "/arp_announce", "2");
-  }
-}
-
 void KernelSides::setAcceptedAddresses(const std::vector<config::IpAddress>& addresses) {
   const int lo = loopback();
   if (lo == 0) {
@@ -213,7 +196,10 @@ void KernelSides::setAcceptedAddresses(const std::vector<config::IpAddress>& add
       spdlog::warn("vrrp accept mode: lo: {}", r.error());
     }
     for (const auto& [port, side] : sides_) {
-      keepArpToOwnAddresses(port, side);
+      const config::PortConfig* pc = config_->findPort(port);
+      if (pc && pc->role == config::PortRole::kLan) {
+        writeSysctl("/proc/sys/net/ipv4/conf/" + side.ifname + "/arp_ignore", "1");
+      }
     }
   }
   for (const auto& a : accepted_) {

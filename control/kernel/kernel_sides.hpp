@@ -87,8 +87,6 @@ class KernelSides : public daemon::Subsystem {
   std::map<std::string, KernelSide> sides_;  // by port name
   std::vector<std::string> errors_;
   unsigned tap_serial_ = 0;
-  void keepArpToOwnAddresses(const std::string& port, const KernelSide& side);
-
   bool site_reachable_ = true;
   std::vector<config::IpAddress> accepted_;
 };
