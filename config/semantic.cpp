@@ -580,6 +580,12 @@ class Checker {
         error(where, "virtual address " + a.toString() + " is on no subnet of port " +
                          q(port->name) + "; hosts reach it over that port");
       }
+      if (g.accept_mode && linkLocal(a)) {
+        error(path + "/accept-mode",
+              "accept-mode cannot take the link-local virtual address " + a.toString() +
+                  " (the gateway takes accepted addresses on its loopback, where a "
+                  "link-local address matches no LAN); use a global one, or no accept-mode");
+      }
     }
     for (const auto& a : g.unicast_peers) {
       sameFamily(a, path + "/unicast-peers", "unicast peer");

@@ -435,8 +435,8 @@ void VrrpService::updateVirtualMacs(const std::string& port) {
   hooks_.set_virtual_macs(port, macs);
 }
 
-void VrrpService::updateAccepted() {
-  if (paused_ || !hooks_.accepted_addresses) {
+void VrrpService::updateAccepted(bool even_paused) {
+  if ((paused_ && !even_paused) || !hooks_.accepted_addresses) {
     return;  // setPaused(false) sends it
   }
   std::vector<config::IpAddress> accepted;
@@ -654,7 +654,7 @@ void VrrpService::shutdown() {
   for (const auto& p : ports) {
     updateVirtualMacs(p);
   }
-  updateAccepted();
+  updateAccepted(true);  // also when a reload is under way: the process ends
 }
 
 void VrrpService::setPaused(bool paused) {

@@ -168,7 +168,7 @@ class VrrpService : public daemon::Subsystem {
   void onReadable(PortIo& io);
   void handleFrame(PortIo& io, std::span<const uint8_t> frame);
   void track();
-  void updateAccepted();
+  void updateAccepted(bool even_paused = false);
   void arm(Group& g);
   void sendAdvert(Group& g, uint8_t priority);
   void announce(Group& g);

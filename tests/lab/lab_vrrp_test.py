@@ -39,8 +39,9 @@ hostb -> hosta, sequence numbers: `Lab.probe`), 1.5 s into a stream:
     on the Active's lo (not on a running Backup's), hosta's pings to
     fd00:a::1 are answered and its pings to 10.1.0.1 are not.
 
-After (a) and (b) gwb's `sites.stand_in` counter must have risen (gwb sent
-to gwa2 while gwa's lines were down: peer site-a2 has `site: site-a`).
+After (a) gwb's `sites.stand_in` counter must have risen (gwb sent to gwa2
+while gwa's lines were down: peer site-a2 has `site: site-a`); after (b) it
+is printed (gwa's prepend may move the route before BFD holds its lines).
 `mcgwctl status` of both gateways must tell the last transition and its
 reason after (a) and (b).  A case that fails is reported and the next
 ones still run; the test fails at the end.  Every measured figure is
@@ -240,7 +241,7 @@ def aborting(fn):
 
 
 @aborting
-def failover(lab, probes: list, label: str, event, bound_b2a_info) -> None:
+def failover(lab, probes: list, label: str, event, bound_b2a_info, stand_in: bool) -> None:
     """gwa Active, gwa2 Backup; `event()` at EVENT_AT_S into both streams:
     gwa2 must take over and both directions resume."""
     wait_states(lab, {"gwa": "active", "gwa2": "backup"}, 15, f"({label}) before")
@@ -277,10 +278,13 @@ def failover(lab, probes: list, label: str, event, bound_b2a_info) -> None:
     check(rb.received > 0 and rb.window_ms < B2A_BOUND_MS, f"({label}) B->A resumes: loss window < {B2A_BOUND_MS} ms"
           f" ({bound_b2a_info})", f"{rb}; gwb: {frr}")
     # gwb's fast path sent to gwa2 while gwa's lines were down (site-a2 has
-    # site: site-a), before BGP moved the route.
+    # site: site-a), before BGP moved the route.  After a kill BFD always
+    # comes first (the route moves only after the takeover, vtysh and FRR);
+    # after a LAN cut gwa's prepend may (it starts at the cut).
     stand_ins = json.loads(lab.ctl("gwb", "show", "counters", "--json", check=True).stdout)["sites"]["stand_in"]
-    check(stand_ins > stand_ins_before, f"({label}) gwb stood in for gwa (sites.stand_in)",
-          f"{stand_ins_before} -> {stand_ins}")
+    if stand_in:
+        check(stand_ins > stand_ins_before, f"({label}) gwb stood in for gwa (sites.stand_in)",
+              f"{stand_ins_before} -> {stand_ins}")
     ok(f"({label}) gwa2 Active after {takeover_ms:.0f} ms; loss A->B {ra.window_ms:.0f} ms, B->A {rb.window_ms:.0f} ms"
        f"; gwb stood in for {stand_ins - stand_ins_before} packets")
 
@@ -430,7 +434,7 @@ def run(tmp: Path) -> None:
         step("e", lambda: accept_mode(lab, "gwa", "gwa2", "e: gwa Active"))
 
         step("a", lambda: failover(lab, "a: SIGKILL of gwa's mcgwd", lambda: kill_active(lab),
-                                   "gwb moves when BFD finds gwa's lines dead"))
+                                   "gwb moves when BFD finds gwa's lines dead", stand_in=True))
         step("a status", lambda: check_status_says(lab, "gwa2", "a"))
         step("e after a", lambda: accept_mode(lab, "gwa2", None, "e: gwa2 Active, gwa killed"))
         step("a back", lambda: comeback(lab, "a: gwa's mcgwd started again", lambda: lab.start_gateway("gwa"),
@@ -440,7 +444,7 @@ def run(tmp: Path) -> None:
 
         step("b", lambda: failover(lab, "b: gwa's LAN link cut",
                                    lambda: lab.run("sw", "ip", "link", "set", "pa", "down"),
-                                   "gwa announces with the prepend; gwb prefers gwa2"))
+                                   "gwa announces with the prepend; gwb prefers gwa2", stand_in=False))
         step("b status", lambda: (check_status_says(lab, "gwa", "b"), check_status_says(lab, "gwa2", "b")))
         step("b back", lambda: comeback(lab, "b: gwa's LAN link back",
                                         lambda: lab.run("sw", "ip", "link", "set", "pa", "up")))
