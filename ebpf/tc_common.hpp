@@ -4,9 +4,13 @@
 #pragma once
 
 #include <bpf/libbpf.h>
+#include <net/if.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "config/result.hpp"
 
 namespace mcgw::ebpf::tc {
 
@@ -44,6 +48,28 @@ int quietly(Call call) {
   const int ret = call();
   libbpf_set_print(previous);
   return ret;
+}
+
+// Detaches the filter at (handle, priority) of `where` on `ifname`: true if
+// there was one, false if not (or no clsact at all: the kernel says EINVAL).
+inline Result<bool, std::string> detach(const std::string& ifname, bpf_tc_attach_point where,
+                                        unsigned handle, unsigned priority) {
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) {
+    return unexpected(failure(ifname, "if_nametoindex", errno));
+  }
+  bpf_tc_hook h;
+  hook(ifindex, where, h);
+  bpf_tc_opts opts;
+  filter(handle, priority, opts);
+  const int ret = quietly([&] { return bpf_tc_detach(&h, &opts); });
+  if (ret == -ENOENT || ret == -EINVAL) {
+    return false;
+  }
+  if (ret < 0) {
+    return unexpected(failure(ifname, "bpf_tc_detach", ret));
+  }
+  return true;
 }
 
 }  // namespace mcgw::ebpf::tc

@@ -183,22 +183,7 @@ Result<bool, std::string> attachVirtualMacHost(const std::string& ifname,
 }
 
 Result<bool, std::string> detachEgressGuard(const std::string& ifname) {
-  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
-  if (ifindex == 0) {
-    return unexpected(failure(ifname, "if_nametoindex", errno));
-  }
-  bpf_tc_hook hook;
-  egressHook(ifindex, hook);
-  bpf_tc_opts opts;
-  filterOpts(opts);
-  const int ret = quietly([&] { return bpf_tc_detach(&hook, &opts); });
-  if (ret == -ENOENT || ret == -EINVAL) {
-    return false;
-  }
-  if (ret < 0) {
-    return unexpected(failure(ifname, "bpf_tc_detach (egress)", ret));
-  }
-  return true;
+  return tc::detach(ifname, BPF_TC_EGRESS, kEgressGuardHandle, kEgressGuardPriority);
 }
 
 }  // namespace mcgw::ebpf

@@ -62,23 +62,7 @@ Result<bool, std::string> attachIngressDrop(const std::string& ifname) {
 }
 
 Result<bool, std::string> detachIngressDrop(const std::string& ifname) {
-  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
-  if (ifindex == 0) {
-    return unexpected(failure(ifname, "if_nametoindex", errno));
-  }
-  bpf_tc_hook hook;
-  ingressHook(ifindex, hook);
-  bpf_tc_opts opts;
-  filterOpts(opts);
-  const int ret = quietly([&] { return bpf_tc_detach(&hook, &opts); });
-  if (ret == -ENOENT || ret == -EINVAL) {
-    // No such filter, or no clsact at all (the kernel says EINVAL then).
-    return false;
-  }
-  if (ret < 0) {
-    return unexpected(failure(ifname, "bpf_tc_detach", ret));
-  }
-  return true;
+  return tc::detach(ifname, BPF_TC_INGRESS, kIngressDropHandle, kIngressDropPriority);
 }
 
 }  // namespace mcgw::ebpf

@@ -941,23 +941,15 @@ TEST_F(DataplaneRing, EcmpFlowsStickAndMoveOffAFailedLine) {
     Captured out = collect(pkts.size());
     EXPECT_EQ(out.total(), pkts.size()) << "every packet sent comes out, once";
     std::map<uint16_t, uint16_t> outer_sport;  // inner source port -> outer
-    for (const std::string port : {"wan0", "wan1"}) {
-      for (rte_mbuf* m : out.on(port)) {
-        std::string why;
-        auto t = decodeTunneled(m, &why);
-        if (!t) {
-          ADD_FAILURE() << why;
-          continue;
-        }
-        const unsigned i = (t->inner.sport - 30000) / 7;
-        EXPECT_EQ(t->dst_ip, port == "wan0" ? kRemoteB1 : kRemoteB2);
-        EXPECT_EQ(t->inner.dst_ip, flow(i).dst);
-        ++where[i][port];
-        // The outer UDP source port follows the flow too.
-        auto [it, added] = outer_sport.emplace(t->inner.sport, t->sport);
-        EXPECT_EQ(it->second, t->sport);
-      }
-    }
+    forEachTunneled(out, [&](const std::string& port, const Tunneled& t) {
+      const unsigned i = (t.inner.sport - 30000) / 7;
+      EXPECT_EQ(t.dst_ip, port == "wan0" ? kRemoteB1 : kRemoteB2);
+      EXPECT_EQ(t.inner.dst_ip, flow(i).dst);
+      ++where[i][port];
+      // The outer UDP source port follows the flow too.
+      auto [it, added] = outer_sport.emplace(t.inner.sport, t.sport);
+      EXPECT_EQ(it->second, t.sport);
+    });
     return where;
   };
 
