@@ -30,8 +30,17 @@ struct DecapResult {
 //   bool knownGeneveOption(uint16_t option_class, uint8_t type)
 // The inner packet's ECN field is rewritten in place when RFC 6040 says so
 // (outer CE over inner ECT → CE), IPv4 header checksum updated (RFC 1624).
+// verify_ipv4_checksum: check the outer IPv4 header checksum of a tunnel
+// packet (drop bad-checksum); false only when the port's receive offload
+// says it checked it.  The outer UDP checksum is not verified (RFC 7348 5,
+// RFC 8926 3.3: a receiver may skip it; the inner frame carries its own).
 template <typename Lookup>
-DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup);
+DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup,
+                        bool verify_ipv4_checksum = true);
+// The same into `r` (the burst stage: no result copied), returning r.kind.
+template <typename Lookup>
+DecapResult::Kind decapsulateInto(proto::MutableBytes frame, const Lookup& lookup,
+                                  bool verify_ipv4_checksum, DecapResult& r);
 
 }  // namespace mcgw::engine
 

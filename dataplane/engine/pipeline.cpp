@@ -1,3 +1,24 @@
+// The journey of a burst (Pipeline::process), stage by stage, as DPDK's
+// l3fwd and VPP's nodes do it: each stage runs over the whole burst before
+// the next, so that one packet's cache misses overlap the others' work.
+//
+//   stage      per packet                                       leaves the burst
+//   ---------  -----------------------------------------------  ------------------------------
+//   receive    port, MAC (or an active virtual MAC), EtherType;  tap → phys; kernel-bound →
+//              WAN: outer checksum, decap (VTEP and (peer,VNI)   exception path; drops
+//              hashes, Geneve, RFC 6040), the peer's MSS clamp
+//   checkL3    IP header, trim padding, unmap a mapped range,    multicast / link-local → kernel
+//              the lookup key
+//   lookup     the tenant FIB for the whole burst at once        -
+//              (TenantFib::find4Bulk / find6Bulk)
+//   route      local?, TTL, ECMP member, then either             local → kernel; TTL → ICMP;
+//              tunnel: line, MSS clamp, path MTU, encap → WAN     no route / tunnel / neighbour
+//              LAN: neighbour MAC, port MTU → LAN                 → drop; too big → slow path
+//
+// Counters of the way a burst goes (RX and TX by port kind, line and
+// tunnel) are added up per burst (Run); drops and events are counted as
+// they happen.  The slow paths (ICMP errors, fragmentation, packets held for
+// a neighbour, mapped ranges, the MSS rewrite) are in pipeline_slow.cpp.
 #include "dataplane/engine/pipeline.hpp"
 
 #include <rte_cycles.h>
@@ -6,64 +27,75 @@
 #include <rte_ip.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
-#include <rte_ring_elem.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "dataplane/engine/decap.hpp"
 #include "dataplane/proto/checksum.hpp"
-#include "dataplane/proto/fragment.hpp"
-#include "dataplane/proto/icmp.hpp"
 #include "dataplane/proto/ipv4.hpp"
 #include "dataplane/proto/ipv6.hpp"
 #include "dataplane/proto/mss.hpp"
-#include "dataplane/proto/prefix_map.hpp"
 #include "dataplane/proto/tcp.hpp"
-#include "dataplane/proto/tunnel.hpp"
 
 namespace mcgw::engine {
 
 namespace {
 
-using proto::Bytes;
 using proto::IcmpErrorKind;
 using proto::MutableBytes;
 
 constexpr size_t kEth = 14;
-// ICMP errors: at most kIcmpRate per second per worker, bursts of
-// kIcmpBurst; to one source at most kIcmpSourceRate, bursts of
-// kIcmpSourceBurst.
-constexpr uint64_t kIcmpRate = 1000;
-constexpr uint64_t kIcmpBurst = 100;
-constexpr uint64_t kIcmpSourceRate = 100;
-constexpr uint64_t kIcmpSourceBurst = 20;
-// A packet needing more fragments than this is dropped (too-big).
-constexpr size_t kMaxFragments = 64;
+// How many packets ahead the receive stage prefetches headers.
+constexpr unsigned kPrefetchAhead = 3;
+// Ethernet, IPv4, UDP and VXLAN or Geneve without options.
+constexpr size_t kOuterVxlan4 = 14 + 20 + 8 + 8;
 
-// The decapsulation lookups over one snapshot.  `tenant` answers with the
-// tunnel index (which names the tenant); the matched VTEP's line is kept.
+// The decapsulation lookups over one snapshot, through the burst's memo.
+// `tenant` answers with the tunnel index (which names the tenant); the
+// matched VTEP's line is kept.
 struct DecapLookup {
   const ForwardingTables& t;
+  DecapMemo& memo;
   mutable uint16_t line = 0;
 
   bool peer(bool ipv6, const uint8_t* src, uint32_t* peer_id) const {
-    for (const auto& v : t.vteps) {
-      if (v.ipv6 == ipv6 && (ipv6 ? std::memcmp(v.address.data(), src, 16) == 0
-                                  : std::memcmp(v.address.data(), src, 4) == 0)) {
-        *peer_id = v.peer;
-        line = v.line;
-        return true;
+    if (!ipv6) {
+      uint32_t a;
+      std::memcpy(&a, src, 4);
+      if (!memo.vtep_valid || memo.vtep4 != a) {
+        const ForwardingTables::VtepHit* hit = t.vtep4.find(a);
+        if (!hit) {
+          return false;
+        }
+        memo.vtep_valid = true;
+        memo.vtep4 = a;
+        memo.vtep = *hit;
       }
+      *peer_id = memo.vtep.peer;
+      line = memo.vtep.line;
+      return true;
     }
-    return false;
-  }
-  bool tenant(uint32_t peer_id, uint32_t vni, uint32_t* tunnel) const {
-    uint16_t idx = 0;
-    if (!t.tunnelFor(static_cast<uint16_t>(peer_id), vni, &idx)) {
+    const ForwardingTables::VtepHit* hit = t.vtep(true, src);
+    if (!hit) {
       return false;
     }
-    *tunnel = idx;
+    *peer_id = hit->peer;
+    line = hit->line;
+    return true;
+  }
+  bool tenant(uint32_t peer_id, uint32_t vni, uint32_t* tunnel) const {
+    const uint64_t key = uint64_t{peer_id} << 32 | vni;
+    if (!memo.tunnel_valid || memo.tunnel_key != key) {
+      uint16_t idx = 0;
+      if (!t.tunnelFor(static_cast<uint16_t>(peer_id), vni, &idx)) {
+        return false;
+      }
+      memo.tunnel_valid = true;
+      memo.tunnel_key = key;
+      memo.tunnel = idx;
+    }
+    *tunnel = memo.tunnel;
     return true;
   }
   // No Geneve option is understood yet: every critical one drops the packet.
@@ -104,6 +136,11 @@ inline uint32_t ecmpMix(uint32_t flow_hash) {
   return rte_hash_crc_4byte(flow_hash, 0x9e3779b9u);
 }
 
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
@@ -117,9 +154,7 @@ Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counter
       rte_eth_tx_buffer_set_err_callback(b, txErrorCallback, counters_);
     }
   }
-  tsc_hz_ = rte_get_tsc_hz();
-  icmp_worker_.tokens = kIcmpBurst;
-  icmp_worker_.last_tsc = rte_rdtsc();
+  startIcmpBuckets();
 }
 
 Pipeline::~Pipeline() {
@@ -135,6 +170,7 @@ Pipeline::~Pipeline() {
 }
 
 void Pipeline::flush() {
+  flushRuns();
   uint32_t mask = pending_mask_;
   pending_mask_ = 0;
   while (mask) {
@@ -154,7 +190,7 @@ void Pipeline::transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m) {
     drop(m, DropReason::kNO_ROUTE);
     return;
   }
-  (t.ports[port].lan ? counters_->lan_tx : counters_->wan_tx).add(m->pkt_len);
+  runs_[kRunTx].add(t.ports[port].lan ? counters_->lan_tx : counters_->wan_tx, m->pkt_len);
   pending_mask_ |= 1u << port;
   rte_eth_tx_buffer(port, tx_queue_, tx_[port], m);
 }
@@ -167,120 +203,73 @@ void Pipeline::process(const ForwardingTables& t, uint16_t rx_port, rte_mbuf** p
 }
 
 void Pipeline::process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
-  for (uint16_t i = 0; i < n; ++i) {
-    if (i + 1 < n) {
-      rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+  for (uint16_t done = 0; done < n;) {
+    const uint16_t chunk = std::min<uint16_t>(kBurst, static_cast<uint16_t>(n - done));
+    processBurst(t, pkts + done, chunk);
+    done = static_cast<uint16_t>(done + chunk);
+  }
+  flushRuns();
+}
+
+// At most kBurst packets through the stages.
+void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
+  gateway_nh_ = nullptr;
+  decap_memo_.vtep_valid = decap_memo_.tunnel_valid = false;
+  std::array<Packet, kBurst> ps;
+  unsigned k = 0;
+  for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i) {
+    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) {
+      rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
     }
-    handle(t, pkts[i]);
+    Packet& p = ps[k];
+    if (receive(t, pkts[i], p) && checkL3(t, p)) {
+      ++k;
+    }
+  }
+  lookup(t, ps.data(), k);
+  for (unsigned i = 0; i < k; ++i) {
+    route(t, ps[i]);
   }
 }
 
-bool VirtualMacs::set(uint16_t port, std::span<const Mac> macs) {
-  if (port >= kMaxPorts) {
-    return false;
-  }
-  std::vector<uint64_t> want;
-  for (const Mac& mac : macs) {
-    const uint64_t k = virtualMacKey(mac.data());
-    if (std::find(want.begin(), want.end(), k) == want.end()) {
-      want.push_back(k);
-    }
-  }
-  if (want.size() > kMaxVirtualMacs) {
-    return false;
-  }
-  auto& row = slots[port];
-  // MACs that stay keep their slot; those that go free theirs before new
-  // ones take a free slot.
-  for (auto& s : row) {
-    const uint64_t k = s.load(std::memory_order_relaxed);
-    if (k != 0 && std::find(want.begin(), want.end(), k) == want.end()) {
-      s.store(0, std::memory_order_relaxed);
-    }
-  }
-  for (const uint64_t k : want) {
-    if (std::any_of(row.begin(), row.end(),
-                    [&](const auto& s) { return s.load(std::memory_order_relaxed) == k; })) {
-      continue;
-    }
-    for (auto& s : row) {
-      if (s.load(std::memory_order_relaxed) == 0) {
-        s.store(k, std::memory_order_relaxed);
-        break;
-      }
-    }
-  }
-  const uint32_t bit = uint32_t{1} << port;
-  if (want.empty()) {
-    ports.fetch_and(~bit, std::memory_order_relaxed);
-  } else {
-    ports.fetch_or(bit, std::memory_order_relaxed);
-  }
-  return true;
-}
-
-std::vector<Mac> VirtualMacs::get(uint16_t port) const {
-  std::vector<Mac> out;
-  if (port >= kMaxPorts) {
-    return out;
-  }
-  for (const auto& s : slots[port]) {
-    if (const uint64_t k = s.load(std::memory_order_relaxed); k != 0) {
-      Mac mac;
-      for (int i = 0; i < 6; ++i) {
-        mac[static_cast<size_t>(i)] = static_cast<uint8_t>(k >> (40 - 8 * i));
-      }
-      out.push_back(mac);
-    }
-  }
-  return out;
-}
-
-// A frame accepted through a virtual MAC that the port's kernel side must
-// see rather than the FIB: IPv6 neighbour discovery right behind the IPv6
-// header (a host's unicast NS probing the virtual address, RFC 4861 7.3.3).
-// mcgwd answers those for the virtual addresses on the kernel side; routed,
-// they would go back out of the LAN port.  The XDP program passes the same
-// to the kernel on af_xdp ports (pass-nd).  ARP needs nothing: it is not IP
-// and goes to the kernel anyway.
-bool Pipeline::virtualMacToKernel(const uint8_t* data, size_t len) {
-  return len >= kEth + sizeof(proto::Ipv6Header) + 1 && data[12] == 0x86 && data[13] == 0xdd &&
-         data[kEth + 6] == proto::kIpProtoIpv6Icmp && data[kEth + 40] >= 133 &&
-         data[kEth + 40] <= 137;
-}
-
-void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
+// Stage receive: what arrived where, decapsulated when it came out of a
+// tunnel.
+[[gnu::always_inline]] inline bool Pipeline::receive(const ForwardingTables& t, rte_mbuf* m,
+                                                     Packet& p) {
   const uint16_t port = m->port;
   if (port >= kMaxPorts || !t.ports[port].present) {
     drop(m, DropReason::kNO_TENANT);
-    return;
+    return false;
   }
   const PortEntry& pe = t.ports[port];
   if (pe.tap) {  // the kernel's packets (ARP, ND, BGP, ...) leave as they are
     counters_->from_kernel.add(m->pkt_len);
     transmit(t, pe.phys, m);
-    return;
+    return false;
   }
-  (pe.lan ? counters_->lan_rx : counters_->wan_rx).add(m->pkt_len);
+  runs_[kRunRx].add(pe.lan ? counters_->lan_rx : counters_->wan_rx, m->pkt_len);
   if (!rte_pktmbuf_is_contiguous(m)) {
     drop(m, DropReason::kSEGMENTED);
-    return;
+    return false;
   }
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   if (m->data_len < kEth) {
     drop(m, DropReason::kMALFORMED);
-    return;
+    return false;
   }
-  if (!sameMac(data, pe.mac)) {
+  if (!sameMac(data, pe.mac)) [[unlikely]] {
     if (data[0] & 1) {  // broadcast, multicast: ARP, ND, ... for the kernel
       toKernel(t, pe, m, DropReason::kOTHER_HOST);
-      return;
+      return false;
     }
     // Another host's, unless it is one of the port's virtual MACs (a VRRP
     // group here is Active): then it is handled as if to the port's MAC.
     if (!health_->virtual_macs.accepts(port, data)) {
       drop(m, DropReason::kOTHER_HOST);
-      return;
+      return false;
     }
     counters_->virtual_mac.add();
     // As if to the port's MAC, literally: the kernel (accept mode, ARP to
@@ -288,159 +277,251 @@ void Pipeline::handle(const ForwardingTables& t, rte_mbuf* m) {
     std::memcpy(data, pe.mac.data(), 6);
     if (virtualMacToKernel(data, m->data_len)) {
       toKernel(t, pe, m, DropReason::kLOCAL);
-      return;
+      return false;
     }
   }
+  p.m = m;
+  p.rx_port = port;
   if (pe.lan) {
     const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);
     if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) {
       toKernel(t, pe, m, DropReason::kNOT_IP);
-      return;
+      return false;
     }
     if (pe.tenant == kNoTenant) {
       drop(m, DropReason::kNO_TENANT);
-      return;
+      return false;
     }
-    forward(t, m, pe.tenant, port);
-    return;
+    p.tenant = pe.tenant;
+    p.origin = Origin::kPort;
+    p.v6 = type == proto::kEtherTypeIpv6;
+    // The NIC's RSS hash of the packet, when it gives one, is its flow hash
+    // (docs/architecture.md, "The flow hash").
+    p.hashed = (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) != 0;
+    p.flow_hash = m->hash.rss;
+    return true;
   }
-  DecapLookup lookup{t};
-  DecapResult r =
-      decapsulate(MutableBytes(reinterpret_cast<std::byte*>(data), m->data_len), lookup);
+  // The outer IPv4 header checksum: the port's receive offload may have
+  // checked it; otherwise decapsulate() does, for tunnel packets.
+  const bool verify = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  DecapLookup decap{t, decap_memo_};
+  DecapResult r;
+  decapsulateInto(MutableBytes(reinterpret_cast<std::byte*>(data), m->data_len), decap, verify, r);
   if (r.kind == DecapResult::Kind::kNotTunnel) {
     toKernel(t, pe, m, DropReason::kNOT_OVERLAY);  // BGP, BFD, SSH, ping, ARP
-    return;
+    return false;
   }
   if (r.kind == DecapResult::Kind::kDrop) {
     drop(m, r.reason);
-    return;
+    return false;
   }
   const TunnelEntry& tunnel = t.tunnels[r.tenant];
-  counters_->line_rx[t.lines[lookup.line].slot].add(m->pkt_len);
+  runs_[kRunLineRx].add(counters_->line_rx[t.lines[decap.line].slot], m->pkt_len);
   rte_pktmbuf_adj(m, static_cast<uint16_t>(r.inner_offset));
   if (m->data_len > r.inner.size()) {  // bytes past the outer UDP datagram
     rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - r.inner.size()));
   }
-  counters_->tunnel_rx[tunnel.slot].add(m->pkt_len);
+  runs_[kRunTunnelRx].add(counters_->tunnel_rx[tunnel.slot], m->pkt_len);
   data = rte_pktmbuf_mtod(m, uint8_t*);
   const uint16_t type = static_cast<uint16_t>(data[12] << 8 | data[13]);
   if (type != proto::kEtherTypeIpv4 && type != proto::kEtherTypeIpv6) {
     drop(m, DropReason::kNOT_IP);
-    return;
+    return false;
   }
   clampSyn(m, tunnel);  // the other direction's SYN-ACK (or SYN) from the peer's side
-  forward(t, m, tunnel.tenant, port, Origin::kTunnel);
+  p.tenant = tunnel.tenant;
+  p.origin = Origin::kTunnel;
+  p.v6 = type == proto::kEtherTypeIpv6;
+  p.hashed = false;  // the NIC hashed the outer headers
+  return true;
 }
 
-void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
-                       Origin origin) {
-  const bool originated = origin == Origin::kGateway;
+// Stage checkL3: a well-formed IP packet, its Ethernet padding trimmed and
+// (out of a tunnel) its destination unmapped; multicast, broadcast and
+// link-local destinations are never routed.
+[[gnu::always_inline]] inline bool Pipeline::checkL3(const ForwardingTables& t, Packet& p) {
   using namespace proto;
+  rte_mbuf* m = p.m;
   auto* data = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t len = m->data_len;
-  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  const TenantEntry& te = t.tenants[tenant];
-  uint32_t nh_index = TenantFib::kNoRoute;
-  size_t l3_len = 0;  // the IP packet's length, for the flow hash
-  const uint8_t* dst = nullptr;
-  if (!v6) {
+  const TenantEntry& te = t.tenants[p.tenant];
+  size_t total = 0;
+  if (!p.v6) {
+    auto* ip = reinterpret_cast<Ipv4Header*>(data + kEth);
     if (len < kEth + sizeof(Ipv4Header)) {
       drop(m, DropReason::kMALFORMED);
-      return;
+      return false;
     }
-    auto* ip = reinterpret_cast<Ipv4Header*>(data + kEth);
     const size_t hl = ip->headerLength();
-    const size_t total = ip->total_length.get();
+    total = ip->total_length.get();
     if (ip->version() != 4 || hl < sizeof(Ipv4Header) || total < hl || total > len - kEth) {
       drop(m, DropReason::kMALFORMED);
-      return;
+      return false;
     }
-    if (total < len - kEth) {  // Ethernet padding stays behind
-      rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
+  } else {
+    auto* ip = reinterpret_cast<Ipv6Header*>(data + kEth);
+    if (len < kEth + sizeof(Ipv6Header)) {
+      drop(m, DropReason::kMALFORMED);
+      return false;
     }
-    if (te.mapping && origin == Origin::kTunnel) [[unlikely]] {
-      unmapDestination(data + kEth, total, false, *te.mapping);
+    total = sizeof(Ipv6Header) + ip->payload_length.get();
+    if (ip->version() != 6 || total > len - kEth) {
+      drop(m, DropReason::kMALFORMED);
+      return false;
     }
-    dst = ip->dst;
+  }
+  if (total < len - kEth) {  // Ethernet padding stays behind
+    rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
+  }
+  if (te.mapping && p.origin == Origin::kTunnel) [[unlikely]] {
+    unmapDestination(data + kEth, total, p.v6, *te.mapping);
+  }
+  p.l3_len = static_cast<uint32_t>(total);
+  if (!p.v6) {
+    const uint8_t* dst = data + kEth + 16;
     if (dst[0] >= 224) {  // multicast, broadcast
-      localPacket(t, m, rx_port, origin);
-      return;
+      localPacket(t, m, p.rx_port, p.origin);
+      return false;
     }
-    nh_index = te.fib->find4(dst);
-    if (nh_index != TenantFib::kNoRoute &&
-        te.next_hops->at(nh_index).kind == NextHop::Kind::kLocal) {  // ours
-      localPacket(t, m, rx_port, origin);
-      return;
+    uint32_t be;
+    std::memcpy(&be, dst, 4);
+    p.dst4 = rte_be_to_cpu_32(be);
+    p.dst = dst;
+  } else {
+    const uint8_t* dst = data + kEth + 24;
+    if (dst[0] == 0xff || (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80)) {
+      localPacket(t, m, p.rx_port, p.origin);
+      return false;
     }
-    if (ip->ttl <= 1 && !originated) {
-      icmpError(t, m, IcmpErrorKind::kTimeExceeded, 0, tenant, rx_port, origin);
-      drop(m, DropReason::kTTL_EXPIRED);
-      return;
+    p.dst = dst;
+  }
+  return true;
+}
+
+// Stage lookup: the burst's destinations by tenant and family, each group
+// in one bulk lookup (a burst is usually one group).
+void Pipeline::lookup(const ForwardingTables& t, Packet* ps, unsigned n) {
+  if (n == 0) {
+    return;
+  }
+  // The common burst, one tenant and IPv4: straight through.
+  bool uniform = !ps[0].v6;
+  for (unsigned i = 1; i < n && uniform; ++i) {
+    uniform = ps[i].tenant == ps[0].tenant && !ps[i].v6;
+  }
+  if (uniform) {
+    uint32_t keys[kBurst], nh[kBurst];
+    for (unsigned i = 0; i < n; ++i) {
+      keys[i] = ps[i].dst4;
     }
-    if (nh_index == TenantFib::kNoRoute) {
-      drop(m, DropReason::kNO_ROUTE);
-      return;
+    t.tenants[ps[0].tenant].fib->find4Bulk(keys, nh, n);
+    for (unsigned i = 0; i < n; ++i) {
+      ps[i].nh = nh[i];
     }
-    if (!originated) {
+    return;
+  }
+  uint32_t pending = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+  static_assert(kBurst <= 32, "one bit per packet of a burst");
+  while (pending) {
+    const unsigned first = static_cast<unsigned>(__builtin_ctz(pending));
+    const uint16_t tenant = ps[first].tenant;
+    const bool v6 = ps[first].v6;
+    unsigned idx[kBurst];
+    unsigned k = 0;
+    for (uint32_t rest = pending; rest; rest &= rest - 1) {
+      const unsigned i = static_cast<unsigned>(__builtin_ctz(rest));
+      if (ps[i].tenant == tenant && ps[i].v6 == v6) {
+        idx[k++] = i;
+        pending &= ~(1u << i);
+      }
+    }
+    const TenantFib& fib = *t.tenants[tenant].fib;
+    uint32_t nh[kBurst];
+    if (!v6) {
+      uint32_t keys[kBurst];
+      for (unsigned j = 0; j < k; ++j) {
+        keys[j] = ps[idx[j]].dst4;
+      }
+      fib.find4Bulk(keys, nh, k);
+    } else {
+      uint8_t keys[kBurst][16];
+      for (unsigned j = 0; j < k; ++j) {
+        std::memcpy(keys[j], ps[idx[j]].dst, 16);
+      }
+      fib.find6Bulk(keys, nh, k);
+    }
+    for (unsigned j = 0; j < k; ++j) {
+      ps[idx[j]].nh = nh[j];
+    }
+  }
+}
+
+// The stages for one packet the gateway made (an ICMP error).
+void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
+                       Origin origin) {
+  Packet p;
+  p.m = m;
+  p.tenant = tenant;
+  p.rx_port = rx_port;
+  p.origin = origin;
+  const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
+  p.v6 = data[12] == 0x86 && data[13] == 0xdd;
+  p.hashed = false;
+  if (!checkL3(t, p)) {
+    return;
+  }
+  const TenantFib& fib = *t.tenants[tenant].fib;
+  p.nh = p.v6 ? fib.find6(p.dst) : fib.find4(p.dst);
+  route(t, p);
+}
+
+// Stage route: what the FIB said, done.
+inline void Pipeline::route(const ForwardingTables& t, Packet& p) {
+  using namespace proto;
+  rte_mbuf* m = p.m;
+  const bool originated = p.origin == Origin::kGateway;
+  auto* l3 = rte_pktmbuf_mtod(m, uint8_t*) + kEth;
+  const TenantEntry& te = t.tenants[p.tenant];
+  const uint32_t nh_index = p.nh;
+  if (nh_index != TenantFib::kNoRoute &&
+      te.next_hops->at(nh_index).kind == NextHop::Kind::kLocal) {  // ours
+    localPacket(t, m, p.rx_port, p.origin);
+    return;
+  }
+  uint8_t& ttl =
+      p.v6 ? reinterpret_cast<Ipv6Header*>(l3)->hop_limit : reinterpret_cast<Ipv4Header*>(l3)->ttl;
+  if (ttl <= 1 && !originated) {
+    icmpError(t, m, IcmpErrorKind::kTimeExceeded, 0, p.tenant, p.rx_port, p.origin);
+    drop(m, DropReason::kTTL_EXPIRED);
+    return;
+  }
+  if (nh_index == TenantFib::kNoRoute) {
+    drop(m, DropReason::kNO_ROUTE);
+    return;
+  }
+  if (!originated) {
+    if (!p.v6) {
+      auto* ip = reinterpret_cast<Ipv4Header*>(l3);
       const uint16_t old_word = static_cast<uint16_t>(ip->ttl << 8 | ip->protocol);
       --ip->ttl;
       ip->checksum.set(checksumUpdate16(ip->checksum.get(), old_word,
                                         static_cast<uint16_t>(ip->ttl << 8 | ip->protocol)));
+    } else {
+      --ttl;
     }
-    l3_len = total;
-  } else {
-    if (len < kEth + sizeof(Ipv6Header)) {
-      drop(m, DropReason::kMALFORMED);
-      return;
-    }
-    auto* ip = reinterpret_cast<Ipv6Header*>(data + kEth);
-    const size_t total = sizeof(Ipv6Header) + ip->payload_length.get();
-    if (ip->version() != 6 || total > len - kEth) {
-      drop(m, DropReason::kMALFORMED);
-      return;
-    }
-    if (total < len - kEth) {
-      rte_pktmbuf_trim(m, static_cast<uint16_t>(len - kEth - total));
-    }
-    if (te.mapping && origin == Origin::kTunnel) [[unlikely]] {
-      unmapDestination(data + kEth, total, true, *te.mapping);
-    }
-    dst = ip->dst;
-    // Multicast and link-local destinations are never routed.
-    if (dst[0] == 0xff || (dst[0] == 0xfe && (dst[1] & 0xc0) == 0x80)) {
-      localPacket(t, m, rx_port, origin);
-      return;
-    }
-    nh_index = te.fib->find6(dst);
-    if (nh_index != TenantFib::kNoRoute &&
-        te.next_hops->at(nh_index).kind == NextHop::Kind::kLocal) {  // ours
-      localPacket(t, m, rx_port, origin);
-      return;
-    }
-    if (ip->hop_limit <= 1 && !originated) {
-      icmpError(t, m, IcmpErrorKind::kTimeExceeded, 0, tenant, rx_port, origin);
-      drop(m, DropReason::kTTL_EXPIRED);
-      return;
-    }
-    if (nh_index == TenantFib::kNoRoute) {
-      drop(m, DropReason::kNO_ROUTE);
-      return;
-    }
-    if (!originated) {
-      --ip->hop_limit;
-    }
-    l3_len = total;
   }
   // The inner flow hash: only tunnels (line choice, UDP source port) and
   // ECMP groups need it.
   auto flowHash = [&] {
-    const uint8_t* l3 = data + kEth;
-    if (!v6) {
+    if (p.hashed) {
+      return p.flow_hash;
+    }
+    if (!p.v6) {
       const auto* ip = reinterpret_cast<const Ipv4Header*>(l3);
-      return flowHash4(ip, l3 + ip->headerLength(), l3_len - ip->headerLength());
+      return flowHash4(ip, l3 + ip->headerLength(), p.l3_len - ip->headerLength());
     }
     return flowHash6(reinterpret_cast<const Ipv6Header*>(l3), l3 + sizeof(Ipv6Header),
-                     l3_len - sizeof(Ipv6Header));
+                     p.l3_len - sizeof(Ipv6Header));
   };
   const NextHop* nh = &te.next_hops->at(nh_index);
   uint32_t flow_hash = 0;
@@ -475,11 +556,11 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
         drop(m, DropReason::kNO_TUNNEL);
         return;
       }
-      const TunnelEntry* te = &t.tunnels[tunnel];
-      if (te->n_stand_ins != 0 && !tunnelUsable(t, te->slot)) {
-        te = standIn(t, *te);
+      const TunnelEntry* tun = &t.tunnels[tunnel];
+      if (tun->n_stand_ins != 0 && !tunnelUsable(t, tun->slot)) {
+        tun = standIn(t, *tun);
       }
-      encapsulate(t, m, *te, hashed ? flow_hash : flowHash(), tenant, rx_port, origin);
+      encapsulate(t, m, *tun, hashed ? flow_hash : flowHash(), p.tenant, p.rx_port, p.origin);
       return;
     }
     case NextHop::Kind::kGateway:
@@ -495,11 +576,15 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
     return;
   }
   const uint16_t mtu = t.ports[nh->port].mtu;
-  if (l3_len > mtu) {
-    tooBig(t, m, mtu, tenant, rx_port, origin, [&](rte_mbuf* f) { toLan(t, f, *nh, v6); });
+  if (p.l3_len > mtu) [[unlikely]] {
+    Fragments frags;
+    const size_t n = tooBig(t, m, mtu, p.tenant, p.rx_port, p.origin, frags);
+    for (size_t i = 0; i < n; ++i) {
+      toLan(t, frags[i], *nh, p.v6);
+    }
     return;
   }
-  toLan(t, m, *nh, v6);
+  toLan(t, m, *nh, p.v6);
 }
 
 [[gnu::always_inline]] inline void Pipeline::toLan(const ForwardingTables& t, rte_mbuf* m,
@@ -508,13 +593,15 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
   if (nh.kind == NextHop::Kind::kGateway) {
     // The router's MAC at this moment: a neighbour change needs no route
     // change.  Unknown: dropped, the kernel keeps configured next hops
-    // resolved.
-    Mac mac;
-    if (!t.neighbor(nh.port, nh.v6, nh.address.data(), &mac)) {
-      drop(m, DropReason::kNO_NEIGHBOR);
-      return;
+    // resolved.  Looked up once per burst and next hop.
+    if (&nh != gateway_nh_) {
+      if (!t.neighbor(nh.port, nh.v6, nh.address.data(), &gateway_mac_)) {
+        drop(m, DropReason::kNO_NEIGHBOR);
+        return;
+      }
+      gateway_nh_ = &nh;
     }
-    std::memcpy(data, mac.data(), 6);
+    std::memcpy(data, gateway_mac_.data(), 6);
   } else {
     const uint8_t* dst = data + kEth + (v6 ? 24 : 16);
     Mac mac;
@@ -528,59 +615,6 @@ void Pipeline::forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, 
   transmit(t, nh.port, m);
 }
 
-template <typename Emit>
-void Pipeline::tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint16_t tenant,
-                      uint16_t rx_port, Origin origin, Emit&& emit) {
-  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
-  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  const proto::Bytes packet(reinterpret_cast<const std::byte*>(data + kEth), m->data_len - kEth);
-  const bool df = v6 || (data[kEth + 6] & 0x40);
-  if (df) {
-    // IPv6 links carry at least 1280 (RFC 8200 5): a lower tunnel MTU is
-    // reported as 1280 and such packets stay too big.
-    icmpError(t, m, IcmpErrorKind::kTooBig, v6 ? std::max<uint32_t>(mtu, 1280) : mtu, tenant,
-              rx_port, origin);
-    drop(m, DropReason::kTOO_BIG);
-    return;
-  }
-  // IPv4 without DF: fragmented here, all fragments or none.
-  const size_t n = proto::ipv4FragmentCount(packet, mtu);
-  std::array<rte_mbuf*, kMaxFragments> frags;
-  if (n == 0 || n > kMaxFragments) {
-    drop(m, DropReason::kTOO_BIG);
-    return;
-  }
-  if (rte_pktmbuf_alloc_bulk(pool_, frags.data(), static_cast<unsigned>(n)) != 0) {
-    drop(m, DropReason::kNO_BUFFER);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    rte_mbuf* f = frags[i];
-    auto* out = rte_pktmbuf_mtod(f, uint8_t*);
-    const size_t room = rte_pktmbuf_tailroom(f);
-    const size_t len =
-        room > kEth
-            ? proto::writeIpv4Fragment(
-                  packet, mtu, i,
-                  proto::MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth))
-            : 0;
-    if (len == 0) {
-      rte_pktmbuf_free_bulk(frags.data(), static_cast<unsigned>(n));
-      drop(m, DropReason::kTOO_BIG);
-      return;
-    }
-    std::memcpy(out, data, kEth);
-    rte_pktmbuf_append(f, static_cast<uint16_t>(kEth + len));
-    f->port = m->port;
-  }
-  counters_->fragmented.add();
-  counters_->fragments.add(n);
-  rte_pktmbuf_free(m);
-  for (size_t i = 0; i < n; ++i) {
-    emit(frags[i]);
-  }
-}
-
 // TCP SYN and SYN-ACK through a tunnel: the MSS option lowered to the
 // tunnel's clamp (0: off).  Other packets pay the inline pre-check only.
 inline void Pipeline::clampSyn(rte_mbuf* m, const TunnelEntry& tunnel) {
@@ -588,44 +622,6 @@ inline void Pipeline::clampSyn(rte_mbuf* m, const TunnelEntry& tunnel) {
   const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
   if (proto::mayBeTcpSyn(data + kEth, m->data_len - kEth, v6)) {
     clampSynSlow(m, tunnel, v6);
-  }
-}
-
-[[gnu::noinline]] void Pipeline::clampSynSlow(rte_mbuf* m, const TunnelEntry& tunnel, bool v6) {
-  uint8_t* ip = rte_pktmbuf_mtod(m, uint8_t*) + kEth;
-  size_t len = m->data_len - kEth;
-  const uint16_t mss =
-      (v6 ? health_->mss6 : health_->mss4)[tunnel.slot].load(std::memory_order_relaxed);
-  if (mss == 0) {
-    return;
-  }
-  // The IP packet without any Ethernet padding behind it.
-  const size_t ip_len = v6 ? 40u + (ip[4] << 8 | ip[5]) : static_cast<size_t>(ip[2] << 8 | ip[3]);
-  if (ip_len < len) {
-    rte_pktmbuf_trim(m, static_cast<uint16_t>(len - ip_len));
-    len = ip_len;
-  }
-  size_t new_len = len;
-  switch (
-      proto::clampMss(ip, &new_len, len + rte_pktmbuf_tailroom(m), v6, mss, tunnel.mss_insert)) {
-    case proto::MssVerdict::kNone:
-      break;
-    case proto::MssVerdict::kClamped:
-      counters_->mss_clamped.add();
-      break;
-    case proto::MssVerdict::kAlreadyBelow:
-      counters_->mss_below.add();
-      break;
-    case proto::MssVerdict::kNoOption:
-      counters_->mss_no_option.add();
-      break;
-    case proto::MssVerdict::kInserted:
-      rte_pktmbuf_append(m, static_cast<uint16_t>(new_len - len));
-      counters_->mss_inserted.add();
-      break;
-    case proto::MssVerdict::kMalformed:
-      counters_->mss_malformed.add();
-      break;
   }
 }
 
@@ -653,65 +649,6 @@ void Pipeline::localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_p
     return;
   }
   toKernel(t, pe, m, DropReason::kLOCAL);
-}
-
-void Pipeline::hold(const ForwardingTables& t, rte_mbuf* m, uint16_t port, bool v6,
-                    const uint8_t* address) {
-  const size_t n = v6 ? 16 : 4;
-  if (n_held_ == kHoldPackets) {
-    drop(m, DropReason::kNO_NEIGHBOR);
-    return;
-  }
-  bool asked = false;
-  for (unsigned i = 0; i < n_held_ && !asked; ++i) {
-    asked = held_[i].port == port && held_[i].v6 == v6 &&
-            std::memcmp(held_[i].address, address, n) == 0;
-  }
-  Held& h = held_[n_held_++];
-  h = Held{};
-  h.m = m;
-  h.port = port;
-  h.v6 = v6;
-  std::memcpy(h.address, address, n);
-  h.since = rte_rdtsc();
-  h.port_mac = t.ports[port].mac;
-  counters_->held.add();
-  if (!asked && misses_) {
-    NeighborMiss miss;
-    miss.port = port;
-    miss.v6 = v6;
-    std::memcpy(miss.address, address, n);
-    if (rte_ring_sp_enqueue_elem(misses_, &miss, sizeof miss) == 0) {
-      counters_->neighbor_misses.add();
-    }
-  }
-}
-
-void Pipeline::retryHeld(const ForwardingTables& t) {
-  const uint64_t now = rte_rdtsc();
-  const uint64_t limit = tsc_hz_ / 1000 * kHoldMs;
-  unsigned kept = 0;
-  for (unsigned i = 0; i < n_held_; ++i) {
-    Held& h = held_[i];
-    Mac mac;
-    if (!t.ports[h.port].present || t.ports[h.port].mac != h.port_mac) {
-      drop(h.m, DropReason::kNO_NEIGHBOR);  // its port went away with a reload
-    } else if (t.neighbor(h.port, h.v6, h.address, &mac)) {
-      auto* data = rte_pktmbuf_mtod(h.m, uint8_t*);
-      std::memcpy(data, mac.data(), 6);
-      std::memcpy(data + 6, t.ports[h.port].mac.data(), 6);
-      if (h.m->data_len - kEth > t.ports[h.port].mtu) {
-        drop(h.m, DropReason::kTOO_BIG);
-      } else {
-        transmit(t, h.port, h.m);
-      }
-    } else if (now - h.since > limit) {
-      drop(h.m, DropReason::kNO_NEIGHBOR);
-    } else {
-      held_[kept++] = h;
-    }
-  }
-  n_held_ = kept;
 }
 
 bool Pipeline::lineUsable(const ForwardingTables& t, uint16_t line) const {
@@ -764,6 +701,8 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
     if (usable(own)) {
       chosen = &t.lines[own];
     }
+  } else if (tunnel.n_lines > 0 && usable(tunnel.lines[0])) {
+    chosen = &t.lines[tunnel.lines[0]];
   }
   if (!chosen) {
     std::array<uint16_t, kMaxLinesPerPeer> healthy;
@@ -793,44 +732,25 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   // The outer IP packet must fit the line's path MTU: the gateway never
   // fragments outer packets (RFC 7348 4.3).  The inner packet is
   // fragmented (IPv4 without DF) or answered with ICMP instead.
-  const size_t outer = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation) - kEth;
+  const size_t outer = line.outer_len - line.outer_l3;  // outer IP and up
   const uint16_t path_mtu = health_->path_mtu[line.slot].load(std::memory_order_relaxed);
   const size_t mtu = path_mtu ? path_mtu : line.mtu;
-  if (m->data_len + outer > mtu) {
+  if (m->data_len + outer > mtu) [[unlikely]] {
     const uint32_t inner_mtu = mtu > outer + kEth ? static_cast<uint32_t>(mtu - outer - kEth) : 0;
-    tooBig(t, m, inner_mtu, tenant, rx_port, origin,
-           [&](rte_mbuf* f) { encapsulateOn(t, f, tunnel, line, flow_hash, mapping); });
+    Fragments frags;
+    const size_t n = tooBig(t, m, inner_mtu, tenant, rx_port, origin, frags);
+    for (size_t i = 0; i < n; ++i) {
+      encapsulateOn(t, frags[i], tunnel, line, flow_hash, mapping);
+    }
     return;
   }
   encapsulateOn(t, m, tunnel, line, flow_hash, mapping);
 }
 
-// A packet from the tenant's side into a tunnel: its source in a real range
-// of the site becomes the mapped one (and, in an ICMP error, the quoted
-// destination).  Done last, on each fragment, so that everything before
-// (ICMP errors included) saw the real addresses.
-[[gnu::noinline]] void Pipeline::mapSource(rte_mbuf* m, const TenantMapping& mapping) {
-  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
-  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  const proto::MapResult r = proto::mapPacket(data + kEth, m->data_len - kEth, v6,
-                                              proto::AddressField::kSource, mapping.out);
-  if (r.outer) {
-    counters_->mapped_out[r.outer->slot].add();
-  }
-}
-
-// A packet out of a tunnel: its destination in a mapped range of the site
-// becomes the real one (and, in an ICMP error, the quoted source), before
-// the FIB lookup routes the real address.
-[[gnu::noinline]] void Pipeline::unmapDestination(uint8_t* ip, size_t len, bool v6,
-                                                  const TenantMapping& mapping) {
-  const proto::MapResult r =
-      proto::mapPacket(ip, len, v6, proto::AddressField::kDestination, mapping.in);
-  if (r.outer) {
-    counters_->mapped_in[r.outer->slot].add();
-  }
-}
-
+// The line's outer headers (encoded once with the tables) copied in front
+// of the inner frame; per packet only lengths, TOS / traffic class, the UDP
+// source port, the VNI and the checksums are written, at the offsets the
+// line's entry gives.
 [[gnu::always_inline]] inline void Pipeline::encapsulateOn(const ForwardingTables& t, rte_mbuf* m,
                                                            const TunnelEntry& tunnel,
                                                            const LineEntry& line,
@@ -839,7 +759,7 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
   if (mapping) [[unlikely]] {
     mapSource(m, *mapping);
   }
-  const size_t overhead = proto::tunnelOverhead(line.header.ipv6, line.header.encapsulation);
+  const size_t overhead = line.outer_len;
   const size_t inner_len = m->data_len;
   auto* inner = rte_pktmbuf_mtod(m, uint8_t*);
   std::memcpy(inner, tunnel.inner_dst.data(), 6);
@@ -853,146 +773,44 @@ void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelE
     drop(m, DropReason::kNO_BUFFER);
     return;
   }
-  const uint16_t udp_len = static_cast<uint16_t>(16 + inner_len);
-  const uint16_t sport = proto::tunnelSourcePort(flow_hash);
-  auto put16 = [](uint8_t* p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-  };
-  if (!line.header.ipv6) {
-    std::memcpy(out, line.outer.data(), 50);
-    out[15] = tos;
-    const uint16_t total = static_cast<uint16_t>(20 + udp_len);
-    put16(out + 16, total);
-    put16(out + 24, static_cast<uint16_t>(~proto::checksumFold(line.outer_sum + total + tos)));
-    put16(out + 34, sport);
-    put16(out + 38, udp_len);
-    out[46] = static_cast<uint8_t>(tunnel.vni >> 16);
-    out[47] = static_cast<uint8_t>(tunnel.vni >> 8);
-    out[48] = static_cast<uint8_t>(tunnel.vni);
+  // A copy of a length the compiler knows is a few vector moves; the
+  // common one is VXLAN or Geneve without options over IPv4.
+  if (overhead == kOuterVxlan4) [[likely]] {
+    std::memcpy(out, line.outer.data(), kOuterVxlan4);
   } else {
-    std::memcpy(out, line.outer.data(), 70);
+    std::memcpy(out, line.outer.data(), overhead);
+  }
+  uint8_t* ip = out + line.outer_l3;
+  uint8_t* udp = out + line.outer_l4;
+  const uint16_t udp_len = static_cast<uint16_t>(overhead - line.outer_l4 + inner_len);
+  put16(udp, proto::tunnelSourcePort(flow_hash));
+  put16(udp + 4, udp_len);
+  // The VNI: bytes 4..6 of the VXLAN and of the Geneve header.
+  udp[8 + 4] = static_cast<uint8_t>(tunnel.vni >> 16);
+  udp[8 + 5] = static_cast<uint8_t>(tunnel.vni >> 8);
+  udp[8 + 6] = static_cast<uint8_t>(tunnel.vni);
+  if (!line.header.ipv6) {
+    ip[1] = tos;
+    const uint16_t total = static_cast<uint16_t>(overhead - line.outer_l3 + inner_len);
+    put16(ip + 2, total);
+    put16(ip + 10, static_cast<uint16_t>(~proto::checksumFold(line.outer_sum + total + tos)));
+  } else {
     const uint32_t vtf = 6u << 28 | static_cast<uint32_t>(tos) << 20 | (flow_hash & 0xfffff);
-    put16(out + 14, static_cast<uint16_t>(vtf >> 16));
-    put16(out + 16, static_cast<uint16_t>(vtf));
-    put16(out + 18, udp_len);
-    put16(out + 54, sport);
-    put16(out + 58, udp_len);
-    out[60] = out[61] = 0;
-    out[66] = static_cast<uint8_t>(tunnel.vni >> 16);
-    out[67] = static_cast<uint8_t>(tunnel.vni >> 8);
-    out[68] = static_cast<uint8_t>(tunnel.vni);
+    put16(ip, static_cast<uint16_t>(vtf >> 16));
+    put16(ip + 2, static_cast<uint16_t>(vtf));
+    put16(ip + 4, udp_len);
     // UDP over IPv6 carries a checksum (RFC 8200 8.1): the pseudo-header's
     // constant part, its length, and the datagram.
     // rte_raw_cksum sums native-order words: swapped, it is the sum of the
     // big-endian words the other terms are.
-    uint32_t sum = line.outer_sum + udp_len + rte_be_to_cpu_16(rte_raw_cksum(out + 54, udp_len));
+    udp[6] = udp[7] = 0;
+    uint32_t sum = line.outer_sum + udp_len + rte_be_to_cpu_16(rte_raw_cksum(udp, udp_len));
     uint16_t c = static_cast<uint16_t>(~proto::checksumFold(sum));
-    put16(out + 60, c == 0 ? 0xffff : c);
+    put16(udp + 6, c == 0 ? 0xffff : c);
   }
-  counters_->tunnel_tx[tunnel.slot].add(inner_len);
-  counters_->line_tx[line.slot].add(m->pkt_len);
+  runs_[kRunTunnelTx].add(counters_->tunnel_tx[tunnel.slot], inner_len);
+  runs_[kRunLineTx].add(counters_->line_tx[line.slot], m->pkt_len);
   transmit(t, line.port, m);
-}
-
-bool Pipeline::take(TokenBucket& b, uint64_t now, uint64_t rate, uint64_t burst) {
-  // At most a second's worth: no overflow after a long quiet time.
-  const uint64_t elapsed = std::min(now - b.last_tsc, tsc_hz_);
-  const uint64_t earned = elapsed * rate / tsc_hz_;
-  if (earned > 0) {
-    b.tokens = std::min(burst, b.tokens + earned);
-    // Keep the remainder of the interval: the rate stays exact.
-    b.last_tsc = now - b.last_tsc >= tsc_hz_ ? now : b.last_tsc + earned * tsc_hz_ / rate;
-  }
-  if (b.tokens == 0) {
-    return false;
-  }
-  --b.tokens;
-  return true;
-}
-
-bool Pipeline::icmpAllowed(bool v6, const uint8_t* source) {
-  const uint64_t now = rte_rdtsc();
-  const uint32_t key = rte_hash_crc(source, v6 ? 16 : 4, v6);
-  TokenBucket& b = icmp_sources_[key % kIcmpSources];
-  if (b.key != key || b.last_tsc == 0) {
-    b = TokenBucket{kIcmpSourceBurst, now, key};
-  }
-  return take(b, now, kIcmpSourceRate, kIcmpSourceBurst) &&
-         take(icmp_worker_, now, kIcmpRate, kIcmpBurst);
-}
-
-// ICMP errors (time exceeded, frag-needed, Packet Too Big) about a packet
-// the gateway drops: from the gateway's address on the side it arrived from
-// (the LAN port's, or for a packet out of a tunnel the tenant's first LAN
-// address: routable back to the sender), quoting the packet as the sender
-// sent it, routed like any packet.  Never about an ICMP error, a later
-// fragment or a multicast / broadcast packet (proto::mayAnswer); per-source
-// and per-worker token buckets.
-void Pipeline::icmpError(const ForwardingTables& t, const rte_mbuf* m, proto::IcmpErrorKind kind,
-                         uint32_t mtu, uint16_t tenant, uint16_t rx_port, Origin origin) {
-  using namespace proto;
-  const auto* data = rte_pktmbuf_mtod(m, const uint8_t*);
-  const bool v6 = data[12] == 0x86 && data[13] == 0xdd;
-  const Bytes packet(reinterpret_cast<const std::byte*>(data + kEth), m->data_len - kEth);
-  if (origin == Origin::kGateway || !mayAnswer(packet, v6)) {
-    counters_->icmp_not_allowed.add();
-    return;
-  }
-  const TenantEntry& te = t.tenants[tenant];
-  const PortEntry& rx = t.ports[rx_port];
-  const uint8_t* source = nullptr;
-  if (!v6) {
-    source = rx.lan && rx.icmp_source4 ? rx.icmp_source4->data()
-             : te.icmp_source4         ? te.icmp_source4->data()
-                                       : nullptr;
-  } else {
-    source = rx.lan && rx.icmp_source6 ? rx.icmp_source6->data()
-             : te.icmp_source6         ? te.icmp_source6->data()
-                                       : nullptr;
-  }
-  if (!source) {
-    counters_->icmp_suppressed.add();
-    return;
-  }
-  const uint8_t* sender = data + kEth + (v6 ? 8 : 12);
-  if (!icmpAllowed(v6, sender)) {
-    counters_->icmp_rate_limited.add();
-    return;
-  }
-  rte_mbuf* e = rte_pktmbuf_alloc(pool_);
-  if (!e) {
-    counters_->icmp_suppressed.add();
-    return;
-  }
-  auto* out = rte_pktmbuf_mtod(e, uint8_t*);
-  const size_t room = rte_pktmbuf_tailroom(e);
-  // The TTL the sender set: forwarding decremented it before the packet
-  // turned out too big (not before time exceeded).
-  const uint8_t ttl_restore = kind == IcmpErrorKind::kTooBig ? 1 : 0;
-  const size_t len =
-      room > kEth
-          ? buildIcmpError(MutableBytes(reinterpret_cast<std::byte*>(out + kEth), room - kEth),
-                           packet, v6, kind, mtu, source, ttl_restore)
-          : 0;
-  if (len == 0) {
-    rte_pktmbuf_free(e);
-    counters_->icmp_suppressed.add();
-    return;
-  }
-  std::memcpy(out, data + 6, 6);  // rewritten when forwarded
-  std::memcpy(out + 6, data, 6);
-  out[12] = data[12];
-  out[13] = data[13];
-  rte_pktmbuf_append(e, static_cast<uint16_t>(kEth + len));
-  e->port = rx_port;
-  counters_->icmp_sent.add();
-  if (kind == IcmpErrorKind::kTimeExceeded) {
-    counters_->icmp_time_exceeded.add();
-  } else {
-    (v6 ? counters_->icmp_packet_too_big : counters_->icmp_frag_needed).add();
-  }
-  forward(t, e, tenant, rx_port, Origin::kGateway);
 }
 
 }  // namespace mcgw::engine

@@ -1,4 +1,6 @@
-// The per-packet work of one worker, run to completion on a burst:
+// The per-packet work of one worker, done a burst at a time in stages
+// (pipeline.cpp has the table of stages; the slow paths, ICMP errors,
+// fragmentation and held packets, are in pipeline_slow.cpp):
 //
 //   LAN rx ─► checks ─► tenant FIB ─► local: to the kernel
 //                                  └─► TTL ─► (ECMP group: a member by the flow hash)
@@ -111,6 +113,18 @@ static_assert(sizeof(NeighborMiss) == 20);
 inline constexpr unsigned kHoldPackets = 64;
 inline constexpr uint64_t kHoldMs = 1000;
 
+// The last decapsulation lookups of a burst (a burst mostly comes from one
+// peer VTEP with one VNI): valid for one burst only, the quiescent point
+// between bursts being where tables change.
+struct DecapMemo {
+  bool vtep_valid = false;
+  bool tunnel_valid = false;
+  uint32_t vtep4 = 0;  // an IPv4 VTEP as in the packet
+  ForwardingTables::VtepHit vtep{};
+  uint64_t tunnel_key = 0;  // peer << 32 | VNI
+  uint16_t tunnel = 0;
+};
+
 class Pipeline {
  public:
   // tx_queue: the TX queue this worker owns on every port.
@@ -140,13 +154,34 @@ class Pipeline {
   unsigned held() const { return n_held_; }
 
  private:
-  void handle(const ForwardingTables& t, rte_mbuf* m);
   static bool virtualMacToKernel(const uint8_t* data, size_t len);
   // Where a packet to route comes from: straight from a port, out of a
   // tunnel, or made by the gateway (an ICMP error: no TTL check or decrement).
   enum class Origin : uint8_t { kPort, kTunnel, kGateway };
+  // What the stages know of a packet on its way through a burst.
+  struct Packet {
+    rte_mbuf* m = nullptr;
+    uint16_t tenant = 0;
+    uint16_t rx_port = 0;
+    Origin origin = Origin::kPort;
+    bool v6 = false;
+    bool hashed = false;           // flow_hash holds the port's RSS hash
+    uint32_t flow_hash = 0;        //
+    uint32_t l3_len = 0;           // the IP packet's length (Ethernet padding trimmed)
+    uint32_t dst4 = 0;             // IPv4: the destination in host byte order (the lookup key)
+    const uint8_t* dst = nullptr;  // the destination address in the packet
+    uint32_t nh = 0;               // the tenant FIB's answer
+  };
+  void processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n);
+  // The stages (pipeline.cpp).  receive and checkL3 return false when they
+  // have disposed of the packet (sent it to the kernel, dropped it).
+  bool receive(const ForwardingTables& t, rte_mbuf* m, Packet& p);
+  bool checkL3(const ForwardingTables& t, Packet& p);
+  void lookup(const ForwardingTables& t, Packet* ps, unsigned n);
+  void route(const ForwardingTables& t, Packet& p);
+  // The stages for one packet (an ICMP error the gateway made).
   void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
-               Origin origin = Origin::kPort);
+               Origin origin);
   // A line is usable while its next hop is resolved and its health says up;
   // a tunnel (by slot) while one of its lines is.
   bool lineUsable(const ForwardingTables& t, uint16_t line) const;
@@ -164,11 +199,13 @@ class Pipeline {
   // Towards a LAN next hop: the neighbour's MAC, then TX (or held).
   void toLan(const ForwardingTables& t, rte_mbuf* m, const NextHop& nh, bool v6);
   // An IP packet larger than `mtu` (an IP MTU) on its way out: IPv4 without
-  // DF is fragmented and every fragment handed to emit(rte_mbuf*); anything
-  // else is dropped (too-big) with ICMP frag-needed / Packet Too Big.
-  template <typename Emit>
-  void tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint16_t tenant,
-              uint16_t rx_port, Origin origin, Emit&& emit);
+  // DF is fragmented into `frags` (the count returned, m freed); anything
+  // else is dropped (too-big) with ICMP frag-needed / Packet Too Big, and 0
+  // returned.
+  static constexpr size_t kMaxFragments = 64;
+  using Fragments = std::array<rte_mbuf*, kMaxFragments>;
+  size_t tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, uint16_t tenant,
+                uint16_t rx_port, Origin origin, Fragments& frags);
   // Sends an ICMP error about m (which the caller then drops) from the
   // gateway's address on the side m arrived from, if the rules and the rate
   // limits allow.
@@ -189,7 +226,45 @@ class Pipeline {
     uint32_t key = 0;  // per-source buckets: the source's hash
   };
   bool take(TokenBucket& b, uint64_t now, uint64_t rate, uint64_t burst);
+  void startIcmpBuckets();
   bool icmpAllowed(bool v6, const uint8_t* source);
+
+  // Packets and bytes added to one counter while a burst goes one way,
+  // written to it when the packets go another way and at the end of the
+  // burst (flushRuns): a counter's cache line once per burst, not per
+  // packet.
+  struct Run {
+    PacketsBytes* counter = nullptr;
+    uint64_t packets = 0;
+    uint64_t bytes = 0;
+    void add(PacketsBytes& to, uint64_t len) {
+      if (&to != counter) {
+        flush();
+        counter = &to;
+      }
+      ++packets;
+      bytes += len;
+    }
+    void flush() {
+      if (packets != 0) {
+        counter->packets.add(packets);
+        counter->bytes.add(bytes);
+        packets = bytes = 0;
+      }
+    }
+  };
+  enum RunKind : uint8_t { kRunRx, kRunLineRx, kRunTunnelRx, kRunTunnelTx, kRunLineTx, kRunTx };
+  std::array<Run, 6> runs_;
+  void flushRuns() {
+    for (Run& r : runs_) {
+      r.flush();
+    }
+  }
+  // A LAN gateway's MAC as the burst looked it up (valid for one burst: the
+  // quiescent point between bursts is where tables change).
+  const NextHop* gateway_nh_ = nullptr;
+  Mac gateway_mac_{};
+  DecapMemo decap_memo_;
 
   uint16_t tx_queue_;
   rte_mempool* pool_;

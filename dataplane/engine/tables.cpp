@@ -717,7 +717,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
 
   // Lines, peer VTEPs and tunnels (one per peer and carried tenant).
   std::vector<std::string> line_names, tunnel_names;
-  t->peer_vnis.resize(c.peers.size());
+  std::vector<std::pair<uint64_t, uint16_t>> tunnel_keys;
   for (size_t pi = 0; pi < c.peers.size(); ++pi) {
     const auto& peer = c.peers[pi];
     t->peer_names.push_back(peer.name);
@@ -764,7 +764,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
         le.outer_len = static_cast<uint8_t>(proto::encodeTunnelHeaders(
             proto::MutableBytes(reinterpret_cast<std::byte*>(le.outer.data()), le.outer.size()),
             le.header, 0, proto::Bytes(no_inner.data(), no_inner.size()), 0));
-        uint8_t* ip = le.outer.data() + 14;
+        le.outer_l3 = 14;  // encodeTunnelHeaders writes an untagged Ethernet header
+        le.outer_l4 = static_cast<uint8_t>(le.outer_l3 + (le.header.ipv6 ? 40 : 20));
+        uint8_t* ip = le.outer.data() + le.outer_l3;
         if (!le.header.ipv6) {
           ip[1] = 0;            // TOS
           ip[2] = ip[3] = 0;    // total length
@@ -815,12 +817,29 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       t->tunnel_of_slot[te.slot] = idx;
       topo->tunnel_slot[{peer.name, tc.name}] = te.slot;
       topo->tunnel_peer[te.slot] = peer.name;
-      t->peer_vnis[pi].emplace_back(tc.vni, idx);
+      tunnel_keys.emplace_back(uint64_t{pi} << 32 | tc.vni, idx);
       t->tunnels.push_back(std::move(te));
     }
   }
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
+  {
+    std::vector<std::pair<uint32_t, ForwardingTables::VtepHit>> v4;
+    std::vector<std::pair<std::array<uint8_t, 16>, ForwardingTables::VtepHit>> v6;
+    for (const PeerVtep& v : t->vteps) {
+      const ForwardingTables::VtepHit hit{v.peer, v.line};
+      if (!v.ipv6) {
+        uint32_t a;
+        std::memcpy(&a, v.address.data(), 4);
+        v4.emplace_back(a, hit);
+      } else {
+        v6.emplace_back(v.address, hit);
+      }
+    }
+    t->vtep4.build(v4);
+    t->vtep6.build(v6);
+    t->tunnel_by_vni.build(tunnel_keys);
+  }
   // Stand-ins: the other gateways' tunnels of the same site and tenant,
   // found through (site, tenant) buckets (this runs on every publish).
   std::map<std::pair<std::string_view, uint16_t>, std::vector<uint16_t>> by_site;

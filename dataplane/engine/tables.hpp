@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "config/config.hpp"
 #include "config/result.hpp"
 #include "dataplane/engine/fib.hpp"
+#include "dataplane/engine/flat_index.hpp"
 #include "dataplane/engine/routes.hpp"
 #include "dataplane/proto/prefix_map.hpp"
 #include "dataplane/proto/tunnel.hpp"
@@ -71,7 +73,9 @@ struct LineEntry {
   // checksums are patched per packet) and the constant part of the IPv4
   // header checksum or of the IPv6 UDP pseudo-header sum.
   std::array<uint8_t, 72> outer{};
-  uint8_t outer_len = 0;
+  uint8_t outer_len = 0;  // the overhead a packet gains
+  uint8_t outer_l3 = 0;   // where the outer IP header starts
+  uint8_t outer_l4 = 0;   // where the outer UDP header starts
   uint32_t outer_sum = 0;
   std::string peer, name;  // "peer", "line"
   config::IpAddress next_hop;
@@ -218,10 +222,17 @@ class ForwardingTables {
   std::vector<LineEntry> lines;
   std::vector<PeerVtep> vteps;
   std::vector<std::string> peer_names;
-  // Per peer: (VNI, tunnel index), for decapsulation.
-  std::vector<std::vector<std::pair<uint32_t, uint16_t>>> peer_vnis;
-  std::vector<std::vector<RxQueue>> poll;  // per worker
-  std::vector<MappedEntry> mapped;         // every tenant's, in the input's order
+  // Decapsulation's lookups, built from vteps and tunnels: a peer VTEP's
+  // address (as in the packet) -> its peer and line; (peer, VNI) -> tunnel.
+  struct VtepHit {
+    uint16_t peer = 0;
+    uint16_t line = 0;  // index into lines
+  };
+  FlatIndex<uint32_t, VtepHit> vtep4;
+  FlatIndex<std::array<uint8_t, 16>, VtepHit> vtep6;
+  FlatIndex<uint64_t, uint16_t> tunnel_by_vni;  // key: peer << 32 | VNI
+  std::vector<std::vector<RxQueue>> poll;       // per worker
+  std::vector<MappedEntry> mapped;              // every tenant's, in the input's order
   uint32_t idle_sleep_max_us = 200;
 
   // The MAC of a neighbour on a port (4 or 16 bytes at `address`).
@@ -229,15 +240,24 @@ class ForwardingTables {
     return neighbors_ && neighbors_->lookup(port, v6, address, mac);
   }
 
+  // The peer VTEP at `address` (4 or 16 bytes as in the packet), or null.
+  const VtepHit* vtep(bool v6, const uint8_t* address) const {
+    if (!v6) {
+      uint32_t a;
+      std::memcpy(&a, address, 4);
+      return vtep4.find(a);
+    }
+    std::array<uint8_t, 16> a;
+    std::memcpy(a.data(), address, 16);
+    return vtep6.find(a);
+  }
   // The tunnel index for a decapsulated packet's peer and VNI.
   bool tunnelFor(uint16_t peer, uint32_t vni, uint16_t* tunnel) const {
-    for (const auto& [v, t] : peer_vnis[peer]) {
-      if (v == vni) {
-        *tunnel = t;
-        return true;
-      }
+    const uint16_t* t = tunnel_by_vni.find(uint64_t{peer} << 32 | vni);
+    if (t) {
+      *tunnel = *t;
     }
-    return false;
+    return t != nullptr;
   }
 
  private:

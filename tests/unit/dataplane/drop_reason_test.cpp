@@ -24,6 +24,7 @@ struct Expected {
 // In the order of drop_reason.h (the counters' order).
 constexpr Expected kExpected[] = {
     {R::kMALFORMED, "malformed"},
+    {R::kBAD_CHECKSUM, "bad-checksum"},
     {R::kOUTER_FRAGMENT, "outer-fragment"},
     {R::kUNKNOWN_VTEP, "unknown-vtep"},
     {R::kUNKNOWN_VNI, "unknown-vni"},
@@ -46,8 +47,8 @@ constexpr Expected kExpected[] = {
 };
 
 TEST(DropReason, NamesAndOrderAreTheLiteralList) {
-  ASSERT_EQ(kDropReasonCount, 20u);
-  ASSERT_EQ(std::size(kExpected), 20u);
+  ASSERT_EQ(kDropReasonCount, 21u);
+  ASSERT_EQ(std::size(kExpected), 21u);
   for (size_t i = 0; i < std::size(kExpected); ++i) {
     EXPECT_EQ(static_cast<size_t>(kExpected[i].reason), i) << kExpected[i].name;
     EXPECT_EQ(toString(kExpected[i].reason), kExpected[i].name);
