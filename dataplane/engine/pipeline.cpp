@@ -685,7 +685,7 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   return &tunnel;
 }
 
-void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
+[[gnu::always_inline]] inline void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
                            uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin) {
   if (origin != Origin::kGateway) {
     clampSyn(m, tunnel);
