@@ -73,6 +73,7 @@
 #include "dataplane/engine/tables.hpp"
 #include "dataplane/proto/tunnel.hpp"
 #include "tests/support/eal.hpp"
+#include "tests/support/ring_port.hpp"
 
 namespace mcgw::engine {
 namespace {
@@ -181,26 +182,8 @@ peers:
 
 // ------------------------------------------------------------------ ports
 
-struct RingPort {
-  uint16_t id = 0;
-  rte_ring* ring = nullptr;  // what the port transmits
-};
-
-RingPort ringPort(const char* name, rte_mempool* pool) {
-  RingPort p;
-  const int socket = static_cast<int>(rte_socket_id());
-  p.ring = rte_ring_create(name, 1024, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  EXPECT_NE(p.ring, nullptr) << rte_strerror(rte_errno);
-  const int id = rte_eth_from_ring(p.ring);
-  EXPECT_GE(id, 0) << rte_strerror(rte_errno);
-  p.id = static_cast<uint16_t>(id);
-  rte_eth_conf conf{};
-  EXPECT_EQ(rte_eth_dev_configure(p.id, 1, 1, &conf), 0);
-  EXPECT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool), 0);
-  EXPECT_EQ(rte_eth_tx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr), 0);
-  EXPECT_EQ(rte_eth_dev_start(p.id), 0);
-  return p;
-}
+using test::RingPort;
+using test::ringPort;
 
 // ------------------------------------------------- packets, written out here
 

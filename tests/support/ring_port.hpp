@@ -1,0 +1,41 @@
+// A DPDK ethdev over one rte_ring (net_ring): RX and TX on the same ring,
+// so a component test feeds the port's RX by enqueueing mbufs on `ring` and
+// reads what the fast path transmitted from the same ring.  Needs the EAL
+// (tests/support/eal.hpp).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include <cstdint>
+
+namespace mcgw::test {
+
+struct RingPort {
+  uint16_t id = 0;
+  rte_ring* ring = nullptr;  // RX and TX: the test reads what the port sent
+};
+
+// A started port on a new 1024-slot ring called `name`; failures are test
+// failures.
+inline RingPort ringPort(const char* name, rte_mempool* pool) {
+  RingPort p;
+  const int socket = static_cast<int>(rte_socket_id());
+  p.ring = rte_ring_create(name, 1024, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  EXPECT_NE(p.ring, nullptr) << rte_strerror(rte_errno);
+  const int id = rte_eth_from_ring(p.ring);
+  EXPECT_GE(id, 0) << rte_strerror(rte_errno);
+  p.id = static_cast<uint16_t>(id);
+  rte_eth_conf conf{};
+  EXPECT_EQ(rte_eth_dev_configure(p.id, 1, 1, &conf), 0);
+  EXPECT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool), 0);
+  EXPECT_EQ(rte_eth_tx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr), 0);
+  EXPECT_EQ(rte_eth_dev_start(p.id), 0);
+  return p;
+}
+
+}  // namespace mcgw::test
