@@ -38,9 +38,12 @@ template <typename Lookup>
 DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup,
                         bool verify_ipv4_checksum = true);
 // The same into `r` (the burst stage: no result copied), returning r.kind.
+// fixed_offsets = false skips the fast path for the common packet (tests
+// compare the two).
 template <typename Lookup>
 DecapResult::Kind decapsulateInto(proto::MutableBytes frame, const Lookup& lookup,
-                                  bool verify_ipv4_checksum, DecapResult& r);
+                                  bool verify_ipv4_checksum, DecapResult& r,
+                                  bool fixed_offsets = true);
 
 }  // namespace mcgw::engine
 

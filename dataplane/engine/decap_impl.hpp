@@ -56,15 +56,15 @@ inline bool applyEcnOnDecap(proto::MutableBytes inner, uint8_t outer_ecn) {
 
 template <typename Lookup>
 DecapResult::Kind decapsulateInto(proto::MutableBytes frame, const Lookup& lookup,
-                                  bool verify_ipv4_checksum, DecapResult& r) {
+                                  bool verify_ipv4_checksum, DecapResult& r, bool fixed_offsets) {
   using namespace proto;
   // The common tunnel packet, read at fixed offsets: untagged IPv4 without
   // options, not a fragment, UDP to the VXLAN port, the I flag, an outer
   // ECN that leaves the inner one alone, a known VTEP and VNI.  Anything
   // else, drops included, takes the general path below, which gives every
-  // packet the same verdict (tests/unit/dataplane/decap_test.cpp covers
-  // both).
-  {
+  // packet the same verdict (tests/unit/dataplane/decap_test.cpp compares
+  // the two on every value of every header byte).
+  if (fixed_offsets) {
     const auto* p = reinterpret_cast<const uint8_t*>(frame.data());
     const size_t n = frame.size();
     constexpr size_t kIp = 14, kUdp = 34, kVxlan = 42, kInner = 50;
@@ -81,7 +81,8 @@ DecapResult::Kind decapsulateInto(proto::MutableBytes frame, const Lookup& looku
                             uint32_t{p[kVxlan + 6]} << 8 | p[kVxlan + 7]) >>
                            8;
       uint32_t peer = 0, tunnel = 0;
-      if (total <= n - kIp && udp_len >= 8 + 8 + sizeof(EthernetHeader) && udp_len <= total - 20 &&
+      // (No subtraction: a total length below 20 must not wrap around.)
+      if (total <= n - kIp && udp_len >= 8 + 8 + sizeof(EthernetHeader) && udp_len + 20 <= total &&
           (p[kVxlan] & kVxlanFlagVni) && ecn != kEcnEct1 && ecn != kEcnCe &&
           (!verify_ipv4_checksum || ipv4HeaderChecksumOk(p + kIp, 20)) &&
           lookup.peer(false, p + kIp + 12, &peer) && lookup.tenant(peer, vni, &tunnel)) {

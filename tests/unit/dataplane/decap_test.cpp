@@ -229,21 +229,26 @@ TEST(Decap, DropsAndPassesTable) {
   }
 }
 
-// The outer IPv4 header checksum of a tunnel packet, byte by byte: every
-// bit of the header flipped is caught (a flip of the checksum field itself
-// too); the port's offload verdict skips the check; packets that are not
-// tunnel packets are left to the kernel, which checks them itself.
+// The outer IPv4 header checksum of a tunnel packet, bit by bit: a flipped
+// bit in any field whose change alone leaves the packet a tunnel packet
+// (the checksum field itself included) is caught; trusting the port's
+// offload skips the check; packets that are not tunnel packets are left to
+// the kernel, which checks them itself.
 TEST(Decap, OuterIpv4ChecksumTable) {
   const auto good = fromPeer(Encapsulation::kVxlan, false, 1001, innerFrame(0));
   {
     auto pkt = good;
     ASSERT_EQ(decap(pkt).kind, Kind::kInner);
   }
-  // Fields whose change alone keeps a packet a tunnel packet from the
-  // peer: TOS (1), identification (4, 5), TTL (8), checksum (10, 11),
-  // destination (16..19).
-  for (size_t byte : {1u, 4u, 5u, 8u, 10u, 11u, 16u, 19u}) {
+  // Fields whose change alone keeps a packet a tunnel packet: TOS (1),
+  // identification (4, 5), flags (6: DF and the reserved bit; MF and the
+  // offset make a fragment), TTL (8), checksum (10, 11), source (12..15:
+  // checked before the VTEP is looked up), destination (16..19).
+  for (size_t byte : {1u, 4u, 5u, 6u, 8u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u, 18u, 19u}) {
     for (int bit = 0; bit < 8; ++bit) {
+      if (byte == 6 && bit <= 5) {  // MF and the offset: a fragment
+        continue;
+      }
       SCOPED_TRACE("header byte " + std::to_string(byte) + " bit " + std::to_string(bit));
       auto pkt = good;
       pkt[14 + byte] ^= std::byte(1u << bit);
@@ -253,7 +258,10 @@ TEST(Decap, OuterIpv4ChecksumTable) {
       auto trusted = good;
       trusted[14 + byte] ^= std::byte(1u << bit);
       r = decapsulate(MutableBytes(trusted), Lookup{}, /*verify_ipv4_checksum=*/false);
-      if (byte != 1) {  // TOS bits may be CE over Not-ECT: an ECN drop
+      if (byte >= 12 && byte <= 15) {  // another source: not a peer VTEP
+        EXPECT_EQ(r.kind, Kind::kDrop);
+        EXPECT_EQ(r.reason, DropReason::kUNKNOWN_VTEP) << toString(r.reason);
+      } else {  // (one TOS bit: ECT(0) or ECT(1) over Not-ECT passes, RFC 6040)
         EXPECT_EQ(r.kind, Kind::kInner) << "the port said it checked: " << toString(r.reason);
       }
     }
@@ -286,6 +294,75 @@ TEST(Decap, OuterIpv4ChecksumTable) {
     pkt[37] = std::byte{53};
     pkt[24] ^= std::byte{0xff};
     EXPECT_EQ(decap(pkt).kind, Kind::kNotTunnel);
+  }
+}
+
+// The fixed-offset path for the common packet and the general parsers give
+// the same verdict for every input: every value of every byte of the outer
+// headers and the start of the inner frame, with the outer checksum left
+// as it is and recomputed, checked and trusted, and every truncation.
+TEST(Decap, FixedOffsetsAndGeneralParsersAgree) {
+  const auto good = fromPeer(Encapsulation::kVxlan, false, 1001, innerFrame(0));
+  auto same = [](std::vector<std::byte> frame, bool verify) {
+    auto copy = frame;
+    DecapResult fast, general;
+    decapsulateInto(MutableBytes(frame), Lookup{}, verify, fast, true);
+    decapsulateInto(MutableBytes(copy), Lookup{}, verify, general, false);
+    if (fast.kind != general.kind) {
+      return ::testing::AssertionFailure()
+             << "kind " << static_cast<int>(fast.kind) << " vs " << static_cast<int>(general.kind);
+    }
+    if (fast.kind == Kind::kDrop && fast.reason != general.reason) {
+      return ::testing::AssertionFailure()
+             << "reason " << toString(fast.reason) << " vs " << toString(general.reason);
+    }
+    if (fast.kind == Kind::kInner &&
+        (fast.vni != general.vni || fast.peer != general.peer || fast.tenant != general.tenant ||
+         fast.inner_offset != general.inner_offset || fast.inner.size() != general.inner.size() ||
+         frame != copy)) {
+      return ::testing::AssertionFailure() << "inner results differ";
+    }
+    return ::testing::AssertionSuccess();
+  };
+  size_t inner_results = 0;
+  for (size_t at = 0; at < 64; ++at) {
+    for (unsigned v = 0; v < 256; ++v) {
+      auto pkt = good;
+      pkt[at] = std::byte(v);
+      for (bool verify : {true, false}) {
+        EXPECT_TRUE(same(pkt, verify)) << "byte " << at << " = " << v << " verify " << verify;
+      }
+      if (at >= 14 && at < 34) {  // and with a right checksum
+        auto fixed = pkt;
+        fixOuterChecksum(fixed);
+        EXPECT_TRUE(same(fixed, true)) << "byte " << at << " = " << v << ", checksum fixed";
+        auto copy = fixed;
+        inner_results += decapsulate(MutableBytes(copy), Lookup{}).kind == Kind::kInner;
+      }
+    }
+  }
+  EXPECT_GT(inner_results, 20u * 16) << "the mutations reached the inner frame";
+  for (size_t len = 0; len <= good.size(); ++len) {
+    std::vector<std::byte> cut(good.begin(), good.begin() + static_cast<ptrdiff_t>(len));
+    EXPECT_TRUE(same(cut, true)) << "cut at " << len;
+  }
+  // Outer total lengths below the IPv4 header (the fixed-offset path once
+  // wrapped around on these) and UDP lengths around the IP payload.
+  for (unsigned total = 0; total < 80; ++total) {
+    for (unsigned udp : {0u, 8u, 29u, 30u, 44u, 45u, 64u, 65535u}) {
+      auto pkt = good;
+      pkt[16] = std::byte(total >> 8);
+      pkt[17] = std::byte(total & 0xff);
+      pkt[38] = std::byte(udp >> 8);
+      pkt[39] = std::byte(udp & 0xff);
+      fixOuterChecksum(pkt);
+      EXPECT_TRUE(same(pkt, true)) << "total " << total << " udp " << udp;
+      auto copy = pkt;
+      const DecapResult r = decapsulate(MutableBytes(copy), Lookup{});
+      if (r.kind == Kind::kInner) {
+        EXPECT_LE(r.inner_offset + r.inner.size(), pkt.size()) << "total " << total;
+      }
+    }
   }
 }
 
