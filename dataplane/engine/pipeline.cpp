@@ -195,27 +195,32 @@ void Pipeline::transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m) {
   rte_eth_tx_buffer(port, tx_queue_, tx_[port], m);
 }
 
+// The RX port is passed along, not written into the mbufs: a 16-bit store
+// into the mbuf's rearm word, read back whole by the mbuf code, cost about
+// 9 cycles a packet (docs/performance.md, "What each step gave").
 void Pipeline::process(const ForwardingTables& t, uint16_t rx_port, rte_mbuf** pkts, uint16_t n) {
-  for (uint16_t i = 0; i < n; ++i) {
-    pkts[i]->port = rx_port;
-  }
-  process(t, pkts, n);
+  processAll(t, pkts, n, rx_port);
 }
 
 void Pipeline::process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
+  processAll(t, pkts, n, kPortOfMbuf);
+}
+
+void Pipeline::processAll(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n, int32_t rx_port) {
   for (uint16_t done = 0; done < n;) {
     const uint16_t chunk = std::min<uint16_t>(kBurst, static_cast<uint16_t>(n - done));
-    processBurst(t, pkts + done, chunk);
+    processBurst(t, pkts + done, chunk, rx_port);
     done = static_cast<uint16_t>(done + chunk);
   }
   flushRuns();
 }
 
 // At most kBurst packets through the stages.
-void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n) {
+void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n,
+                            int32_t rx_port) {
   gateway_nh_ = nullptr;
   decap_memo_.vtep_valid = decap_memo_.tunnel_valid = false;
-  std::array<Packet, kBurst> ps;
+  std::array<Packet, kBurst>& ps = burst_;  // every field is written before it is read
   unsigned k = 0;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i) {
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
@@ -225,7 +230,9 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
       rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
     }
     Packet& p = ps[k];
-    if (receive(t, pkts[i], p) && checkL3(t, p)) {
+    rte_mbuf* m = pkts[i];
+    if (receive(t, m, rx_port == kPortOfMbuf ? m->port : static_cast<uint16_t>(rx_port), p) &&
+        checkL3(t, p)) {
       ++k;
     }
   }
@@ -238,8 +245,7 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
 // Stage receive: what arrived where, decapsulated when it came out of a
 // tunnel.
 [[gnu::always_inline]] inline bool Pipeline::receive(const ForwardingTables& t, rte_mbuf* m,
-                                                     Packet& p) {
-  const uint16_t port = m->port;
+                                                     uint16_t port, Packet& p) {
   if (port >= kMaxPorts || !t.ports[port].present) {
     drop(m, DropReason::kNO_TENANT);
     return false;
@@ -295,15 +301,26 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
     p.tenant = pe.tenant;
     p.origin = Origin::kPort;
     p.v6 = type == proto::kEtherTypeIpv6;
-    // The NIC's RSS hash of the packet, when it gives one, is its flow hash
-    // (docs/architecture.md, "The flow hash").
+    // The NIC's RSS hash of the packet, when it gives one, mixed once, is
+    // its flow hash (docs/architecture.md, "The flow hash"): unmixed, the
+    // low bits that chose the RX queue (and so the worker) would also
+    // choose the line.
     p.hashed = (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) != 0;
-    p.flow_hash = m->hash.rss;
+    p.flow_hash = rssFlowHash(m->hash.rss);
     return true;
   }
-  // The outer IPv4 header checksum: the port's receive offload may have
-  // checked it; otherwise decapsulate() does, for tunnel packets.
-  const bool verify = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  // The outer IPv4 header checksum: decapsulate() checks it for tunnel
+  // packets unless the port says it checked it and that the packet is a
+  // plain IPv4 packet.  A NIC that parses VXLAN reports the inner header's
+  // checksum in RTE_MBUF_F_RX_IP_CKSUM_* and the outer one only as
+  // RTE_MBUF_F_RX_OUTER_IP_CKSUM_BAD.
+  if (m->ol_flags & RTE_MBUF_F_RX_OUTER_IP_CKSUM_BAD) [[unlikely]] {
+    drop(m, DropReason::kBAD_CHECKSUM);
+    return false;
+  }
+  const bool verify = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD ||
+                      (m->packet_type & RTE_PTYPE_TUNNEL_MASK) != 0 ||
+                      !RTE_ETH_IS_IPV4_HDR(m->packet_type);
   DecapLookup decap{t, decap_memo_};
   DecapResult r;
   decapsulateInto(MutableBytes(reinterpret_cast<std::byte*>(data), m->data_len), decap, verify, r);
@@ -685,8 +702,10 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   return &tunnel;
 }
 
-[[gnu::always_inline]] inline void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
-                           uint32_t flow_hash, uint16_t tenant, uint16_t rx_port, Origin origin) {
+[[gnu::always_inline]] inline void Pipeline::encapsulate(const ForwardingTables& t, rte_mbuf* m,
+                                                         const TunnelEntry& tunnel,
+                                                         uint32_t flow_hash, uint16_t tenant,
+                                                         uint16_t rx_port, Origin origin) {
   if (origin != Origin::kGateway) {
     clampSyn(m, tunnel);
   }

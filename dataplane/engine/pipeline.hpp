@@ -20,6 +20,8 @@
 // or exceptions per packet.
 #pragma once
 
+#include <rte_hash_crc.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -116,6 +118,12 @@ inline constexpr uint64_t kHoldMs = 1000;
 // The last decapsulation lookups of a burst (a burst mostly comes from one
 // peer VTEP with one VNI): valid for one burst only, the quiescent point
 // between bursts being where tables change.
+// The flow hash of a packet whose port gave an RSS hash (docs/architecture.md,
+// "The flow hash").
+inline uint32_t rssFlowHash(uint32_t rss) {
+  return rte_hash_crc_4byte(rss, 0x6d2b79f5u);
+}
+
 struct DecapMemo {
   bool vtep_valid = false;
   bool tunnel_valid = false;
@@ -136,8 +144,8 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   // Processes packets received on rx_port; every mbuf is either buffered
-  // for TX or freed and counted as a drop.  (Not every driver sets the
-  // mbuf's `port`: net_ring does not.)
+  // for TX or freed and counted as a drop.  The mbufs' `port` is neither
+  // read nor written (not every driver sets it: net_ring does not).
   void process(const ForwardingTables& t, uint16_t rx_port, rte_mbuf** pkts, uint16_t n);
   // The same for packets whose mbuf `port` names their RX port.
   void process(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n);
@@ -172,10 +180,12 @@ class Pipeline {
     const uint8_t* dst = nullptr;  // the destination address in the packet
     uint32_t nh = 0;               // the tenant FIB's answer
   };
-  void processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n);
+  static constexpr int32_t kPortOfMbuf = -1;  // rx_port: each mbuf's `port`
+  void processAll(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n, int32_t rx_port);
+  void processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n, int32_t rx_port);
   // The stages (pipeline.cpp).  receive and checkL3 return false when they
   // have disposed of the packet (sent it to the kernel, dropped it).
-  bool receive(const ForwardingTables& t, rte_mbuf* m, Packet& p);
+  bool receive(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_port, Packet& p);
   bool checkL3(const ForwardingTables& t, Packet& p);
   void lookup(const ForwardingTables& t, Packet* ps, unsigned n);
   void route(const ForwardingTables& t, Packet& p);
@@ -265,6 +275,7 @@ class Pipeline {
   const NextHop* gateway_nh_ = nullptr;
   Mac gateway_mac_{};
   DecapMemo decap_memo_;
+  std::array<Packet, kBurst> burst_;  // the stages' context, reused burst after burst
 
   uint16_t tx_queue_;
   rte_mempool* pool_;
