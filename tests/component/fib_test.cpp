@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -507,6 +508,55 @@ TEST_P(BothForms, MatchesABruteForceReferenceThroughRandomChanges) {
       ASSERT_EQ(lookup(**fib, a), ref.find(a)) << a.toString() << " round " << round;
     }
   }
+}
+
+// The bulk lookups of a burst answer what the brute-force reference (and
+// find4 / find6) answer, for every count from 0 to kMaxBulk, in both forms.
+TEST_P(BothForms, BulkLookupsAnswerAsTheReference) {
+  std::mt19937 rng(31);
+  std::vector<TenantFib::Route> routes;
+  Reference ref;
+  for (int i = 0; i < 400; ++i) {
+    const config::IpPrefix p = randomPrefix(rng, i % 2 == 1);
+    const auto nh = static_cast<uint32_t>(rng() % 1000);
+    if (ref.routes.emplace(p, nh).second) {
+      routes.push_back({p, nh});
+    }
+  }
+  auto fib = TenantFib::create("bulk", routes, sizingFor(GetParam()));
+  ASSERT_TRUE(fib.ok()) << fib.error();
+  ASSERT_EQ((*fib)->large4(), GetParam());
+  size_t hits = 0;
+  for (unsigned n = 0; n <= TenantFib::kMaxBulk; ++n) {
+    for (int round = 0; round < 4; ++round) {
+      std::vector<config::IpAddress> v4, v6;
+      uint32_t keys4[TenantFib::kMaxBulk];
+      uint8_t keys6[TenantFib::kMaxBulk][16];
+      for (unsigned i = 0; i < n; ++i) {
+        v4.push_back(near(rng, randomPrefix(rng, false)));
+        v6.push_back(near(rng, randomPrefix(rng, true)));
+        keys4[i] = static_cast<uint32_t>(v4[i].bytes[0]) << 24 | v4[i].bytes[1] << 16 |
+                   v4[i].bytes[2] << 8 | v4[i].bytes[3];
+        std::memcpy(keys6[i], v6[i].bytes.data(), 16);
+      }
+      uint32_t nh4[TenantFib::kMaxBulk + 1], nh6[TenantFib::kMaxBulk + 1];
+      nh4[n] = nh6[n] = 0xdeadbeef;  // past the last: never written
+      (*fib)->find4Bulk(keys4, nh4, n);
+      (*fib)->find6Bulk(keys6, nh6, n);
+      EXPECT_EQ(nh4[n], 0xdeadbeefu);
+      EXPECT_EQ(nh6[n], 0xdeadbeefu);
+      for (unsigned i = 0; i < n; ++i) {
+        const auto want4 = ref.find(v4[i]);
+        const auto want6 = ref.find(v6[i]);
+        EXPECT_EQ(nh4[i], want4.value_or(TenantFib::kNoRoute)) << v4[i].toString() << " n " << n;
+        EXPECT_EQ(nh6[i], want6.value_or(TenantFib::kNoRoute)) << v6[i].toString() << " n " << n;
+        EXPECT_EQ(nh4[i], (*fib)->find4(v4[i].bytes.data()));
+        EXPECT_EQ(nh6[i], (*fib)->find6(v6[i].bytes.data()));
+        hits += want4.has_value() + want6.has_value();
+      }
+    }
+  }
+  EXPECT_GT(hits, 1000u) << "the destinations hit routes, not only misses";
 }
 
 // A reader registered with an RCU variable looks up continuously while the
