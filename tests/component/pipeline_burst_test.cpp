@@ -99,6 +99,7 @@ const Mac kHost2Mac = {0x02, 0, 0, 0, 0x03, 0x10};    // lan1 10.1.0.10
 const Mac kRouter2Mac = {0x02, 0, 0, 0, 0x03, 0xfe};  // lan1 10.1.0.254
 const Mac kPeerVtepMac = {0x02, 0, 0, 0, 0x02, 0x10};
 const Mac kInnerMacB = {0x02, 0, 0, 0, 0x0b, 0x01};  // site-b's inner MAC
+const Mac kInnerMacC = {0x02, 0, 0, 0, 0x0c, 0x01};  // site-c's
 const Mac kOtherMac = {0x02, 0, 0, 0, 0x99, 0x99};
 const Mac kVirtualMac = {0x00, 0x00, 0x5e, 0x00, 0x01, 0x0a};  // VRID 10, active on lan0
 
@@ -108,6 +109,7 @@ constexpr Ip4 kHost = {10, 1, 0, 10};
 constexpr Ip4 kRemote = {10, 2, 0, 5};
 constexpr Ip4 kLocalVtep = {203, 0, 113, 1};
 constexpr Ip4 kPeerVtep = {203, 0, 113, 10};
+constexpr Ip4 kPeerVtepC = {203, 0, 113, 20};
 
 const char* const kConfig = R"(node:
   name: gw-a
@@ -149,6 +151,8 @@ ports:
     neighbors:
       - address: 203.0.113.10
         mac: 02:00:00:00:02:10
+      - address: 203.0.113.20
+        mac: 02:00:00:00:02:20
 tenants:
   - name: t1
     vni: 5001
@@ -178,6 +182,14 @@ peers:
         port: wan0
         local-vtep: 203.0.113.1
         remote-vtep: 203.0.113.10
+  - name: site-c
+    inner-mac: 02:00:00:00:0c:01
+    tenants: [t1]
+    lines:
+      - name: l1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 203.0.113.20
 )";
 
 // ------------------------------------------------------------------ ports
@@ -344,7 +356,8 @@ uint32_t flowHash(const Bytes& ip) {
 // rss: the port's RSS hash, which is then the flow hash.
 Bytes encapsulated(uint32_t vni, const Bytes& inner, std::optional<uint32_t> rss = {}) {
   const Bytes inner_ip(inner.begin() + kEth, inner.end());
-  const uint16_t sport = proto::tunnelSourcePort(rss ? *rss : flowHash(inner_ip));
+  const uint16_t sport =
+      proto::tunnelSourcePort(rss ? engine::rssFlowHash(*rss) : flowHash(inner_ip));
   Bytes u = {0, 0, 0x12, 0xb5, 0, 0, 0, 0};
   put16(u, 0, sport);
   put16(u, 4, static_cast<uint16_t>(8 + 8 + inner.size()));
@@ -436,8 +449,9 @@ struct Case {
   std::string kind;
   uint16_t rx_port = 0;
   Bytes frame;
-  uint64_t ol_flags = 0;  // what the port's receive offloads said
-  uint32_t rss = 0;       // the RSS hash, with RTE_MBUF_F_RX_RSS_HASH
+  uint64_t ol_flags = 0;     // what the port's receive offloads said
+  uint32_t packet_type = 0;  // and what it parsed the packet as
+  uint32_t rss = 0;          // the RSS hash, with RTE_MBUF_F_RX_RSS_HASH
   // What it leaves as, exactly, and where (by DPDK port id); none:
   // dropped.  More than one: fragments.
   std::vector<std::pair<uint16_t, Bytes>> outs;
@@ -447,7 +461,8 @@ struct Case {
 
 struct Ids {
   uint16_t lan0, lan1, wan0, tap0;
-  uint16_t line_slot, tunnel1, tunnel2;  // counter slots
+  uint16_t line_slot, tunnel1, tunnel2;  // counter slots (site-b)
+  uint16_t line_c, tunnel_c;             // site-c's line and t1 tunnel
 };
 
 std::string slotKey(const char* what, uint16_t slot) {
@@ -540,12 +555,17 @@ class PipelineBurstTest : public ::testing::Test {
     ASSERT_TRUE(built) << built.error();
     tables_ = std::move(*built);
     const ForwardingTables& t = *tables_;
-    ids_ = {lan0_.id, lan1_.id, wan0_.id, tap0_.id, 0, 0, 0};
-    ASSERT_EQ(t.lines.size(), 1u);
+    ids_ = {lan0_.id, lan1_.id, wan0_.id, tap0_.id, 0, 0, 0, 0, 0};
+    ASSERT_EQ(t.lines.size(), 2u);
     ids_.line_slot = t.lines[0].slot;
-    bool t1 = false, t2 = false;
+    ids_.line_c = t.lines[1].slot;
+    ASSERT_EQ(t.lines[1].peer, "site-c");
+    bool t1 = false, t2 = false, tc = false;
     for (const TunnelEntry& te : t.tunnels) {
-      if (te.vni == kVni1) {
+      if (t.peer_names[te.peer] == "site-c") {
+        ids_.tunnel_c = te.slot;
+        tc = true;
+      } else if (te.vni == kVni1) {
         ids_.tunnel1 = te.slot;
         t1 = true;
       } else if (te.vni == kVni2) {
@@ -553,7 +573,7 @@ class PipelineBurstTest : public ::testing::Test {
         t2 = true;
       }
     }
-    ASSERT_TRUE(t1 && t2);
+    ASSERT_TRUE(t1 && t2 && tc);
     ASSERT_NE(ids_.tunnel1, ids_.tunnel2);
     ASSERT_TRUE(t.ports[tap0_.id].tap);
     ASSERT_TRUE(t.ports[tap0_.id].lan);  // its TX counts as lan_tx
@@ -629,10 +649,10 @@ class PipelineBurstTest : public ::testing::Test {
         s[slotKey(what, slot) + ".bytes"] = arr[slot].bytes.get();
       }
     };
-    slots("line_tx", c.line_tx, {ids_.line_slot});
-    slots("line_rx", c.line_rx, {ids_.line_slot});
-    slots("tunnel_tx", c.tunnel_tx, {ids_.tunnel1, ids_.tunnel2});
-    slots("tunnel_rx", c.tunnel_rx, {ids_.tunnel1, ids_.tunnel2});
+    slots("line_tx", c.line_tx, {ids_.line_slot, ids_.line_c});
+    slots("line_rx", c.line_rx, {ids_.line_slot, ids_.line_c});
+    slots("tunnel_tx", c.tunnel_tx, {ids_.tunnel1, ids_.tunnel2, ids_.tunnel_c});
+    slots("tunnel_rx", c.tunnel_rx, {ids_.tunnel1, ids_.tunnel2, ids_.tunnel_c});
     uint64_t mapped = 0;
     for (size_t i = 0; i < kMaxMapped; ++i) {
       mapped += c.mapped_out[i].get() + c.mapped_in[i].get();
@@ -772,6 +792,19 @@ class PipelineBurstTest : public ::testing::Test {
                                             ipv6(ip6("2001:db8:1::10"), ip6("2001:db8:2::5"), 64,
                                                  17, tag, udp(41000, 5001 + tag % 5, tag, 24))));
       tunnels(c, ids_.tunnel1, kVni1, routed(c.frame, kInnerMacB, kWanMac));
+      return c;
+    });
+    k.emplace_back("site-c-tunnel-to-lan-v4", [=, this](uint16_t tag) {
+      // From the other peer's VTEP: a burst switches between VTEPs.
+      const Bytes inner = eth(kLan0Mac, kInnerMacC, 0x0800,
+                              ipv4(kRemote, kHost, 60, 17, tag, false, udp(5002, 40000, tag, 20)));
+      Case c = wan0("site-c-tunnel-to-lan-v4", vxlan(kPeerVtepC, kVni1, inner));
+      rxWan(c);
+      addPb(c.deltas, slotKey("line_rx", ids_.line_c), c.frame.size());
+      addPb(c.deltas, "line_rx[*]", c.frame.size());
+      addPb(c.deltas, slotKey("tunnel_rx", ids_.tunnel_c), inner.size());
+      addPb(c.deltas, "tunnel_rx[*]", inner.size());
+      leaves(c, ids_.lan0, routed(inner, kHostMac, kLan0Mac));
       return c;
     });
     k.emplace_back("tunnel-to-lan-v4", [=, this](uint16_t tag) {
@@ -1039,8 +1072,33 @@ class PipelineBurstTest : public ::testing::Test {
                               ipv4(kRemote, kHost, 60, 17, tag, false, udp(5001, 40000, tag, 20)));
       Case c = wan0("bad-outer-checksum-offload-good", vxlan(kPeerVtep, kVni1, inner, true));
       c.ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+      c.packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP;
       detunnels(c, ids_.tunnel1, inner);
       leaves(c, ids_.lan0, routed(inner, kHostMac, kLan0Mac));
+      return c;
+    });
+    k.emplace_back("bad-outer-checksum-inner-good", [=, this](uint16_t tag) {
+      // A NIC that parsed the VXLAN packet: its "good" is the inner
+      // header's, so the outer header is still checked.
+      const Bytes inner = eth(kLan0Mac, kInnerMacB, 0x0800,
+                              ipv4(kRemote, kHost, 60, 17, tag, false, udp(5001, 40000, tag)));
+      Case c = dropped(wan0("bad-outer-checksum-inner-good", vxlan(kPeerVtep, kVni1, inner, true)),
+                       DropReason::kBAD_CHECKSUM);
+      c.ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+      c.packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP |
+                      RTE_PTYPE_TUNNEL_VXLAN | RTE_PTYPE_INNER_L3_IPV4;
+      rxWan(c);
+      return c;
+    });
+    k.emplace_back("outer-checksum-flagged-bad", [=, this](uint16_t tag) {
+      // The port says the outer header's checksum is bad: dropped even
+      // though it is right.
+      const Bytes inner = eth(kLan0Mac, kInnerMacB, 0x0800,
+                              ipv4(kRemote, kHost, 60, 17, tag, false, udp(5001, 40000, tag)));
+      Case c = dropped(wan0("outer-checksum-flagged-bad", vxlan(kPeerVtep, kVni1, inner)),
+                       DropReason::kBAD_CHECKSUM);
+      c.ol_flags = RTE_MBUF_F_RX_OUTER_IP_CKSUM_BAD;
+      rxWan(c);
       return c;
     });
     k.emplace_back("wan-not-overlay", [=, this](uint16_t tag) {
@@ -1146,6 +1204,7 @@ class PipelineBurstTest : public ::testing::Test {
                   c.frame.size());
       m->port = c.rx_port;
       m->ol_flags = c.ol_flags;
+      m->packet_type = c.packet_type;
       m->hash.rss = c.rss;
       mbufs.push_back(m);
       one_port = one_port && c.rx_port == burst.front().rx_port;
@@ -1206,6 +1265,9 @@ class PipelineBurstTest : public ::testing::Test {
       return w.empty() ? std::string("\n  want: dropped") : w;
     };
     for (const RingPort* port : {&lan0_, &lan1_, &wan0_, &tap0_}) {
+      // What the route stage sends leaves each port in the order the
+      // packets came (the TAP also gets what earlier stages send there).
+      size_t last = 0;
       for (const Bytes& f : sent(*port)) {
         const auto tag = tagOf(f, port == &wan0_);
         auto it = tag ? by_tag.find(*tag) : by_tag.end();
@@ -1214,6 +1276,11 @@ class PipelineBurstTest : public ::testing::Test {
           continue;
         }
         const size_t i = it->second;
+        if (port != &tap0_ && i < last) {
+          errors << "port " << port->id << " sent packet " << i << " after packet " << last
+                 << ": reordered\n";
+        }
+        last = std::max(last, i);
         const Case& c = burst[i];
         bool matched = false;
         for (size_t j = 0; j < c.outs.size() && !matched; ++j) {
