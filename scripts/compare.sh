@@ -21,10 +21,13 @@
 #   --tsv FILE        also write one line per measurement to FILE
 #
 # Needs root (network namespaces, DPDK).  No hugepages: every DPDK process runs
-# with --no-huge.  Everything runs inside a network namespace of its own per
-# measurement (OVS creates TAPs for its bridges); nothing touches the root
-# namespace, the system's Open vSwitch or any interface.  Everything started is
-# stopped on exit, also on failure or ^C.
+# with --no-huge.  Each system runs inside a network namespace of its own per
+# measurement (OVS creates TAPs for its bridges); nothing is created in the
+# root namespace (the TSC probe, a testpmd with one net_null port, creates no
+# interface) and no interface is touched.  The system's Open vSwitch is left
+# alone (the DPDK build is started by its path), except that installing
+# openvswitch-switch-dpdk stops the daemons Debian starts on install.
+# Everything started is stopped on exit, also on failure or ^C.
 # Environment: MCGW_BUILD_DIR (default <checkout>/build).
 set -euo pipefail
 
@@ -84,9 +87,6 @@ if [ "$install" -eq 1 ]; then
         done
       fi
     fi
-  fi
-  if [ -x "$ovs_vswitchd" ]; then
-    update-alternatives --set ovs-vswitchd "$ovs_vswitchd" >/dev/null
   fi
 fi
 for tool in dpdk-testpmd ovsdb-tool ovsdb-server ovs-vsctl ovs-appctl ovs-ofctl ip; do

@@ -366,6 +366,7 @@ Templates makeTemplates(bool from_wan, size_t size, const std::vector<Ip4>& dsts
 // (--rx-checksum-good: the outer IPv4 header checksum was checked, so
 // decapsulation skips its own check).
 uint64_t rx_offload_flags = 0;
+uint32_t rx_packet_type = 0;  // with it: a plain IPv4 UDP packet, as such a port says
 
 // Puts bursts of template packets on a ring port's RX ring.
 //
@@ -376,19 +377,36 @@ uint64_t rx_offload_flags = 0;
 // generator drags through the caches (a NIC's DMA does not fill them either).
 class Feeder {
  public:
-  Feeder(rte_mempool* pool, const RingPort& port, const Templates& t)
-      : pool_(pool), port_(port), t_(t) {
-    std::vector<rte_mbuf*> all;
-    while (rte_mbuf* m = rte_pktmbuf_alloc(pool_)) {
-      all.push_back(m);
+  // as_port: the port id the packets say they arrived on (default: the
+  // ring's own port; --workers: lan0's or wan0's, whose RX queue the ring
+  // stands for).
+  Feeder(rte_mempool* pool, const RingPort& port, const Templates& t, int as_port = -1)
+      : pool_(pool),
+        port_(port),
+        t_(t),
+        as_port_(as_port < 0 ? port.id : static_cast<uint16_t>(as_port)) {
+    // Every mbuf of the pool, also those in another lcore's mempool cache
+    // (--workers), where an allocation would not reach them.
+    struct Stamp {
+      const std::vector<uint8_t>* frame;
+      bool fits = true;
+    } stamp{&t_.base};
+    rte_mempool_obj_iter(
+        pool_,
+        [](rte_mempool*, void* opaque, void* obj, unsigned) {
+          auto* st = static_cast<Stamp*>(opaque);
+          auto* m = static_cast<rte_mbuf*>(obj);
+          if (m->buf_len < RTE_PKTMBUF_HEADROOM + st->frame->size()) {
+            st->fits = false;
+            return;
+          }
+          std::memcpy(static_cast<uint8_t*>(m->buf_addr) + RTE_PKTMBUF_HEADROOM, st->frame->data(),
+                      st->frame->size());
+        },
+        &stamp);
+    if (!stamp.fits) {
+      fail("template larger than an mbuf");
     }
-    for (rte_mbuf* m : all) {
-      if (rte_pktmbuf_tailroom(m) < t_.base.size()) {
-        fail("template larger than an mbuf");
-      }
-      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), t_.base.data(), t_.base.size());
-    }
-    rte_pktmbuf_free_bulk(all.data(), static_cast<unsigned>(all.size()));
   }
 
   void fill() {
@@ -401,8 +419,9 @@ class Feeder {
       rte_memcpy(rte_pktmbuf_mtod(m[i], uint8_t*), t_.headers.data() + next_ * t_.hdr, t_.hdr);
       m[i]->data_len = static_cast<uint16_t>(len);
       m[i]->pkt_len = static_cast<uint32_t>(len);
-      m[i]->port = port_.id;  // net_ring does not set it
+      m[i]->port = as_port_;  // net_ring does not set it
       m[i]->ol_flags = rx_offload_flags;
+      m[i]->packet_type = rx_packet_type;
       next_ = (next_ + 1) & (kDestinations - 1);
     }
     if (rte_ring_enqueue_bulk(port_.ring, reinterpret_cast<void**>(m), kBurst, nullptr) != kBurst) {
@@ -416,6 +435,7 @@ class Feeder {
   rte_mempool* pool_;
   RingPort port_;
   const Templates& t_;
+  uint16_t as_port_;
   size_t next_ = 0;
   uint64_t fed_ = 0;
 };
@@ -592,17 +612,17 @@ class Bench {
                     : (s.wan_in ? &ports_.worker_wan.at(w - 1) : &ports_.worker_lan.at(w - 1));
       k.port = s.wan_in ? ports_.rx_wan.id : ports_.rx_lan.id;
       k.queue = w;
-      k.feed = std::make_unique<Feeder>(pool_, *k.rx, t);
+      // Worker w's ring stands for RX queue w of lan0 / wan0: its packets
+      // say they arrived there.
+      k.feed = std::make_unique<Feeder>(pool_, *k.rx, t, k.port);
       k.counters = std::make_unique<engine::WorkerCounters>();
     }
     auto run = [](void* arg) -> int {
       auto* k = static_cast<Worker*>(arg);
       engine::Pipeline p(static_cast<uint16_t>(k->queue), k->bench->pool_, k->counters.get(),
                          &k->bench->health_);
-      // Worker w's ring stands for RX queue w of lan0 / wan0: its packets
-      // are processed as that port's.
       k->result = measure(*k->feed, k->rx->id, k->bench->bursts_, [&](rte_mbuf** pkts, uint16_t n) {
-        p.process(*k->tables, k->port, pkts, n);
+        p.process(*k->tables, pkts, n);
         p.flush();
       });
       return 0;
@@ -1537,6 +1557,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (checksum_good) {
     rx_offload_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+    rx_packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP;
   }
   scale.seed = seed;
   const bool route_scale = scenario == "fib-load" || scenario == "fib-churn";
