@@ -343,8 +343,10 @@ uint32_t flowHash(const Bytes& ip) {
   const bool v6 = (ip[0] >> 4) == 6;
   const uint8_t proto = v6 ? ip[6] : ip[9];
   const size_t hl = v6 ? 40 : static_cast<size_t>((ip[0] & 0x0f) * 4);
+  // An IPv4 fragment (MF or an offset): addresses and protocol only.
+  const bool fragment = !v6 && ((ip[6] & 0x3f) != 0 || ip[7] != 0);
   uint32_t h = v6 ? rte_hash_crc(ip.data() + 8, 32, proto) : rte_hash_crc(ip.data() + 12, 8, proto);
-  if ((proto == 6 || proto == 17) && ip.size() >= hl + 4) {
+  if (!fragment && (proto == 6 || proto == 17) && ip.size() >= hl + 4) {
     h = rte_hash_crc(ip.data() + hl, 4, h);
   }
   return h;
@@ -682,8 +684,10 @@ class PipelineBurstTest : public ::testing::Test {
   }
   // Encapsulated towards site-b in the tunnel of `slot`.
   void tunnels(Case& c, uint16_t slot, uint32_t vni, const Bytes& inner) const {
-    const Bytes out = encapsulated(
-        vni, inner, (c.ol_flags & RTE_MBUF_F_RX_RSS_HASH) ? std::optional(c.rss) : std::nullopt);
+    // The port's RSS hash counts only for packets from a LAN port (on a WAN
+    // port the NIC hashed the outer headers).
+    const bool rss = (c.ol_flags & RTE_MBUF_F_RX_RSS_HASH) && c.rx_port != ids_.wan0;
+    const Bytes out = encapsulated(vni, inner, rss ? std::optional(c.rss) : std::nullopt);
     addPb(c.deltas, slotKey("tunnel_tx", slot), inner.size());
     addPb(c.deltas, "tunnel_tx[*]", inner.size());
     addPb(c.deltas, slotKey("line_tx", ids_.line_slot), out.size());
@@ -791,6 +795,36 @@ class PipelineBurstTest : public ::testing::Test {
       Case c = lan0("lan-to-tunnel-v6", eth(kLan0Mac, kHostMac, 0x86dd,
                                             ipv6(ip6("2001:db8:1::10"), ip6("2001:db8:2::5"), 64,
                                                  17, tag, udp(41000, 5001 + tag % 5, tag, 24))));
+      tunnels(c, ids_.tunnel1, kVni1, routed(c.frame, kInnerMacB, kWanMac));
+      return c;
+    });
+    k.emplace_back("site-c-transit-to-site-b-rss", [=, this](uint16_t tag) {
+      // Out of site-c's tunnel into site-b's (a hub's transit), with an RSS
+      // hash the NIC took of the outer headers: the flow hash is the inner
+      // packet's own.
+      const Bytes inner =
+          eth(kLan0Mac, kInnerMacC, 0x0800,
+              ipv4({10, 3, 0, 7}, kRemote, 60, 17, tag, false, udp(7000, 5001, tag)));
+      Case c = wan0("site-c-transit-to-site-b-rss", vxlan(kPeerVtepC, kVni1, inner));
+      c.ol_flags = RTE_MBUF_F_RX_RSS_HASH;
+      c.rss = 0x12345678u ^ tag;
+      rxWan(c);
+      addPb(c.deltas, slotKey("line_rx", ids_.line_c), c.frame.size());
+      addPb(c.deltas, "line_rx[*]", c.frame.size());
+      addPb(c.deltas, slotKey("tunnel_rx", ids_.tunnel_c), inner.size());
+      addPb(c.deltas, "tunnel_rx[*]", inner.size());
+      tunnels(c, ids_.tunnel1, kVni1, routed(inner, kInnerMacB, kWanMac));
+      return c;
+    });
+    k.emplace_back("lan-to-tunnel-fragment", [=, this](uint16_t tag) {
+      // The first fragment of a UDP datagram: hashed by addresses and
+      // protocol only, so all its fragments take one line.
+      Bytes f = eth(kLan0Mac, kHostMac, 0x0800,
+                    ipv4(kHost, kRemote, 64, 17, tag, false, udp(40200 + tag % 3, 5001, tag)));
+      f[kEth + 6] |= 0x20;  // MF
+      f[kEth + 10] = f[kEth + 11] = 0;
+      put16(f, kEth + 10, checksum(f, kEth, 20));
+      Case c = lan0("lan-to-tunnel-fragment", f);
       tunnels(c, ids_.tunnel1, kVni1, routed(c.frame, kInnerMacB, kWanMac));
       return c;
     });
