@@ -31,9 +31,9 @@ struct DecapResult {
 // The inner packet's ECN field is rewritten in place when RFC 6040 says so
 // (outer CE over inner ECT → CE), IPv4 header checksum updated (RFC 1624).
 // verify_ipv4_checksum: check the outer IPv4 header checksum of a tunnel
-// packet (drop bad-checksum); false only when the port's receive offload
-// says it checked it.  The outer UDP checksum is not verified (RFC 7348 5,
-// RFC 8926 3.3: a receiver may skip it; the inner frame carries its own).
+// packet (drop bad-checksum); false only when the port says it checked it
+// on a packet whose type it gives as plain (not tunnel-parsed) IPv4.  The outer UDP checksum is not
+// verified (RFC 7348 5, RFC 8926 3.3: a receiver may skip it; the inner frame carries its own).
 template <typename Lookup>
 DecapResult decapsulate(proto::MutableBytes frame, const Lookup& lookup,
                         bool verify_ipv4_checksum = true);

@@ -306,7 +306,7 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
     // low bits that chose the RX queue (and so the worker) would also
     // choose the line.
     p.hashed = (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) != 0;
-    p.flow_hash = rssFlowHash(m->hash.rss);
+    p.flow_hash = m->hash.rss;  // mixed when a tunnel or an ECMP group needs it
     return true;
   }
   // The outer IPv4 header checksum: decapsulate() checks it for tunnel
@@ -531,7 +531,7 @@ inline void Pipeline::route(const ForwardingTables& t, Packet& p) {
   // ECMP groups need it.
   auto flowHash = [&] {
     if (p.hashed) {
-      return p.flow_hash;
+      return rssFlowHash(p.flow_hash);
     }
     if (!p.v6) {
       const auto* ip = reinterpret_cast<const Ipv4Header*>(l3);

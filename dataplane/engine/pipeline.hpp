@@ -115,15 +115,15 @@ static_assert(sizeof(NeighborMiss) == 20);
 inline constexpr unsigned kHoldPackets = 64;
 inline constexpr uint64_t kHoldMs = 1000;
 
-// The last decapsulation lookups of a burst (a burst mostly comes from one
-// peer VTEP with one VNI): valid for one burst only, the quiescent point
-// between bursts being where tables change.
 // The flow hash of a packet whose port gave an RSS hash (docs/architecture.md,
 // "The flow hash").
 inline uint32_t rssFlowHash(uint32_t rss) {
   return rte_hash_crc_4byte(rss, 0x6d2b79f5u);
 }
 
+// The last decapsulation lookups of a burst (a burst mostly comes from one
+// peer VTEP with one VNI): valid for one burst only, the quiescent point
+// between bursts being where tables change.
 struct DecapMemo {
   bool vtep_valid = false;
   bool tunnel_valid = false;

@@ -83,7 +83,6 @@ size_t Pipeline::tooBig(const ForwardingTables& t, rte_mbuf* m, uint32_t mtu, ui
     }
     std::memcpy(out, data, kEth);
     rte_pktmbuf_append(f, static_cast<uint16_t>(kEth + len));
-    f->port = m->port;
   }
   counters_->fragmented.add();
   counters_->fragments.add(n);
@@ -379,7 +378,6 @@ void Pipeline::icmpError(const ForwardingTables& t, const rte_mbuf* m, proto::Ic
   out[12] = data[12];
   out[13] = data[13];
   rte_pktmbuf_append(e, static_cast<uint16_t>(kEth + len));
-  e->port = rx_port;
   counters_->icmp_sent.add();
   if (kind == IcmpErrorKind::kTimeExceeded) {
     counters_->icmp_time_exceeded.add();

@@ -349,7 +349,7 @@ rte_mbuf* lanPacket(const Flow& f, uint32_t seq) {
   auto* payload = reinterpret_cast<proto::Be32*>(d + 42);
   payload[0].set(kMagic);
   payload[1].set(seq);
-  m->port = RTE_MBUF_PORT_INVALID;  // the worker sets the RX port (net_ring does not)
+  m->port = RTE_MBUF_PORT_INVALID;  // the worker passes the RX port (net_ring sets none)
   return m;
 }
 
