@@ -26,7 +26,8 @@
 # root namespace (the TSC probe, a testpmd with one net_null port, creates no
 # interface) and no interface is touched.  The system's Open vSwitch is left
 # alone (the DPDK build is started by its path), except that installing
-# openvswitch-switch-dpdk stops the daemons Debian starts on install.
+# openvswitch-switch-dpdk stops the daemons Debian starts on install (not an
+# Open vSwitch that was running before).
 # Everything started is stopped on exit, also on failure or ^C.
 # Environment: MCGW_BUILD_DIR (default <checkout>/build).
 set -euo pipefail
@@ -72,13 +73,23 @@ if [ "$install" -eq 1 ]; then
   $py -c 'import scapy' 2>/dev/null || pkgs+=(python3-scapy)
   command -v ip >/dev/null || pkgs+=(iproute2)
   if [ ${#pkgs[@]} -gt 0 ]; then
+    # An Open vSwitch the machine already runs is left running: only what
+    # the install starts is stopped below.
+    ovs_ran=0
+    if [ -d /run/systemd/system ]; then
+      systemctl is-active --quiet openvswitch-switch 2>/dev/null && ovs_ran=1
+    else
+      for p in /run/openvswitch/ovs-vswitchd.pid /run/openvswitch/ovsdb-server.pid; do
+        if [ -f "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null; then ovs_ran=1; fi
+      done
+    fi
     say "installing ${pkgs[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
-    if [[ " ${pkgs[*]} " == *" openvswitch-switch-dpdk "* ]]; then
+    if [[ " ${pkgs[*]} " == *" openvswitch-switch-dpdk "* ]] && [ "$ovs_ran" -eq 0 ]; then
       # Debian starts the system's Open vSwitch on install: this script runs
-      # its own, so stop that one (systemd), or the daemons the install
-      # started (their pidfiles in /run/openvswitch), and nothing else.
+      # its own, so stop the one the install started (systemd, or the
+      # daemons of the pidfiles in /run/openvswitch), and nothing else.
       if [ -d /run/systemd/system ]; then
         systemctl stop openvswitch-switch ovs-vswitchd ovsdb-server 2>/dev/null || true
       else
