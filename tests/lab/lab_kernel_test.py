@@ -103,9 +103,19 @@ def variant(tmp: Path, driver: str, encap: str, underlay: str) -> None:
         if driver == "af_xdp":
             xdp = {w: after["xdp"][w].get("pass-local", 0) - before["xdp"][w].get("pass-local", 0)
                    for w in ("wan1", "wan2")}
-            check(d_local == {"local": 0, "not-overlay": 0} and d_kernel == 0,
+            xdp_all = {w: {k: v - before["xdp"][w].get(k, 0) for k, v in after["xdp"][w].items()
+                           if v != before["xdp"][w].get(k, 0)} for w in after["xdp"]}
+            # What reached DPDK: only tunnel packets may (site C's Linux
+            # VXLAN device floods its IPv6 multicast, router solicitations
+            # and MLD reports, to gateway A, whose fast path drops them as
+            # `local` at random moments of this window).
+            to_dpdk = {f"{w}/{k}": v for w, d in xdp_all.items() for k, v in d.items()
+                       if k.startswith("redirect") and not (k == "redirect-overlay" and w != "lan0")}
+            overlay = sum(d.get("redirect-overlay", 0) for w, d in xdp_all.items() if w != "lan0")
+            check(not to_dpdk and d_local["not-overlay"] == 0 and d_local["local"] <= overlay
+                  and d_kernel == 0,
                   f"{name}: kernel traffic reached DPDK (the XDP program should pass it)",
-                  f"drops {d_local}, to-kernel {d_kernel}")
+                  f"drops {d_local}, to-kernel {d_kernel}, XDP verdicts {xdp_all}")
             check(all(v >= 4 * 4 for v in xdp.values()), f"{name}: XDP pass-local verdicts on wan1/wan2", xdp)
             d_kernel = sum(xdp.values())
         else:
