@@ -9,7 +9,7 @@
 
 #define MCGW_DROP_REASONS(X)                                                                     \
   X(MALFORMED, "malformed", "a header could not be parsed")                                      \
-  X(BAD_CHECKSUM, "bad-checksum", "tunnel packet whose outer IPv4 header checksum is wrong")      \
+  X(BAD_CHECKSUM, "bad-checksum", "tunnel packet whose outer IPv4 header checksum is wrong")     \
   X(OUTER_FRAGMENT, "outer-fragment", "a fragmented tunnel packet (RFC 7348 4.3)")               \
   X(UNKNOWN_VTEP, "unknown-vtep", "tunnel packet from an address that is no peer VTEP")          \
   X(UNKNOWN_VNI, "unknown-vni", "tunnel packet with a VNI the peer does not carry")              \
