@@ -717,7 +717,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
 
   // Lines, peer VTEPs and tunnels (one per peer and carried tenant).
   std::vector<std::string> line_names, tunnel_names;
-  std::vector<std::pair<uint64_t, uint16_t>> tunnel_keys;
+  std::vector<std::pair<uint64_t, uint16_t>> tunnel_keys;  // (peer << 32 | VNI, tunnel)
+  std::vector<std::pair<uint32_t, ForwardingTables::VtepHit>> vtep4;
+  std::vector<std::pair<std::array<uint8_t, 16>, ForwardingTables::VtepHit>> vtep6;
   for (size_t pi = 0; pi < c.peers.size(); ++pi) {
     const auto& peer = c.peers[pi];
     t->peer_names.push_back(peer.name);
@@ -777,12 +779,15 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
           le.outer_sum = proto::pseudoHeaderV6(ip + 8, ip + 24, 17, 0);
         }
       }
-      PeerVtep v;
-      v.ipv6 = le.header.ipv6;
-      v.address = lc.remote_vtep.bytes;
-      v.peer = static_cast<uint16_t>(pi);
-      v.line = static_cast<uint16_t>(t->lines.size());
-      t->vteps.push_back(v);
+      const ForwardingTables::VtepHit hit{static_cast<uint16_t>(pi),
+                                          static_cast<uint16_t>(t->lines.size())};
+      if (!le.header.ipv6) {
+        uint32_t a;
+        std::memcpy(&a, lc.remote_vtep.bytes.data(), 4);
+        vtep4.emplace_back(a, hit);
+      } else {
+        vtep6.emplace_back(lc.remote_vtep.bytes, hit);
+      }
       line_indexes.push_back(static_cast<uint16_t>(t->lines.size()));
       t->lines.push_back(std::move(le));
     }
@@ -823,23 +828,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   }
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
-  {
-    std::vector<std::pair<uint32_t, ForwardingTables::VtepHit>> v4;
-    std::vector<std::pair<std::array<uint8_t, 16>, ForwardingTables::VtepHit>> v6;
-    for (const PeerVtep& v : t->vteps) {
-      const ForwardingTables::VtepHit hit{v.peer, v.line};
-      if (!v.ipv6) {
-        uint32_t a;
-        std::memcpy(&a, v.address.data(), 4);
-        v4.emplace_back(a, hit);
-      } else {
-        v6.emplace_back(v.address, hit);
-      }
-    }
-    t->vtep4.build(v4);
-    t->vtep6.build(v6);
-    t->tunnel_by_vni.build(tunnel_keys);
-  }
+  t->vtep4.build(vtep4);
+  t->vtep6.build(vtep6);
+  t->tunnel_by_vni.build(tunnel_keys);
   // Stand-ins: the other gateways' tunnels of the same site and tenant,
   // found through (site, tenant) buckets (this runs on every publish).
   std::map<std::pair<std::string_view, uint16_t>, std::vector<uint16_t>> by_site;

@@ -135,13 +135,6 @@ struct TenantEntry {
   std::shared_ptr<const TenantMapping> mapping;
 };
 
-struct PeerVtep {
-  bool ipv6 = false;
-  std::array<uint8_t, 16> address{};
-  uint16_t peer = 0;
-  uint16_t line = 0;  // index into lines
-};
-
 // One receive queue a worker polls.
 struct RxQueue {
   uint16_t port = 0;
@@ -220,9 +213,8 @@ class ForwardingTables {
   // across snapshots); this finds it here.  kNoTunnel: not in this snapshot.
   std::array<uint16_t, kMaxTunnels> tunnel_of_slot;
   std::vector<LineEntry> lines;
-  std::vector<PeerVtep> vteps;
   std::vector<std::string> peer_names;
-  // Decapsulation's lookups, built from vteps and tunnels: a peer VTEP's
+  // Decapsulation's lookups, built with the lines and tunnels: a peer VTEP's
   // address (as in the packet) -> its peer and line; (peer, VNI) -> tunnel.
   struct VtepHit {
     uint16_t peer = 0;
