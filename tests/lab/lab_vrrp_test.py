@@ -189,6 +189,44 @@ def gwb_frr_report(lab) -> str:
     return "; ".join(out)
 
 
+def site_a_drops(lab) -> dict:
+    """gwa's and gwa2's drops by reason and held packets: where return
+    traffic to site A was lost when gwb did not drop it."""
+    out = {}
+    for gw in ("gwa", "gwa2"):
+        r = lab.ctl(gw, "show", "counters", "--json")
+        try:
+            doc = json.loads(r.stdout)
+            out[gw] = dict(_drops(doc), held=_find(doc, "held_packets") or 0)
+        except (json.JSONDecodeError, TypeError):
+            out[gw] = {}
+    return out
+
+
+def drops_since(before: dict, after: dict) -> str:
+    """What site_a_drops counted between two readings (non-zero only)."""
+    parts = []
+    for gw, now in after.items():
+        was = before.get(gw, {})
+        delta = {k: v - was.get(k, 0) for k, v in now.items() if isinstance(v, int) and v != was.get(k, 0)}
+        parts.append(f"{gw} {delta}")
+    return "; ".join(parts)
+
+
+def _find(doc, key: str):
+    """The first value named `key` in a JSON document, wherever it is."""
+    if isinstance(doc, dict):
+        if key in doc:
+            return doc[key]
+        doc = list(doc.values())
+    if isinstance(doc, list):
+        for v in doc:
+            f = _find(v, key)
+            if f is not None:
+                return f
+    return None
+
+
 def _drops(doc) -> dict:
     """{reason: packets} of `show counters --json` (its `drops` object, wherever it is)."""
     if isinstance(doc, dict):
@@ -295,6 +333,7 @@ def comeback(lab, probes: list, label: str, event, seconds: float = STREAM_S) ->
     gwa2 Backup) with short loss windows."""
     a2b, b2a = streams(lab, seconds)
     probes += [a2b, b2a]
+    counted = site_a_drops(lab)
     time.sleep(EVENT_AT_S)
     t_event = time.time()
     event()
@@ -306,7 +345,9 @@ def comeback(lab, probes: list, label: str, event, seconds: float = STREAM_S) ->
           f"({g['last_transition']['from']} -> active: {g['last_transition']['reason']}), seen after {took:.1f} s\n"
           f"   ({label}) A->B: {ra}; runs: {ra.gaps_after(t_event)}\n"
           f"   ({label}) B->A: {rb}; runs: {rb.gaps_after(t_event)}\n"
-          f"   ({label}) gwb: {gwb_frr_report(lab)}", flush=True)
+          f"   ({label}) gwb: {gwb_frr_report(lab)}\n"
+          f"   ({label}) site A's gateways counted meanwhile: {drops_since(counted, site_a_drops(lab))}",
+          flush=True)
     figures.append(f"{label}: loss A->B {ra.window_ms:.0f} ms, B->A {rb.window_ms:.0f} ms")
     check(ra.received > 0 and ra.window_ms < RETURN_BOUND_MS,
           f"({label}) A->B loss window < {RETURN_BOUND_MS} ms", ra)
