@@ -102,4 +102,29 @@ std::string toString(const MssClamp& m) {
   return std::to_string(m.value);
 }
 
+std::optional<ListenAddress> parseListen(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size() || text.size() - colon > 6) {
+    return std::nullopt;
+  }
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) {
+    host = host.substr(1, host.size() - 2);
+  }
+  unsigned value = 0;
+  for (char ch : port) {
+    if (ch < '0' || ch > '9') {
+      return std::nullopt;
+    }
+    value = value * 10 + static_cast<unsigned>(ch - '0');
+  }
+  auto address = IpAddress::parse(std::string(host));
+  if (!address || value == 0 || value > 65535 || bracketed != (address->family == Family::V6)) {
+    return std::nullopt;
+  }
+  return ListenAddress{*address, static_cast<uint16_t>(value)};
+}
+
 }  // namespace mcgw::config

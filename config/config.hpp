@@ -108,6 +108,17 @@ struct LineConfig {
 // Gateways (peers) of one remote site (`peers[].site`).
 inline constexpr size_t kMaxPeersPerSite = 8;
 
+// SLA steering of a peer's lines (docs/architecture.md, "SLA steering"): a line
+// whose 10 s quality breaks a limit is taken out of use until it has kept
+// every limit for hold_s.
+struct SlaConfig {
+  std::optional<double> max_loss;  // a ratio (the file's "1%": 0.01)
+  std::optional<uint32_t> max_rtt_ms;
+  std::optional<uint32_t> max_jitter_ms;
+  uint32_t hold_s = 30;
+  bool operator==(const SlaConfig&) const = default;
+};
+
 struct PeerConfig {
   std::string name;
   std::optional<uint32_t> asn;
@@ -124,6 +135,7 @@ struct PeerConfig {
   // Destination MAC of inner Ethernet frames: what the peer's VTEP device
   // expects (a Linux VXLAN device's own MAC).  mcgw peers accept any.
   MacAddress inner_mac{{0x02, 0, 0, 0, 0, 0x01}};
+  std::optional<SlaConfig> sla;  // none: no SLA steering
   const std::string& siteName() const { return site.empty() ? name : site; }
   bool operator==(const PeerConfig&) const = default;
 };
@@ -273,7 +285,33 @@ struct PathMtuConfig {
   uint32_t probe_timeout_ms = 1000;
   uint32_t aging_s = 600;  // RFC 1191 / RFC 8201: 10 minutes
   uint16_t probe_port = 4788;
+  // Line quality probes (RTT, jitter, loss) per line; 0: none.
+  uint32_t quality_interval_ms = 100;
   bool operator==(const PathMtuConfig&) const = default;
+};
+
+// Prometheus metrics over HTTP (docs/monitoring.md).
+struct MetricsConfig {
+  // "ADDRESS:PORT" or "[IPV6]:PORT" of the /metrics endpoint; empty: off.
+  std::string listen;
+  bool operator==(const MetricsConfig&) const = default;
+};
+
+// Flow audit: sampled flow records exported over IPFIX (docs/monitoring.md).
+struct FlowCollector {
+  IpAddress address;
+  uint16_t port = 4739;
+  bool operator==(const FlowCollector&) const = default;
+};
+
+struct FlowAuditConfig {
+  uint32_t sampling = 0;  // 1-in-N of the packets routed into or out of a tunnel; 0: off
+  std::vector<FlowCollector> collectors;
+  uint32_t active_timeout_s = 60;    // a flow still active is exported this often
+  uint32_t idle_timeout_s = 15;      // a flow silent this long is exported and ends
+  uint32_t template_refresh_s = 60;  // IPFIX templates sent again (RFC 7011 8.1, UDP)
+  bool enabled() const { return sampling != 0; }
+  bool operator==(const FlowAuditConfig&) const = default;
 };
 
 struct ApiConfig {
@@ -321,6 +359,8 @@ struct Config {
   FastPathConfig fast_path;
   PathMtuConfig path_mtu;
   ApiConfig api;
+  MetricsConfig metrics;
+  FlowAuditConfig flow_audit;
   LoggingConfig logging;
   StartupConfig startup;
   // What the loader found doubtful but not wrong (a VPC outside every
@@ -356,5 +396,13 @@ const char* toString(PortRole r);
 const char* toString(Encapsulation e);
 const char* toString(LineMode m);
 std::string toString(const MssClamp& m);
+
+// metrics.listen split into its address and TCP port; nullopt when it is
+// not "IPV4:PORT" or "[IPV6]:PORT" with a port from 1 to 65535.
+struct ListenAddress {
+  IpAddress address;
+  uint16_t port = 0;
+};
+std::optional<ListenAddress> parseListen(std::string_view text);
 
 }  // namespace mcgw::config

@@ -162,6 +162,20 @@ Config buildConfig(lyd_node* tree) {
     }
     pc.mss_insert = R::str(p, "mss-insert", "false") == "true";
     pc.line_mode = R::str(p, "line-mode") == "ecmp" ? LineMode::kEcmp : LineMode::kActiveBackup;
+    if (lyd_node* sla = R::child(p, "sla")) {
+      SlaConfig s;
+      if (std::string loss = R::str(sla, "max-loss"); !loss.empty()) {
+        s.max_loss = std::stod(loss.substr(0, loss.size() - 1)) / 100;  // "1.5%"
+      }
+      if (R::child(sla, "max-rtt-ms")) {
+        s.max_rtt_ms = R::num<uint32_t>(sla, "max-rtt-ms");
+      }
+      if (R::child(sla, "max-jitter-ms")) {
+        s.max_jitter_ms = R::num<uint32_t>(sla, "max-jitter-ms");
+      }
+      s.hold_s = R::num<uint32_t>(sla, "hold-s", s.hold_s);
+      pc.sla = s;
+    }
     pc.tenants = R::strs(p, "tenants");
     for (lyd_node* l : R::children(R::child(p, "lines"), "line")) {
       std::string port = R::str(l, "port");
@@ -326,10 +340,26 @@ Config buildConfig(lyd_node* tree) {
     c.path_mtu.probe_timeout_ms = R::num<uint32_t>(pm, "probe-timeout-ms", d.probe_timeout_ms);
     c.path_mtu.aging_s = R::num<uint32_t>(pm, "aging", d.aging_s);
     c.path_mtu.probe_port = R::num<uint16_t>(pm, "probe-port", d.probe_port);
+    c.path_mtu.quality_interval_ms =
+        R::num<uint32_t>(pm, "quality-interval-ms", d.quality_interval_ms);
   }
 
   lyd_node* api = r.top("api");
   c.api = {R::str(api, "socket"), R::str(api, "group")};
+  c.metrics.listen = R::str(r.top("metrics"), "listen");
+  {
+    lyd_node* fa = r.top("flow-audit");
+    const FlowAuditConfig d;
+    c.flow_audit.sampling = R::num<uint32_t>(fa, "sampling", d.sampling);
+    for (lyd_node* n : R::children(R::child(fa, "collectors"), "collector")) {
+      c.flow_audit.collectors.push_back(
+          {R::addr(R::str(n, "address")), R::num<uint16_t>(n, "port", FlowCollector{}.port)});
+    }
+    c.flow_audit.active_timeout_s = R::num<uint32_t>(fa, "active-timeout", d.active_timeout_s);
+    c.flow_audit.idle_timeout_s = R::num<uint32_t>(fa, "idle-timeout", d.idle_timeout_s);
+    c.flow_audit.template_refresh_s =
+        R::num<uint32_t>(fa, "template-refresh", d.template_refresh_s);
+  }
   c.logging.level = R::str(r.top("logging"), "level");
   c.startup.use_last_good = R::flag(r.top("startup"), "use-last-good", true);
   return c;

@@ -116,6 +116,7 @@ std::string peerDetail(const PeerConfig& a, const PeerConfig& b) {
   field(d, "tenants", a.tenants, b.tenants);
   field(d, "lines", a.lines, b.lines);
   textField(d, "inner-mac", a.inner_mac.toString(), b.inner_mac.toString());
+  field(d, "sla", a.sla, b.sla);
   return d;
 }
 
@@ -196,10 +197,32 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
     field(d, "probe-timeout-ms", a.path_mtu.probe_timeout_ms, b.path_mtu.probe_timeout_ms);
     field(d, "aging", a.path_mtu.aging_s, b.path_mtu.aging_s);
     field(d, "probe-port", a.path_mtu.probe_port, b.path_mtu.probe_port);
+    field(d, "quality-interval-ms", a.path_mtu.quality_interval_ms, b.path_mtu.quality_interval_ms);
     out.push_back({"path-mtu", "", Kind::kChanged, d, false});
   }
   if (!(a.api == b.api)) {
     out.push_back({"api", "", Kind::kChanged, "API socket", true});
+  }
+  if (!(a.metrics == b.metrics)) {
+    auto shown = [](const std::string& l) { return l.empty() ? std::string("off") : l; };
+    out.push_back({"metrics", "", Kind::kChanged,
+                   "listen " + shown(a.metrics.listen) + " -> " + shown(b.metrics.listen), false});
+  }
+  if (!(a.flow_audit == b.flow_audit)) {
+    auto shown = [](const FlowAuditConfig& f) {
+      if (!f.enabled()) {
+        return std::string("off");
+      }
+      std::string s = "1-in-" + std::to_string(f.sampling) + " to";
+      for (const auto& c : f.collectors) {
+        s += " " + c.address.toString() + ":" + std::to_string(c.port);
+      }
+      return s + ", active " + std::to_string(f.active_timeout_s) + " s, idle " +
+             std::to_string(f.idle_timeout_s) + " s, templates every " +
+             std::to_string(f.template_refresh_s) + " s";
+    };
+    out.push_back({"flow-audit", "", Kind::kChanged,
+                   shown(a.flow_audit) + " -> " + shown(b.flow_audit), false});
   }
   if (!(a.logging == b.logging)) {
     out.push_back({"logging", "", Kind::kChanged,

@@ -74,6 +74,13 @@ void reportValidationError(const ly_err_item* e, const lyd_node* tree, const Sou
   sink.at(map, path, detail::boundLibyangMessage(e->msg));
 }
 
+std::string sizeMessage(uint64_t size, const char* what) {
+  return std::string(what) + std::to_string(size) + " bytes; a config may be at most " +
+         std::to_string(kMaxFileBytes) + " bytes (" + std::to_string(kMaxFileBytes >> 20) + " MiB)";
+}
+
+}  // namespace
+
 std::string sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -86,13 +93,6 @@ std::string sha256Hex(std::string_view data) {
   }
   return out;
 }
-
-std::string sizeMessage(uint64_t size, const char* what) {
-  return std::string(what) + std::to_string(size) + " bytes; a config may be at most " +
-         std::to_string(kMaxFileBytes) + " bytes (" + std::to_string(kMaxFileBytes >> 20) + " MiB)";
-}
-
-}  // namespace
 
 LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   ErrorSink sink(file_name);

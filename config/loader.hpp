@@ -42,6 +42,9 @@ using LoadResult = Result<ConfigPtr, ConfigErrors>;
 // that loads carries its warnings (Config::warnings), also sorted by line.
 LoadResult loadConfigFile(const std::string& path);
 
+// The sha256 of bytes, lower-case hex (Config::checksum of a file's text).
+std::string sha256Hex(std::string_view data);
+
 // Reads a config file whole (a directory, an unreadable file or one larger
 // than kMaxFileBytes is an error; the size is checked before reading).
 Result<std::string, ConfigErrors> readConfigFile(const std::string& path);

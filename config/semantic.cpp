@@ -39,6 +39,8 @@ class Checker {
     bgp();
     vrrp();
     plan();
+    metrics();
+    flowAudit();
   }
 
  private:
@@ -302,6 +304,18 @@ class Checker {
     std::map<std::pair<IpAddress, IpAddress>, std::string> tunnels;
     for (const auto& p : c_.peers) {
       std::string path = "/mcgw:peers/peer" + keyPredicate("name", p.name);
+      if (p.sla && !p.sla->max_loss && !p.sla->max_rtt_ms && !p.sla->max_jitter_ms) {
+        error(path + "/sla", "sla of peer " + q(p.name) +
+                                 " sets no limit: give max-loss, max-rtt-ms or max-jitter-ms");
+      }
+      // SLA steering judges a 10 s window of at least 20 probes.
+      const uint32_t interval = c_.path_mtu.quality_interval_ms;
+      if (p.sla && (interval == 0 || interval > 500)) {
+        error(path + "/sla", "sla of peer " + q(p.name) +
+                                 " needs line quality probes at least every 500 ms "
+                                 "(path-mtu.quality-interval-ms is " +
+                                 std::to_string(interval) + ")");
+      }
       for (const auto& l : p.lines) {
         std::string lpath = path + "/lines/line" + keyPredicate("name", l.name);
         const PortConfig* port = c_.findPort(l.port);
@@ -1020,6 +1034,31 @@ class Checker {
                              ", which serves only " + joinBounded(*clouds) + ", not " +
                              q(c.vpc->cloud));
       }
+    }
+  }
+
+  void metrics() {
+    if (!c_.metrics.listen.empty() && !parseListen(c_.metrics.listen)) {
+      error("/mcgw:metrics/listen",
+            "expected IPV4:PORT or [IPV6]:PORT with a valid address and a port from 1 to 65535, "
+            "found " +
+                text::quote(c_.metrics.listen));
+    }
+  }
+
+  void flowAudit() {
+    const FlowAuditConfig& f = c_.flow_audit;
+    if (f.enabled() && f.collectors.empty()) {
+      error("/mcgw:flow-audit/sampling",
+            "flow-audit: sampling " + std::to_string(f.sampling) +
+                " needs at least one collector (flow-audit.collectors) to export to; 0 turns "
+                "flow audit off");
+    }
+    if (f.idle_timeout_s > f.active_timeout_s) {
+      error("/mcgw:flow-audit/idle-timeout",
+            "flow-audit: idle-timeout " + std::to_string(f.idle_timeout_s) +
+                " s is longer than active-timeout " + std::to_string(f.active_timeout_s) +
+                " s; a flow is exported at least every active-timeout");
     }
   }
 

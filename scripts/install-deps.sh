@@ -26,9 +26,11 @@ packages=(
   libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev libutfcpp-dev
   libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev libcurl4-openssl-dev
+  prometheus-cpp-dev libfixbuf-dev
   # runtime peers and tools used by tests and the lab
   systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl etcd-server etcd-client
   python3 python3-scapy nftables iptables tcpdump iputils-ping ethtool procps psmisc socat jq
+  prometheus nfdump
 )
 
 missing=()
@@ -59,9 +61,9 @@ else
 fi
 
 # FRR is started per network namespace by the lab and etcd on loopback by the
-# tests, never as the machine's services.
+# tests, never as the machine's services; so is nfdump's nfcapd (lab.flow_audit).
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-  systemctl disable --now frr bird keepalived etcd >/dev/null 2>&1 || true
+  systemctl disable --now frr bird keepalived etcd nfdump >/dev/null 2>&1 || true
 fi
 
 if [ "$hugepages" -gt 0 ]; then

@@ -327,23 +327,57 @@ bool Server::read(int fd, Client& c) {
   std::string line = c.in.substr(0, nl);
   c.in.clear();  // one request per connection
   bool taken = false;
-  const Reply reply = later_ ? replyTo(fd, c.id) : Reply();
-  c.out = answer(line, [&](const std::string& command, const json& args) {
-    if (later_ && later_(command, args, reply)) {
+  const uint64_t id = c.id;
+  const Reply reply = later_ || streamer_ ? replyTo(fd, id) : Reply();
+  const Take take = streamer_ ? takeFrom(fd, id) : Take();
+  std::string out = answer(line, [&](const std::string& command, const json& args) {
+    c.waiting = true;  // what replyTo and takeFrom answer (possibly at once)
+    if ((streamer_ && streamer_(command, args, reply, take)) ||
+        (later_ && later_(command, args, reply))) {
       taken = true;
       return json::object();
     }
+    c.waiting = false;
     return handler_(command, args);
   });
-  if (taken) {
-    c.out.clear();
-    c.waiting = true;
-    c.source.setEnabled(false);  // until the reply
-    return true;
+  auto it = clients_.find(fd);
+  if (it == clients_.end() || it->second.id != id) {
+    return true;  // taken over (a stream)
   }
-  c.sent = 0;
-  c.since = std::chrono::steady_clock::now();  // the time to read the answer starts now
+  Client& k = it->second;
+  if (taken) {
+    if (k.waiting) {
+      k.source.setEnabled(false);  // until the reply
+    }
+    return true;  // else answered already (reply called at once)
+  }
+  k.out = std::move(out);
+  k.sent = 0;
+  k.since = std::chrono::steady_clock::now();  // the time to read the answer starts now
   return true;
+}
+
+Server::Take Server::takeFrom(int fd, uint64_t id) {
+  return [this, fd, id]() -> int {
+    auto it = clients_.find(fd);
+    if (it == clients_.end() || it->second.id != id || !it->second.waiting) {
+      return -1;
+    }
+    clients_.erase(it);  // its source goes; the descriptor stays open
+    if (clients_.empty()) {
+      sweeper_.setEnabled(false);
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    timeval tv{3, 0};  // a reader that stops reading for 3 s ends the stream
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+  };
+}
+
+std::string responseLine(json body) {
+  body["version"] = kVersion;
+  return dump(body) + "\n";
 }
 
 void Server::respond(Client& c, const json& body) {

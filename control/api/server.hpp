@@ -37,6 +37,16 @@ class Server {
   using Later = std::function<bool(const std::string& command, const nlohmann::json& args,
                                    const Reply& reply)>;
 
+  // Takes the client's connection away from the server (no answer is
+  // written): the descriptor, now blocking with a 3 s send timeout, is the
+  // caller's to write to and close; -1 when the client went away.
+  using Take = std::function<int()>;
+  // Sees each well-formed request first: returning true takes it, to be
+  // answered through reply (now or later) or taken over through take (a
+  // stream: `mcgwctl capture`).
+  using Streamer = std::function<bool(const std::string& command, const nlohmann::json& args,
+                                      const Reply& reply, const Take& take)>;
+
   explicit Server(Handler handler, std::chrono::milliseconds timeout = std::chrono::seconds(5))
       : handler_(std::move(handler)), timeout_(timeout) {}
   ~Server();
@@ -53,6 +63,7 @@ class Server {
   // next iterations.  loop must outlive the Server.
   void attach(core::EventLoop& loop);
   void answerLater(Later later) { later_ = std::move(later); }
+  void answerStreaming(Streamer streamer) { streamer_ = std::move(streamer); }
   // Paused: no connection is accepted or served (the kernel queues them),
   // so that the handler's state may change on another thread; resuming
   // restarts every client's timeout (mcgwd's time, not the client's).
@@ -85,9 +96,11 @@ class Server {
   void write(int fd, Client& c);
 
   Reply replyTo(int fd, uint64_t id);
+  Take takeFrom(int fd, uint64_t id);
 
   Handler handler_;
   Later later_;
+  Streamer streamer_;
   std::chrono::milliseconds timeout_;
   uint64_t next_id_ = 1;
   bool paused_ = false;
@@ -102,6 +115,9 @@ class Server {
   uint64_t refused_ = 0;
   std::chrono::steady_clock::time_point last_refusal_log_{};
 };
+
+// A response body as the server writes it: with "version", one line.
+std::string responseLine(nlohmann::json body);
 
 // The response to a malformed or unsupported request.
 nlohmann::json errorResponse(const std::string& message,

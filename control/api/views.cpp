@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "control/api/protocol.hpp"
@@ -18,9 +19,11 @@ namespace {
 
 // A port's device counters, as status and show counters list them.
 json portCounters(const engine::PortStatus& s) {
-  return {{"rx_packets", s.rx_packets}, {"tx_packets", s.tx_packets}, {"rx_bytes", s.rx_bytes},
-          {"tx_bytes", s.tx_bytes},     {"rx_missed", s.rx_missed},   {"rx_errors", s.rx_errors},
-          {"tx_errors", s.tx_errors},   {"rx_nombuf", s.rx_nombuf}};
+  json out = json::object();
+#define MCGW_JSON_PORT_COUNTER(member, ...) out[#member] = s.member;
+  MCGW_PORT_COUNTERS(MCGW_JSON_PORT_COUNTER)
+#undef MCGW_JSON_PORT_COUNTER
+  return out;
 }
 
 std::string macText(const uint8_t* m) {
@@ -28,20 +31,6 @@ std::string macText(const uint8_t* m) {
   std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
                 m[5]);
   return buf;
-}
-
-const char* stateName(engine::WorkerState s) {
-  switch (s) {
-    case engine::WorkerState::kPolling:
-      return "polling";
-    case engine::WorkerState::kPausing:
-      return "pausing";
-    case engine::WorkerState::kSleeping:
-      return "sleeping";
-    case engine::WorkerState::kStopped:
-      return "stopped";
-  }
-  return "unknown";
 }
 
 json pb(const engine::CountersSnapshot::PB& tx, const engine::CountersSnapshot::PB& rx) {
@@ -72,6 +61,62 @@ json pathMtuCounters(const pmtu::Counters& c) {
           {"searches", c.searches}};
 }
 
+// A line's quality (control/pmtu/quality.hpp): RTT, jitter and loss over
+// 10 s and 60 s; figures without samples are null.
+json qualityWindow(const pmtu::QualityWindow& w) {
+  auto ms = [](double v) { return std::round(v * 1000) / 1000; };  // microseconds
+  const bool rtt = w.rtt_samples > 0;
+  return {{"probes", w.probes},
+          {"lost", w.lost},
+          {"loss_ratio", w.probes ? json(std::round(w.loss_ratio * 10000) / 10000) : json(nullptr)},
+          {"rtt_samples", w.rtt_samples},
+          {"rtt_ms_last", rtt ? json(ms(w.rtt_ms_last)) : json(nullptr)},
+          {"rtt_ms_min", rtt ? json(ms(w.rtt_ms_min)) : json(nullptr)},
+          {"rtt_ms_mean", rtt ? json(ms(w.rtt_ms_mean)) : json(nullptr)},
+          {"rtt_ms_max", rtt ? json(ms(w.rtt_ms_max)) : json(nullptr)},
+          {"jitter_ms", w.jitter_samples ? json(ms(w.jitter_ms)) : json(nullptr)}};
+}
+
+// SLA steering's judgement of a line (control/lines/sla.hpp); null when
+// its peer has no sla.
+json lineSla(const GatewayState& s, const config::PeerConfig& peer, const engine::LineEntry& l) {
+  if (!peer.sla) {
+    return nullptr;
+  }
+  const lines::SlaLineState* st = s.lines.sla().state(l.peer, l.name);
+  json j = {{"state", !st || !st->outside ? "within"
+                      : st->kept_best     ? "outside, kept as the best"
+                                          : "outside"},
+            {"reason", st && !st->reason.empty() ? json(st->reason) : json(nullptr)},
+            {"since", st ? json(isoTime(st->since)) : json(nullptr)},
+            {"changes", st ? st->changes : 0},
+            {"hold_s", peer.sla->hold_s}};
+  if (st && st->outside && st->within_since) {
+    j["within_for_s"] = ageSeconds(*st->within_since);
+  }
+  return j;
+}
+
+json lineQuality(const GatewayState& s, const engine::LineEntry& l) {
+  const pmtu::QualityView* v = s.lines.pathMtu().quality().view(l.peer + "/" + l.name);
+  if (!v) {
+    return {{"state", "off"}};
+  }
+  const auto& c = v->counters;
+  return {{"state", pmtu::toString(v->state)},
+          {"peer_responds", v->peer_responds},
+          {"interval_ms", v->interval.count()},
+          {"window_10s", qualityWindow(v->window10s)},
+          {"window_60s", qualityWindow(v->window60s)},
+          {"counters",
+           {{"sent", c.sent},
+            {"answered", c.answered},
+            {"lost", c.lost},
+            {"late", c.late},
+            {"duplicate", c.duplicate},
+            {"unknown", c.unknown}}}};
+}
+
 const pmtu::LineView* pathMtuOf(const GatewayState& s, const engine::LineEntry& l) {
   return s.lines.pathMtu().tracker().view(l.peer + "/" + l.name);
 }
@@ -92,7 +137,7 @@ json fastPathStatus(const GatewayState& s) {
   for (const auto& w : c.workers) {
     workers.push_back({{"index", w.index},
                        {"lcore", w.lcore},
-                       {"state", stateName(w.state)},
+                       {"state", engine::toString(w.state)},
                        {"sleep_us", w.sleep_us},
                        {"rx_packets", w.packets}});
   }
@@ -120,7 +165,8 @@ json pathMtuStatus(const GatewayState& s) {
                  {"configured_mtu", l.mtu},
                  {"path_mtu", pathMtuNow(s, l)},
                  {"path_mtu_source", v ? pmtu::toString(v->source) : "configured"},
-                 {"probe", v ? pmtu::toString(v->probe) : "off"}};
+                 {"probe", v ? pmtu::toString(v->probe) : "off"},
+                 {"quality", lineQuality(s, l)}};
     if (v) {
       line["path_mtu_since"] = isoTime(v->since);
       line["path_mtu_age_s"] = ageSeconds(v->since);
@@ -132,6 +178,7 @@ json pathMtuStatus(const GatewayState& s) {
   const auto& p = service.prober().counters();
   return {{"probe", s.config.path_mtu.probe},
           {"probe_port", s.config.path_mtu.probe_port},
+          {"quality_interval_ms", s.config.path_mtu.quality_interval_ms},
           {"lines", lines},
           {"icmp",
            {{"received", i.received},
@@ -147,6 +194,12 @@ json pathMtuStatus(const GatewayState& s) {
             {"requests_answered", p.requests_answered},
             {"requests_refused", p.requests_refused},
             {"malformed", p.malformed}}},
+          {"quality_probes",
+           {{"sent", p.quality_sent},
+            {"send_errors", p.quality_send_errors},
+            {"replies", p.quality_replies},
+            {"replies_unmatched", p.quality_replies_unmatched},
+            {"requests_answered", p.quality_requests_answered}}},
           {"errors", service.errors()}};
 }
 
@@ -256,6 +309,9 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
   if (!d.last_good_error.empty()) {
     reasons.push_back("cannot keep the last good copy of the config: " + d.last_good_error);
   }
+  if (!d.metrics.error.empty()) {
+    reasons.push_back(d.metrics.error);
+  }
   return reasons;
 }
 
@@ -339,12 +395,19 @@ json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
             {"last_reload", last},
             {"last_good", last_good},
             {"running_last_good", fallback}}},
+          {"metrics",
+           {{"listen", d.metrics.listen.empty() ? json(nullptr) : json(d.metrics.listen)},
+            {"listening", d.metrics.listening},
+            {"error", d.metrics.error.empty() ? json(nullptr) : json(d.metrics.error)},
+            {"scrapes", d.metrics.scrapes},
+            {"stale_scrapes", d.metrics.stale_scrapes}}},
           {"ports", ports},
           {"fast_path", fastPathStatus(s)},
           {"path_mtu", pathMtuStatus(s)},
           {"bgp", s.frr ? s.frr->status() : json({{"enabled", false}})},
           {"address_plan", addressPlanStatus(s)},
           {"vrrp", s.vrrp ? s.vrrp->view() : json({{"groups", json::array()}})},
+          {"flow_audit", flows::statusOf(s.flows)},
           {"routes", routeCounts(s)}};
 }
 
@@ -382,6 +445,8 @@ json tunnelsView(const GatewayState& s) {
                    {"path_mtu_reason", v ? v->reason : "configured"},
                    {"probe", v ? pmtu::toString(v->probe) : "off"},
                    {"path_mtu_counters", pathMtuCounters(v ? v->counters : pmtu::Counters{})},
+                   {"quality", lineQuality(s, l)},
+                   {"sla", lineSla(s, *peer, l)},
                    // The largest inner IP packet: the path MTU less the encapsulation
                    // (tunnelOverhead counts the outer Ethernet header, the same size
                    // as the inner one, which the path MTU carries).
@@ -462,6 +527,9 @@ json countersView(const GatewayState& s) {
   out["neighbors"]["host_entries"] = s.neighbors.hostEntries();
   out["neighbors"]["resolutions_refused"] = s.neighbors.resolutionsRefused();
   out["xdp"] = xdpCounters(s);
+  if (s.capture) {
+    out["capture"] = s.capture->view();
+  }
 
   json workers = json::array();
   for (const auto& w : c.workers) {
@@ -471,7 +539,7 @@ json countersView(const GatewayState& s) {
     }
     workers.push_back({{"index", w.index},
                        {"lcore", w.lcore},
-                       {"state", stateName(w.state)},
+                       {"state", engine::toString(w.state)},
                        {"sleep_us", w.sleep_us},
                        {"idle_sleep_max_us", t->idle_sleep_max_us},
                        {"polls", w.polls},

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.hpp"
+#include "control/capture/capture_service.hpp"
 #include "control/daemon/daemon_facts.hpp"
 #include "control/daemon/forwarding_state.hpp"
+#include "control/flows/flow_audit.hpp"
 #include "control/frr/frr_routing.hpp"
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
@@ -36,6 +38,8 @@ struct GatewayState {
   const frr::FrrRouting* frr = nullptr;      // BGP through FRR
   const plan::PlanFollower* plan = nullptr;  // the address plan's store, when followed
   const vrrp::VrrpService* vrrp = nullptr;
+  const capture::CaptureService* capture = nullptr;
+  const flows::FlowAudit* flows = nullptr;  // flow audit (IPFIX)
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().

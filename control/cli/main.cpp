@@ -17,6 +17,7 @@
 #include "control/api/client.hpp"
 #include "control/api/json_text.hpp"
 #include "control/api/protocol.hpp"
+#include "control/capture/capture_cli.hpp"
 #include "control/cli/status_view.hpp"
 #include "control/plan/plan_cli.hpp"
 #include "control/vrrp/vrrp_cli.hpp"
@@ -182,6 +183,17 @@ int main(int argc, char** argv) {
       "reload", "Re-read the config file; an invalid file is refused and changes nothing");
   reload->add_flag("--json", as_json, "Print the JSON response");
 
+  mcgw::capture::CaptureRequest cap;
+  auto* capture = app.add_subcommand(
+      "capture", "Capture packets of a port, a line (PEER/LINE) or a tenant's LAN ports as pcapng");
+  capture->add_option("TARGET", cap.target, "A port, a line (PEER/LINE, or LINE) or a tenant")
+      ->required();
+  capture->add_option("--filter", cap.filter, "A tcpdump (libpcap) filter expression");
+  capture->add_option("--count", cap.count, "Stop after N packets (default: until Ctrl-C)");
+  capture->add_option("--snaplen", cap.snaplen, "Bytes kept of each packet (64-9216; 1600)")
+      ->check(CLI::Range(64, 9216));
+  capture->add_option("-w", cap.output, "Write pcapng to FILE, or - for stdout")->required();
+
   std::string file;
   auto* check = app.add_subcommand("check-config", "Validate a config file offline (exit 0/1)");
   check->add_option("FILE", file, "Config file")->required();
@@ -196,6 +208,9 @@ int main(int argc, char** argv) {
 
   if (*check) {
     return checkConfig(file);
+  }
+  if (*capture) {
+    return mcgw::capture::runCapture(socket, cap);
   }
   if (plan.chosen()) {
     return plan.run([](const std::string& t) { std::cout << forTerminal(t) << std::flush; },

@@ -32,6 +32,40 @@ int64_t num(const json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : 0;
 }
 
+// A number with `decimals` places, "-" when null or absent.
+std::string fixed(const json& j, const char* key, int decimals) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) {
+    return "-";
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, j[key].get<double>());
+  return buf;
+}
+
+// A loss ratio as a percentage, "-" when null (no probe settled yet).
+std::string percent(const json& w, const char* key = "loss_ratio") {
+  if (!w.is_object() || !w.contains(key) || !w[key].is_number()) {
+    return "-";
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", w[key].get<double>() * 100);
+  return buf;
+}
+
+// A line's quality over one window in a few words (show tunnels).
+std::string qualityWords(const json& q, const char* window) {
+  if (!q.is_object() || !q.contains(window) || !q[window].is_object()) {
+    return "-";
+  }
+  const json& w = q[window];
+  const std::string loss = "loss " + percent(w) + " of " + std::to_string(num(w, "probes"));
+  if (num(w, "rtt_samples") == 0) {
+    return "no reply, " + loss;
+  }
+  return "rtt " + fixed(w, "rtt_ms_mean", 3) + " ms (" + fixed(w, "rtt_ms_min", 3) + "-" +
+         fixed(w, "rtt_ms_max", 3) + "), jitter " + fixed(w, "jitter_ms", 3) + " ms, " + loss;
+}
+
 // BGP through FRR: config, FPM, routes, neighbours, BFD.
 void renderBgp(std::ostringstream& o, json& b) {
   // A field this mcgwctl expects may be absent (another mcgwd version):
@@ -145,6 +179,31 @@ std::string renderStatus(json s) {
   json& d = s["daemon"];
   o << "Daemon   mcgwd " << str(d, "version") << ", pid " << d.value("pid", 0) << ", up "
     << duration(d.value("uptime_s", int64_t{0})) << " (since " << str(d, "started_at") << ")\n";
+  if (s.contains("metrics") && s["metrics"].is_object()) {
+    json& m = s["metrics"];
+    o << "Metrics  ";
+    if (!m["listen"].is_string()) {
+      o << "off\n";
+    } else {
+      o << "http://" << str(m, "listen") << "/metrics "
+        << (m.value("listening", false) ? "listening" : "NOT LISTENING") << ", "
+        << m.value("scrapes", uint64_t{0}) << " scrapes\n";
+    }
+  }
+  if (s.contains("flow_audit") && s["flow_audit"].is_object()) {  // docs/monitoring.md
+    json& f = s["flow_audit"];
+    o << "Flows    ";
+    if (!f.value("enabled", false)) {
+      o << "flow audit off\n";
+    } else {
+      o << "IPFIX 1-in-" << f.value("sampling", uint64_t{0}) << " to "
+        << f.value("collectors", json::array()).size()
+        << " collector(s): " << f.value("flows_active", uint64_t{0}) << " flows, "
+        << f.value("records_exported", uint64_t{0}) << " records exported, "
+        << f.value("samples", uint64_t{0}) << " samples, " << f.value("ring_full", uint64_t{0})
+        << " ring full, " << f.value("export_errors", uint64_t{0}) << " export errors\n";
+    }
+  }
 
   o << "\nPorts\n";
   char line[256];
@@ -214,6 +273,29 @@ std::string renderStatus(json s) {
     }
     for (const auto& e : pm["errors"]) {
       o << "  ! " << e.get<std::string>() << "\n";
+    }
+    // Line quality (control/pmtu/quality.hpp): the 10 s window, and the
+    // 60 s window's loss.
+    if (pm.value("quality_interval_ms", 0) == 0) {
+      o << "\nLine quality  off (path-mtu quality-interval-ms 0)\n";
+    } else {
+      o << "\nLine quality  a probe every " << pm.value("quality_interval_ms", 0)
+        << " ms per line; 10 s window (60 s: mcgwctl show tunnels --json)\n";
+      std::snprintf(line, sizeof line, "  %-24s %-9s %8s %-31s %9s %8s\n", "LINE", "STATE", "LOSS",
+                    "RTT ms last/min/mean/max", "JITTER ms", "LOSS 60s");
+      o << line;
+      for (auto& l : pm["lines"]) {
+        const std::string name = str(l, "peer") + "/" + str(l, "line");
+        const json q = l.contains("quality") ? l["quality"] : json::object();
+        const json w = q.contains("window_10s") ? q["window_10s"] : json::object();
+        const json w60 = q.contains("window_60s") ? q["window_60s"] : json::object();
+        const std::string rtt = fixed(w, "rtt_ms_last", 3) + "/" + fixed(w, "rtt_ms_min", 3) + "/" +
+                                fixed(w, "rtt_ms_mean", 3) + "/" + fixed(w, "rtt_ms_max", 3);
+        std::snprintf(line, sizeof line, "  %-24s %-9s %8s %-31s %9s %8s\n", name.c_str(),
+                      str(q, "state").c_str(), percent(w).c_str(), rtt.c_str(),
+                      fixed(w, "jitter_ms", 3).c_str(), percent(w60).c_str());
+        o << line;
+      }
     }
   }
   if (s.contains("routes") && s["routes"].is_object()) {
@@ -310,6 +392,30 @@ std::string renderTunnels(json t) {
       if (l.value("path_mtu_source", "configured") != "configured") {
         o << "             path MTU since " << str(l, "path_mtu_since") << ": "
           << str(l, "path_mtu_reason") << "\n";
+      }
+      if (l.contains("quality") && l["quality"].is_object()) {
+        const json& q = l["quality"];
+        o << "             quality " << str(q, "state");
+        if (q.contains("peer_responds") && !q.value("peer_responds", false)) {
+          o << " (no responder seen at the peer)";
+        }
+        if (q.contains("window_10s")) {
+          o << ": 10 s " << qualityWords(q, "window_10s") << "; 60 s "
+            << qualityWords(q, "window_60s");
+        }
+        o << "\n";
+      }
+      if (l.contains("sla") && l["sla"].is_object()) {
+        const json& s = l["sla"];
+        o << "             SLA " << str(s, "state");
+        if (s["reason"].is_string() && str(s, "state") != "within") {
+          o << " (" << str(s, "reason") << ")";
+        }
+        if (s.contains("within_for_s")) {
+          o << ", within it for " << s.value("within_for_s", 0) << " of " << s.value("hold_s", 0)
+            << " s";
+        }
+        o << ", since " << str(s, "since") << "\n";
       }
     }
   }

@@ -27,6 +27,14 @@ struct ReloadRecord {
   std::vector<std::string> changes;
 };
 
+// The /metrics endpoint (control/metrics).
+struct MetricsFacts {
+  std::string listen;  // "": off
+  bool listening = false;
+  std::string error;  // why it does not listen as configured
+  uint64_t scrapes = 0, stale_scrapes = 0;
+};
+
 struct DaemonFacts {
   std::string version;
   std::string config_file;
@@ -38,6 +46,13 @@ struct DaemonFacts {
   std::optional<std::chrono::system_clock::time_point> last_good_saved_at;
   std::string last_good_error;  // empty: the last save worked
   std::optional<Fallback> fallback;
+  // Configs that came into force (the first one: 1): a reload of the file
+  // or a revision of the address plan's store that applied.
+  uint64_t generation = 1;
+  // Reloads of the file (SIGHUP, mcgwctl reload), by outcome.
+  uint64_t reloads_ok = 0;
+  uint64_t reloads_failed = 0;
+  MetricsFacts metrics;
 };
 
 using core::isoTime;

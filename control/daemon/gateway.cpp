@@ -1,5 +1,6 @@
 #include "control/daemon/gateway.hpp"
 
+#include "control/metrics/metrics.hpp"
 #include "control/plan/in_force.hpp"
 
 #include <spdlog/spdlog.h>
@@ -230,6 +231,13 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   });
   gw->vrrp_ = std::make_unique<vrrp::VrrpService>(gw->config_, vrrpHooks(g));
   gw->kernel_->setSiteReachable(gw->vrrp_->siteReachableNow());
+  gw->capture_ = std::make_unique<capture::CaptureService>(gw->config_, *gw->dataplane_);
+  gw->flows_ = std::make_unique<flows::FlowAudit>(gw->config_, *gw->dataplane_);
+  gw->metrics_ = std::make_unique<metrics::MetricsService>(gw->config_, [g] {
+    metrics::CollectExtras x;
+    x.file_differs = g->file_watch_.differs(g->path_, g->file_config_->checksum);
+    return metrics::collect(g->state(), g->facts(), x);
+  });
   gw->kernel_->setUp();
   gw->kernel_->removeStaleAcceptedAddresses();
   gw->neighbors_->keepNextHopsResolved();
@@ -242,6 +250,9 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 }
 
 Gateway::~Gateway() {
+  metrics_.reset();  // no scrape reads the subsystems from here on
+  capture_.reset();  // its callbacks leave the ports before they close
+  flows_.reset();    // its last records exported while the tables are there
   vrrp_.reset();
   frr_.reset();  // its sources and sockets first
   lines_.reset();
@@ -258,21 +269,28 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_, *dataplane_,  *ports_,    *kernel_,    *neighbors_,
-          *lines_,  *forwarding_, frr_.get(), plan_.get(), vrrp_.get()};
+  return {*config_,     *dataplane_, *ports_,     *kernel_,    *neighbors_,    *lines_,
+          *forwarding_, frr_.get(),  plan_.get(), vrrp_.get(), capture_.get(), flows_.get()};
 }
 
 DaemonFacts Gateway::facts() const {
-  return {MCGW_VERSION,     path_,        started_at_,        started_,
-          loaded_at_,       last_reload_, last_good_->path(), last_good_->savedAt(),
-          last_good_error_, fallback_};
+  return {MCGW_VERSION,       path_,
+          started_at_,        started_,
+          loaded_at_,         last_reload_,
+          last_good_->path(), last_good_->savedAt(),
+          last_good_error_,   fallback_,
+          generation_,        reloads_ok_,
+          reloads_failed_,    metrics_ ? metrics_->facts() : MetricsFacts{}};
 }
 
 std::vector<Subsystem*> Gateway::subsystems() const {
   // FRR before the forwarding tables: its prepare can fail (a new FPM
   // address), theirs must be the last that can.
-  return {ports_.get(),  lines_.get(),     frr_.get(), forwarding_.get(),
-          kernel_.get(), neighbors_.get(), vrrp_.get()};
+  // The capture first: a reload that closes a captured port ends it before.
+  // Metrics and the flow audit can fail too (a listen address or a
+  // collector that cannot be opened): before the forwarding tables.
+  return {capture_.get(), ports_.get(),      lines_.get(),  frr_.get(),       metrics_.get(),
+          flows_.get(),   forwarding_.get(), kernel_.get(), neighbors_.get(), vrrp_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {
@@ -281,6 +299,9 @@ void Gateway::attach(core::EventLoop& loop) {
   lines_->attach(loop);
   frr_->attach(loop);
   vrrp_->attach(loop);
+  metrics_->attach(loop);
+  flows_->attach(loop);
+  capture_->attach(loop);
 }
 
 void Gateway::stop() {
@@ -293,6 +314,9 @@ void Gateway::setPaused(bool paused) {
   lines_->setPaused(paused);
   frr_->setPaused(paused);
   vrrp_->setPaused(paused);
+  metrics_->setPaused(paused);
+  capture_->setPaused(paused);
+  flows_->setPaused(paused);
   if (plan_) {
     plan_->setPaused(paused);
   }
@@ -387,6 +411,7 @@ ReloadOutcome Gateway::finish(ReloadOutcome o, const plan::Snapshot* store_revis
   // A store revision's outcome is the plan's to show (status address_plan).
   if (!store_revision) {
     last_reload_ = {true, o.ok, std::chrono::system_clock::now(), o.errors, o.changes};
+    ++(o.ok ? reloads_ok_ : reloads_failed_);
   }
   return o;
 }
@@ -467,6 +492,7 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
   }
   config_text_ = std::move(loaded.text);
   loaded_at_ = std::chrono::system_clock::now();
+  ++generation_;
   if (fallback_ && file_read) {
     spdlog::warn("reload of {}: the file is valid again; the last good copy is no longer in force",
                  path_);

@@ -18,15 +18,18 @@
 #include "config/config.hpp"
 #include "config/loader.hpp"
 #include "control/api/views.hpp"
+#include "control/capture/capture_service.hpp"
 #include "control/core/event_loop.hpp"
 #include "control/daemon/daemon_facts.hpp"
 #include "control/daemon/forwarding_state.hpp"
 #include "control/daemon/last_good.hpp"
 #include "control/daemon/subsystem.hpp"
+#include "control/flows/flow_audit.hpp"
 #include "control/frr/frr_routing.hpp"
 #include "control/kernel/kernel_sides.hpp"
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
+#include "control/metrics/metrics_service.hpp"
 #include "control/plan/plan_follower.hpp"
 #include "control/ports/port_set.hpp"
 #include "control/vrrp/vrrp_service.hpp"
@@ -121,6 +124,15 @@ class Gateway {
   nlohmann::json counters() const;
   nlohmann::json neighbors() const;
   nlohmann::json vrrp() const { return vrrp_->view(); }
+  // `mcgwctl capture`: the request checked and resolved (or why not), then
+  // started on the client's connection (capture_service.hpp).
+  Result<capture::Planned, std::string> planCapture(const nlohmann::json& args) const {
+    return capture_->plan(args);
+  }
+  void startCapture(capture::Planned p, int fd, const std::string& ok_line,
+                    const std::function<std::string(const std::string&)>& error_line) {
+    capture_->start(std::move(p), fd, ok_line, error_line);
+  }
   // An orderly stop, before the loop's sources go: each VRRP Active sends
   // priority 0 (its Backup takes over after Skew_Time) and gives up the
   // virtual MAC; FRR withdraws the gateway's BGP announcements (its fast
@@ -170,11 +182,17 @@ class Gateway {
   std::unique_ptr<frr::FrrRouting> frr_;
   std::unique_ptr<vrrp::VrrpService> vrrp_;
   std::unique_ptr<plan::PlanFollower> plan_;  // null: no store to follow
+  std::unique_ptr<metrics::MetricsService> metrics_;
+  std::unique_ptr<capture::CaptureService> capture_;
+  std::unique_ptr<flows::FlowAudit> flows_;
+  metrics::ConfigFileWatch file_watch_;  // mcgw_config_file_differs
   core::EventLoop* loop_ = nullptr;
   std::chrono::system_clock::time_point started_at_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point loaded_at_;
   ReloadRecord last_reload_;
+  uint64_t generation_ = 1;  // DaemonFacts::generation
+  uint64_t reloads_ok_ = 0, reloads_failed_ = 0;
 };
 
 }  // namespace mcgw::daemon

@@ -401,6 +401,34 @@ int main(int argc, char** argv) {
                     notify("READY=1\nSTATUS=" + gw.summary());
                   });
   };
+  // `mcgwctl capture`: checked on the loop, then the connection carries the
+  // answer line and the pcapng stream (capture_service.hpp).
+  server.answerStreaming([&](const std::string& cmd, const json& args,
+                             const mcgw::api::Server::Reply& reply,
+                             const mcgw::api::Server::Take& take) {
+    if (cmd != "capture") {
+      return false;
+    }
+    if (reloading) {
+      reply(mcgw::api::errorResponse("a reload is running; try again"));
+      return true;
+    }
+    auto planned = gw.planCapture(args);
+    if (!planned) {
+      reply(mcgw::api::errorResponse(planned.error()));
+      return true;
+    }
+    const int fd = take();
+    if (fd >= 0) {
+      const std::string what = planned->what;
+      gw.startCapture(std::move(*planned), fd,
+                      mcgw::api::responseLine({{"ok", true}, {"capturing", what}}),
+                      [](const std::string& why) {
+                        return mcgw::api::responseLine(mcgw::api::errorResponse(why));
+                      });
+    }
+    return true;
+  });
   // `mcgwctl reload`: the same, answered when done.
   server.answerLater(
       [&](const std::string& cmd, const json& args, const mcgw::api::Server::Reply& reply) {

@@ -80,9 +80,22 @@ void UnderlayLines::refresh(const engine::ForwardingTables& t) {
   for (const auto& p : ports_.all()) {
     port_link_[p->id()] = p->status().link_up;
   }
+  // Every input first, then SLA steering over the lines they leave up.
+  std::vector<SlaLine> judged;
+  judged.reserve(t.lines.size());
   for (const auto& l : t.lines) {
-    const bool up = std::all_of(inputs_.begin(), inputs_.end(),
-                                [&](const LineStateInput& in) { return in.up(l, t); });
+    const config::PeerConfig* peer = config_->findPeer(l.peer);
+    judged.push_back({l.peer, l.name, peer && peer->sla ? &*peer->sla : nullptr,
+                      pmtu_->quality().view(l.peer + "/" + l.name),
+                      std::all_of(inputs_.begin(), inputs_.end(),
+                                  [&](const LineStateInput& in) { return in.up(l, t); })});
+  }
+  for (const auto& change : sla_.update(judged, pmtu::Clock::now())) {
+    spdlog::warn("{}", change);
+  }
+  for (size_t i = 0; i < t.lines.size(); ++i) {
+    const engine::LineEntry& l = t.lines[i];
+    const bool up = judged[i].base_up && sla_.usable(l.peer, l.name);
     if (up != dataplane_.lineUp(l.slot)) {
       spdlog::info("line {}/{}: {}", l.peer, l.name, up ? "up" : "down");
     }

@@ -17,6 +17,7 @@
 #include "config/config.hpp"
 #include "control/core/event_loop.hpp"
 #include "control/daemon/subsystem.hpp"
+#include "control/lines/sla.hpp"
 #include "control/pmtu/service.hpp"
 #include "control/ports/port_set.hpp"
 #include "dataplane/engine/dataplane.hpp"
@@ -68,6 +69,8 @@ class UnderlayLines : public daemon::Subsystem {
   // The link state of a DPDK port at the last refresh.
   bool linkUp(uint16_t port_id) const;
   const pmtu::PathMtuService& pathMtu() const { return *pmtu_; }
+  // SLA steering's judgement of each line (sla.hpp).
+  const SlaSteering& sla() const { return sla_; }
 
   // A reload: lines that are gone lose their admin state; the new config's
   // path MTU settings apply with the new tables (beforePublish).
@@ -101,6 +104,7 @@ class UnderlayLines : public daemon::Subsystem {
   std::vector<core::Source> pmtu_sources_;
   core::Source pmtu_timer_;
   core::Source refresh_timer_;
+  SlaSteering sla_;
 };
 
 }  // namespace mcgw::lines

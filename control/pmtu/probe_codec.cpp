@@ -19,6 +19,18 @@ void put16(std::byte* p, uint16_t v) {
   p[0] = std::byte(v >> 8);
   p[1] = std::byte(v & 0xff);
 }
+void put64(std::byte* p, uint64_t v) {
+  for (size_t i = 0; i < 8; ++i) {
+    p[i] = std::byte(v >> (56 - 8 * i));
+  }
+}
+uint64_t get64(const std::byte* p) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    v = v << 8 | std::to_integer<uint64_t>(p[i]);
+  }
+  return v;
+}
 uint16_t get16(const std::byte* p) {
   return static_cast<uint16_t>(std::to_integer<unsigned>(p[0]) << 8 |
                                std::to_integer<unsigned>(p[1]));
@@ -116,6 +128,32 @@ std::optional<ProbeMessage> decodeProbe(proto::Bytes b) {
   m.size = get16(&b[20]);
   m.received = get16(&b[22]);
   return m;
+}
+
+uint8_t probeType(proto::Bytes b) {
+  if (b.size() < 12 || std::memcmp(b.data(), kMagic, kMagicLength) != 0 ||
+      b[9] != std::byte{kProbeVersion}) {
+    return 0;
+  }
+  return std::to_integer<uint8_t>(b[10]);
+}
+
+std::vector<std::byte> encodeQuality(const QualityMessage& m) {
+  std::vector<std::byte> out(kQualityLength);
+  std::memcpy(out.data(), kMagic, kMagicLength);
+  out[9] = std::byte{kProbeVersion};
+  out[10] = std::byte{m.reply ? kQualityReply : kQualityRequest};
+  put64(&out[12], m.sequence);
+  put64(&out[20], m.sent_ns);
+  return out;
+}
+
+std::optional<QualityMessage> decodeQuality(proto::Bytes b) {
+  const uint8_t type = probeType(b);
+  if (b.size() < kQualityLength || (type != kQualityRequest && type != kQualityReply)) {
+    return std::nullopt;
+  }
+  return QualityMessage{type == kQualityReply, get64(&b[12]), get64(&b[20])};
 }
 
 IcmpError parseIcmp4(proto::Bytes pkt) {

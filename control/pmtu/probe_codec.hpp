@@ -7,6 +7,14 @@
 // is the 24-byte head alone, with `received` = the request's UDP payload
 // length as it arrived (the sender checks nothing was cut).
 //
+// Line quality probes (same port, same head; docs/architecture.md, "Line
+// quality"), 32 bytes each way:
+//   | "MCGWPROBE" (9) | version = 1 (1) | type: 3 request, 4 reply (1) | 0 (1) |
+//   | sequence (8) | sent (8): the sender's CLOCK_MONOTONIC in ns | 0 (4) |
+// A reply echoes the request's sequence and send time; only the sender's
+// clock is ever read.  Responders older than types 3 and 4 count them as
+// malformed and do not answer.
+//
 // ICMP errors about our outer packets and probes: IPv4 type 3 code 4
 // (frag-needed, RFC 1191) and ICMPv6 type 2 (Packet Too Big, RFC 8201),
 // which report a path MTU, and port unreachable (IPv4 type 3 code 3, ICMPv6
@@ -40,6 +48,27 @@ struct ProbeMessage {
 // the head).
 std::vector<std::byte> encodeProbe(const ProbeMessage& m, size_t payload_length);
 std::optional<ProbeMessage> decodeProbe(proto::Bytes udp_payload);
+// The message type of a probe payload (byte 10) when it has the head's magic
+// and version, else 0.
+uint8_t probeType(proto::Bytes udp_payload);
+
+inline constexpr size_t kQualityLength = 32;
+inline constexpr uint8_t kQualityRequest = 3;
+inline constexpr uint8_t kQualityReply = 4;
+
+struct QualityMessage {
+  bool reply = false;
+  uint64_t sequence = 0;
+  uint64_t sent_ns = 0;  // the requester's CLOCK_MONOTONIC when it sent the request
+  bool operator==(const QualityMessage&) const = default;
+};
+
+// Always kQualityLength bytes.
+std::vector<std::byte> encodeQuality(const QualityMessage& m);
+// Null unless a type 3 or 4 message of at least kQualityLength bytes (more
+// is ignored).
+std::optional<QualityMessage> decodeQuality(proto::Bytes udp_payload);
+
 // The UDP payload length that makes an IP packet of `size` bytes.
 constexpr size_t probePayloadLength(bool ipv6, uint16_t size) {
   const size_t headers = (ipv6 ? 40 : 20) + 8;

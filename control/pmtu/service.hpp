@@ -2,7 +2,9 @@
 // the prober.  Its owner (lines::UnderlayLines) watches fds() on the control
 // loop, calls onReadable() for a readable one and poll() from a timer, and
 // applies takeChanges() to the fast path.  configure() is the one call that
-// closes or opens sockets.
+// closes or opens sockets.  It also measures each line's quality (RTT,
+// jitter, loss: quality.hpp) with probes through the same sockets, sent from
+// poll().
 #pragma once
 
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "control/pmtu/probe_codec.hpp"
+#include "control/pmtu/quality.hpp"
 #include "control/pmtu/sockets.hpp"
 #include "control/pmtu/tracker.hpp"
 
@@ -22,6 +25,7 @@ struct ServiceLine {
 };
 
 Settings toSettings(const config::PathMtuConfig& c);
+QualitySettings toQualitySettings(const config::PathMtuConfig& c);
 
 class PathMtuService {
  public:
@@ -31,11 +35,13 @@ class PathMtuService {
                  TimePoint now);
   std::vector<int> fds() const;
   void onReadable(int fd, TimePoint now);
-  // Timeouts, aging and the probes now due.
+  // Timeouts, aging and the probes now due (path MTU and quality).
   void poll(TimePoint now);
   std::vector<Change> takeChanges() { return tracker_.takeChanges(); }
 
   const PathMtuTracker& tracker() const { return tracker_; }
+  // Line quality by key ("peer/line"): quality().view(key).
+  const QualityEstimator& quality() const { return quality_; }
   const IcmpListener& listener() const { return listener_; }
   const Prober& prober() const { return prober_; }
   // Socket problems (no CAP_NET_RAW, an address that cannot be bound).
@@ -45,6 +51,7 @@ class PathMtuService {
   config::PathMtuConfig config_;
   std::vector<LineAddresses> lines_;
   PathMtuTracker tracker_;
+  QualityEstimator quality_;
   IcmpListener listener_;
   Prober prober_;
 };

@@ -247,7 +247,62 @@ bool Prober::send(const std::string& line, uint64_t id, uint16_t size, TimePoint
   return true;
 }
 
-void Prober::receive(int fd, std::vector<uint64_t>& answered, TimePoint) {
+bool Prober::sendQuality(const std::string& line, uint64_t sequence, uint64_t sent_ns) {
+  auto e = std::find_if(endpoints_.begin(), endpoints_.end(),
+                        [&](const Endpoint& x) { return x.line == line; });
+  Socket* s = e == endpoints_.end() ? nullptr : socketFor(e->local);
+  if (!s) {
+    ++counters_.quality_send_errors;
+    return false;
+  }
+  const auto payload = encodeQuality({false, sequence, sent_ns});
+  sockaddr_storage ss;
+  const socklen_t len = toSockaddr(e->remote, port_, ss);
+  if (::sendto(s->fd.get(), payload.data(), payload.size(), 0, reinterpret_cast<sockaddr*>(&ss),
+               len) < 0) {
+    ++counters_.quality_send_errors;
+    return false;
+  }
+  ++counters_.quality_sent;
+  return true;
+}
+
+// A quality request is answered when it comes from a line's remote VTEP to
+// that line's local VTEP (like a path MTU probe), with a reply of the same
+// length; a reply goes to the estimator under its line.
+void Prober::onQuality(int fd, const Socket& s, proto::Bytes payload, const sockaddr_storage& from,
+                       unsigned from_length, std::vector<QualityReply>& out) {
+  auto m = decodeQuality(payload);
+  if (!m) {
+    ++counters_.malformed;
+    return;
+  }
+  const config::IpAddress sender = fromSockaddr(from);
+  auto e = std::find_if(endpoints_.begin(), endpoints_.end(), [&](const Endpoint& x) {
+    return x.local == s.local && x.remote == sender;
+  });
+  if (!m->reply) {
+    if (e == endpoints_.end()) {
+      ++counters_.requests_refused;
+      return;
+    }
+    const auto reply = encodeQuality({true, m->sequence, m->sent_ns});
+    if (::sendto(fd, reply.data(), reply.size(), 0, reinterpret_cast<const sockaddr*>(&from),
+                 from_length) == static_cast<ssize_t>(reply.size())) {
+      ++counters_.quality_requests_answered;
+    }
+    return;
+  }
+  if (e == endpoints_.end()) {
+    ++counters_.quality_replies_unmatched;
+    return;
+  }
+  ++counters_.quality_replies;
+  out.push_back({e->line, m->sequence, m->sent_ns});
+}
+
+void Prober::receive(int fd, std::vector<uint64_t>& answered, std::vector<QualityReply>& quality,
+                     TimePoint) {
   auto s = std::find_if(sockets_.begin(), sockets_.end(),
                         [&](const Socket& x) { return x.fd.get() == fd; });
   if (s == sockets_.end()) {
@@ -262,6 +317,11 @@ void Prober::receive(int fd, std::vector<uint64_t>& answered, TimePoint) {
         ::recvfrom(fd, buf.data(), buf.size(), MSG_TRUNC, reinterpret_cast<sockaddr*>(&from), &len);
     if (n < 0) {
       return;
+    }
+    if (const uint8_t type = probeType(bytes(buf, n));
+        type == kQualityRequest || type == kQualityReply) {
+      onQuality(fd, *s, bytes(buf, n), from, len, quality);
+      continue;
     }
     auto m = decodeProbe(bytes(buf, n));
     if (!m) {

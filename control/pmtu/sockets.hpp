@@ -3,7 +3,9 @@
 // fds and calls receive() when one is readable.
 #pragma once
 
+#include <sys/socket.h>
 #include <cstdint>
+
 #include <map>
 #include <random>
 #include <string>
@@ -63,7 +65,8 @@ class IcmpListener {
 // (IP_FREEBIND: the address may reach its interface later): it sends the
 // line's probes with DF set and the kernel's own path MTU cache ignored
 // (IP_PMTUDISC_PROBE / IPV6_PMTUDISC_PROBE + IPV6_DONTFRAG), answers the
-// requests of the lines' remote VTEPs and takes the replies.
+// requests of the lines' remote VTEPs and takes the replies; the same for
+// line quality probes (types 3 and 4), which it answers whenever it listens.
 class Prober {
  public:
   struct Endpoint {
@@ -78,7 +81,19 @@ class Prober {
     uint64_t replies_unmatched = 0;  // late, unknown nonce, or cut short
     uint64_t requests_answered = 0;  // the peer's probes we answered
     uint64_t requests_refused = 0;   // from an address that is no line's remote VTEP
-    uint64_t malformed = 0;
+    uint64_t malformed = 0;          // not a probe, or an unknown type or version
+    // Line quality probes (types 3 and 4).
+    uint64_t quality_sent = 0;
+    uint64_t quality_send_errors = 0;
+    uint64_t quality_replies = 0;            // from a line's remote VTEP (to the estimator)
+    uint64_t quality_replies_unmatched = 0;  // from an address that is no line's remote VTEP
+    uint64_t quality_requests_answered = 0;  // the peers' quality probes we answered
+  };
+  // A quality reply from a line's remote VTEP, for the estimator.
+  struct QualityReply {
+    std::string line;
+    uint64_t sequence = 0;
+    uint64_t sent_ns = 0;
   };
 
   // Opens sockets for new local addresses, closes those no line uses; a new
@@ -88,8 +103,17 @@ class Prober {
   // Sends line's probe `id`: an IP packet of `size` bytes.  False when the
   // kernel refused it (counted; the probe then simply goes unanswered).
   bool send(const std::string& line, uint64_t id, uint16_t size, TimePoint now);
-  // Drains fd: answers requests, and appends the ids of answered probes.
-  void receive(int fd, std::vector<uint64_t>& answered, TimePoint now);
+  // Sends line's quality probe (kQualityLength bytes).  False when the kernel
+  // refused it (counted; the probe then goes unanswered).
+  bool sendQuality(const std::string& line, uint64_t sequence, uint64_t sent_ns);
+  // Drains fd: answers requests, and appends the ids of answered probes
+  // and the quality replies.
+  void receive(int fd, std::vector<uint64_t>& answered, std::vector<QualityReply>& quality,
+               TimePoint now);
+  void receive(int fd, std::vector<uint64_t>& answered, TimePoint now) {
+    std::vector<QualityReply> quality;
+    receive(fd, answered, quality, now);
+  }
   // Whether a probe with this nonce was sent and is not yet answered or expired.
   bool inFlight(uint64_t nonce) const { return in_flight_.count(nonce) > 0; }
   const Counters& counters() const { return counters_; }
@@ -107,6 +131,8 @@ class Prober {
     TimePoint sent;
   };
   Socket* socketFor(const config::IpAddress& local);
+  void onQuality(int fd, const Socket& s, proto::Bytes payload, const sockaddr_storage& from,
+                 unsigned from_length, std::vector<QualityReply>& out);
   uint16_t port_ = 0;
   std::vector<Endpoint> endpoints_;
   std::vector<Socket> sockets_;

@@ -366,6 +366,8 @@ Templates makeTemplates(bool from_wan, size_t size, const std::vector<Ip4>& dsts
 // (--rx-checksum-good: the outer IPv4 header checksum was checked, so
 // decapsulation skips its own check).
 uint64_t rx_offload_flags = 0;
+// --flow-sampling: the timed runs sample 1-in-N for flow audit (0: off).
+uint32_t flow_sampling = 0;
 uint32_t rx_packet_type = 0;  // with it: a plain IPv4 UDP packet, as such a port says
 
 // Puts bursts of template packets on a ring port's RX ring.
@@ -742,12 +744,39 @@ class Bench {
     auto counters = std::make_unique<engine::WorkerCounters>();
     Feeder feed(pool_, rx, t);
     Measured m;
+    // Flow audit: a ring that holds every sample of the run (the control
+    // plane drains it in mcgwd; here nothing does), emptied afterwards.
+    rte_ring* flows = nullptr;
+    if (flow_sampling) {
+      // The timed packets and the warm-up, with room to spare.
+      const uint64_t samples = (uint64_t{bursts_} * kBurst + (1 << 16)) / flow_sampling + 1024;
+      flows = rte_ring_create_elem(
+          "bench_flows", sizeof(engine::FlowSample),
+          static_cast<unsigned>(rte_align64pow2(std::min<uint64_t>(samples, 1 << 22))),
+          SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+      if (!flows) {
+        fail(label + ": cannot create the flow-audit ring");
+      }
+      health_.flow_sampling.store(flow_sampling);
+    }
     {
-      engine::Pipeline p(0, pool_, counters.get(), &health_);
+      engine::Pipeline p(0, pool_, counters.get(), &health_, nullptr, flows);
       m = measure(feed, rx.id, bursts_, [&](rte_mbuf** pkts, uint16_t n) {
         p.process(*tables, pkts, n);
         p.flush();
       });
+    }
+    if (flows) {
+      health_.flow_sampling.store(0);
+      const uint64_t taken = counters->flow_samples.get(), full = counters->flow_ring_full.get();
+      const bool crosses = s.tunnel_out || s.wan_in;  // only packets into or out of a tunnel
+      const uint64_t expected = feed.fed() / flow_sampling;
+      if (full != 0 || (crosses ? taken < expected || taken > expected + 1 : taken != 0)) {
+        fail(label + ": flow audit took " + std::to_string(taken) + " samples (" +
+             std::to_string(full) + " ring full) of " + std::to_string(feed.fed()) +
+             " packets at 1-in-" + std::to_string(flow_sampling));
+      }
+      rte_ring_free(flows);
     }
     checkCounters(label, *counters, s, feed.fed());
     if (txPackets(tx) != feed.fed()) {
@@ -1553,6 +1582,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{1'000'000}))
       ->capture_default_str();
   app.add_option("--churn-seconds", scale.churn_seconds, "fib-churn: how long to change routes")
+      ->capture_default_str();
+  app.add_option("--flow-sampling", flow_sampling,
+                 "flow audit: the timed runs sample 1 packet in N into a ring (0: off), as "
+                 "flow-audit.sampling does in mcgwd")
+      ->check(CLI::Range(0u, 1000000u))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (checksum_good) {

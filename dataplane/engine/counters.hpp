@@ -62,9 +62,30 @@ struct PacketsBytes {
   X(virtual_mac, "vrrp", "virtual_mac_frames",                                                     \
     "unicast frames to a port's active virtual MAC, handled as if to the port's MAC")              \
   X(stand_in, "sites", "stand_in",                                                                 \
-    "packets sent to another gateway of the peer's site: no line of the routed one was usable")
+    "packets sent to another gateway of the peer's site: no line of the routed one was usable")    \
+  X(flow_samples, "flow_audit", "samples",                                                         \
+    "packets sampled for flow audit (1-in-N of those routed into or out of a tunnel)")             \
+  X(flow_ring_full, "flow_audit", "ring_full",                                                     \
+    "flow-audit samples dropped: the worker's ring to the control plane was full")
 
 enum class WorkerState : uint8_t { kPolling, kPausing, kSleeping, kStopped };
+inline constexpr WorkerState kWorkerStates[] = {WorkerState::kPolling, WorkerState::kPausing,
+                                                WorkerState::kSleeping, WorkerState::kStopped};
+
+// "polling", "pausing", "sleeping", "stopped".
+constexpr const char* toString(WorkerState s) {
+  switch (s) {
+    case WorkerState::kPolling:
+      return "polling";
+    case WorkerState::kPausing:
+      return "pausing";
+    case WorkerState::kSleeping:
+      return "sleeping";
+    case WorkerState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
 
 struct alignas(64) WorkerCounters {
   std::array<Counter, kDropReasonCount> drops;

@@ -36,7 +36,11 @@ struct Dataplane::Worker {
   std::unique_ptr<WorkerCounters> counters = std::make_unique<WorkerCounters>();
   std::atomic<bool> running{false};
   rte_ring* misses = nullptr;  // single producer (the worker), single consumer (control)
-  ~Worker() { rte_ring_free(misses); }
+  rte_ring* flows = nullptr;   // flow-audit samples: the same
+  ~Worker() {
+    rte_ring_free(misses);
+    rte_ring_free(flows);
+  }
 };
 
 Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
@@ -60,6 +64,13 @@ Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
                                      RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (!w->misses) {
       return unexpected(std::string("cannot create the neighbour-miss ring of worker ") +
+                        std::to_string(i));
+    }
+    const std::string flows = "mcgw_flows" + std::to_string(i);
+    w->flows = rte_ring_create_elem(flows.c_str(), sizeof(FlowSample), kFlowRingSize, SOCKET_ID_ANY,
+                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (!w->flows) {
+      return unexpected(std::string("cannot create the flow-audit ring of worker ") +
                         std::to_string(i));
     }
     dp->workers_.push_back(std::move(w));
@@ -118,7 +129,7 @@ int Dataplane::run(void* arg) {
   WorkerCounters& c = *w->counters;
   {
     Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_,
-                      w->misses);
+                      w->misses, w->flows);
     const ForwardingTables* last = nullptr;
     rte_rcu_qsbr_thread_register(dp->qsbr_, w->index);
     rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
@@ -284,6 +295,22 @@ std::vector<NeighborMiss> Dataplane::takeMisses() {
     }
   }
   return out;
+}
+
+size_t Dataplane::takeFlowSamples(std::vector<FlowSample>& out, size_t max) {
+  size_t taken = 0;
+  FlowSample batch[64];
+  for (auto& w : workers_) {
+    unsigned n;
+    while (taken < max &&
+           (n = rte_ring_sc_dequeue_burst_elem(
+                w->flows, batch, sizeof(FlowSample),
+                static_cast<unsigned>(std::min<size_t>(64, max - taken)), nullptr)) > 0) {
+      out.insert(out.end(), batch, batch + n);
+      taken += n;
+    }
+  }
+  return taken;
 }
 
 namespace {

@@ -113,6 +113,16 @@ class Dataplane {
   // Neighbours the workers found unresolved since the last call.
   std::vector<NeighborMiss> takeMisses();
 
+  // Flow audit: every worker samples 1-in-`every` of the packets it routes
+  // into its flow ring (0: off).  Control thread only.
+  void setFlowSampling(uint32_t every) {
+    health_.flow_sampling.store(every, std::memory_order_relaxed);
+  }
+  uint32_t flowSampling() const { return health_.flow_sampling.load(std::memory_order_relaxed); }
+  // Appends up to `max` samples from the workers' flow rings to `out`;
+  // returns how many.  One consumer (the control thread).
+  size_t takeFlowSamples(std::vector<FlowSample>& out, size_t max);
+
  private:
   struct Worker;
   Dataplane() = default;

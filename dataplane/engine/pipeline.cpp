@@ -19,6 +19,10 @@
 // tunnel) are added up per burst (Run); drops and events are counted as
 // they happen.  The slow paths (ICMP errors, fragmentation, packets held for
 // a neighbour, mapped ranges, the MSS rewrite) are in pipeline_slow.cpp.
+//
+// Flow audit (flow_sample.hpp) hooks into the route stage: one branch per
+// burst while it is off; on, every Nth packet is described before routing
+// and its line added after (routeSampled).
 #include "dataplane/engine/pipeline.hpp"
 
 #include <rte_cycles.h>
@@ -27,6 +31,8 @@
 #include <rte_ip.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include <algorithm>
 #include <cstring>
@@ -144,8 +150,13 @@ void put16(uint8_t* p, uint16_t v) {
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
-                   const LiveState* health, rte_ring* misses)
-    : tx_queue_(tx_queue), pool_(pool), counters_(counters), health_(health), misses_(misses) {
+                   const LiveState* health, rte_ring* misses, rte_ring* flows)
+    : tx_queue_(tx_queue),
+      pool_(pool),
+      counters_(counters),
+      health_(health),
+      misses_(misses),
+      flows_(flows) {
   for (auto& b : tx_) {
     b = static_cast<rte_eth_dev_tx_buffer*>(
         rte_zmalloc("mcgw_txbuf", RTE_ETH_TX_BUFFER_SIZE(kBurst), RTE_CACHE_LINE_SIZE));
@@ -237,8 +248,59 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
     }
   }
   lookup(t, ps.data(), k);
+  // Flow audit off: this one branch per burst is all it costs.  On, a
+  // burst without a sample (at 1-in-1000, 31 in 32) only counts down.
+  if (const uint32_t every = health_->flow_sampling.load(std::memory_order_relaxed); every != 0)
+      [[unlikely]] {
+    sample_left_ = std::min(sample_left_, every);
+    if (sample_left_ <= k) {
+      routeSampled(t, ps.data(), k, every);
+      return;
+    }
+    sample_left_ -= k;
+  }
   for (unsigned i = 0; i < k; ++i) {
     route(t, ps[i]);
+  }
+}
+
+// Stage route for a burst with a flow-audit sample: every `every`th packet
+// (a countdown per worker) is described before it is routed (afterwards it
+// may be gone) and its line filled in after; packets that neither came out
+// of a tunnel nor went into one (LAN to LAN, dropped before a line was
+// chosen) leave no sample.  The record is built in flow_sample.cpp.
+void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, uint32_t every) {
+  uint64_t now = 0;  // the TSC, read for the burst's first sample
+  for (unsigned i = 0; i < n; ++i) {
+    Packet& p = ps[i];
+    if (--sample_left_ != 0) {
+      route(t, p);
+      continue;
+    }
+    sample_left_ = every;
+    if (now == 0) {
+      now = rte_rdtsc();
+    }
+    FlowSample s{};
+    s.tsc = now;
+    s.tenant = p.tenant;
+    fillFlowSample(s, rte_pktmbuf_mtod(p.m, const uint8_t*) + kEth, p.l3_len, p.v6);
+    last_hop_ = kNoHop;
+    route(t, p);
+    const bool from_tunnel = p.origin == Origin::kTunnel;
+    const uint32_t hop = from_tunnel ? p.hop : last_hop_;
+    if (hop == kNoHop) {
+      continue;
+    }
+    s.direction =
+        static_cast<uint8_t>(from_tunnel ? FlowDirection::kFromTunnel : FlowDirection::kToTunnel);
+    s.peer = static_cast<uint16_t>(hop >> 16);
+    s.line = static_cast<uint16_t>(hop);
+    if (flows_ && rte_ring_sp_enqueue_elem(flows_, &s, sizeof(s)) == 0) {
+      counters_->flow_samples.add();
+    } else {
+      counters_->flow_ring_full.add();
+    }
   }
 }
 
@@ -333,7 +395,8 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
     return false;
   }
   const TunnelEntry& tunnel = t.tunnels[r.tenant];
-  runs_[kRunLineRx].add(counters_->line_rx[t.lines[decap.line].slot], m->pkt_len);
+  const uint16_t line_slot = t.lines[decap.line].slot;
+  runs_[kRunLineRx].add(counters_->line_rx[line_slot], m->pkt_len);
   rte_pktmbuf_adj(m, static_cast<uint16_t>(r.inner_offset));
   if (m->data_len > r.inner.size()) {  // bytes past the outer UDP datagram
     rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - r.inner.size()));
@@ -350,6 +413,7 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
   p.origin = Origin::kTunnel;
   p.v6 = type == proto::kEtherTypeIpv6;
   p.hashed = false;  // the NIC hashed the outer headers
+  p.hop = uint32_t{tunnel.peer} << 16 | line_slot;
   return true;
 }
 
@@ -741,6 +805,7 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     chosen = &t.lines[healthy[n == 1 ? 0 : (flow_hash >> 16) % n]];
   }
   const LineEntry& line = *chosen;
+  last_hop_ = uint32_t{tunnel.peer} << 16 | line.slot;  // for flow audit
   // Sources are mapped on the way in from the tenant's side only: a packet
   // out of another tunnel (a hub's transit) comes from another site, whose
   // addresses may well be the same real range.

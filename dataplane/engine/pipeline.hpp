@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/flow_sample.hpp"
 #include "dataplane/engine/tables.hpp"
 #include "dataplane/proto/icmp_error.hpp"
 
@@ -96,6 +97,9 @@ struct LiveState {
   // inner; 0 = no clamping.
   std::array<std::atomic<uint16_t>, kMaxTunnels> mss4{}, mss6{};
   VirtualMacs virtual_macs;
+  // Flow audit: every Nth packet a worker routes is sampled into its flow
+  // ring (flow_sample.hpp); 0: off.
+  std::atomic<uint32_t> flow_sampling{0};
 };
 
 inline constexpr uint16_t kBurst = 32;
@@ -137,8 +141,10 @@ class Pipeline {
  public:
   // tx_queue: the TX queue this worker owns on every port.
   // misses: where unresolved neighbours are reported (may be null).
+  // flows: where flow-audit samples go (null: with sampling on, each
+  // sample counts as ring full).
   Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters, const LiveState* health,
-           rte_ring* misses = nullptr);
+           rte_ring* misses = nullptr, rte_ring* flows = nullptr);
   ~Pipeline();  // frees whatever is still buffered
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -179,6 +185,7 @@ class Pipeline {
     uint32_t dst4 = 0;             // IPv4: the destination in host byte order (the lookup key)
     const uint8_t* dst = nullptr;  // the destination address in the packet
     uint32_t nh = 0;               // the tenant FIB's answer
+    uint32_t hop = 0;              // out of a tunnel: its peer << 16 | the line's slot
   };
   static constexpr int32_t kPortOfMbuf = -1;  // rx_port: each mbuf's `port`
   void processAll(const ForwardingTables& t, rte_mbuf** pkts, uint16_t n, int32_t rx_port);
@@ -189,6 +196,8 @@ class Pipeline {
   bool checkL3(const ForwardingTables& t, Packet& p);
   void lookup(const ForwardingTables& t, Packet* ps, unsigned n);
   void route(const ForwardingTables& t, Packet& p);
+  // route() for a burst while flow audit samples 1-in-every (flow_sample.hpp).
+  void routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, uint32_t every);
   // The stages for one packet (an ICMP error the gateway made).
   void forward(const ForwardingTables& t, rte_mbuf* m, uint16_t tenant, uint16_t rx_port,
                Origin origin);
@@ -284,6 +293,12 @@ class Pipeline {
   std::array<rte_eth_dev_tx_buffer*, kMaxPorts> tx_{};
   uint32_t pending_mask_ = 0;  // ports whose buffer holds packets
   rte_ring* misses_ = nullptr;
+  // Flow audit: the ring, the packets left until the next sample, and the
+  // peer << 16 | line slot that the last encapsulation used.
+  static constexpr uint32_t kNoHop = 0xffffffffu;
+  rte_ring* flows_ = nullptr;
+  uint32_t sample_left_ = 1;
+  uint32_t last_hop_ = kNoHop;
   struct Held {
     rte_mbuf* m = nullptr;
     uint16_t port = 0;

@@ -14,6 +14,22 @@ struct rte_mempool;
 
 namespace mcgw::engine {
 
+// A port's device counters (rte_eth_stats), one list for PortStatus, the
+// JSON views (counters.<member>) and /metrics (mcgw_port_<metric>_total):
+// X(member, metric, what it counts).
+#define MCGW_PORT_COUNTERS(X)                                                                   \
+  X(rx_packets, "rx_packets", "packets the device received")                                    \
+  X(tx_packets, "tx_packets", "packets the device sent")                                        \
+  X(rx_bytes, "rx_bytes", "bytes the device received")                                          \
+  X(tx_bytes, "tx_bytes", "bytes the device sent")                                              \
+  X(rx_missed, "rx_missed_packets", "packets the device dropped: its receive queues were full") \
+  X(rx_errors, "rx_errors", "erroneous packets received")                                       \
+  X(tx_errors, "tx_errors", "packets the device failed to send")                                \
+  X(rx_nombuf, "rx_nombuf", "receive buffer allocation failures")
+
+// mcgw's DPDK owner identity (rte_eth_dev_owner): every open Port's.
+uint64_t ownerId();
+
 struct PortStatus {
   std::string name;
   std::string device;
@@ -25,8 +41,9 @@ struct PortStatus {
   uint16_t mtu = 0;
   std::string mac;
   uint16_t rx_queues = 0;
-  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
-  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+#define MCGW_PORT_COUNTER_MEMBER(member, ...) uint64_t member = 0;
+  MCGW_PORT_COUNTERS(MCGW_PORT_COUNTER_MEMBER)
+#undef MCGW_PORT_COUNTER_MEMBER
 };
 
 class Port {

@@ -51,6 +51,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include <algorithm>
 #include <array>
@@ -615,7 +616,7 @@ class PipelineBurstTest : public ::testing::Test {
   // once per worker; the test keeps below that so none is rate limited).
   void newPipeline() {
     pipeline_.reset();
-    pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_);
+    pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_, nullptr, flows_);
     icmp_budget_ = 90;
   }
 
@@ -1382,6 +1383,7 @@ class PipelineBurstTest : public ::testing::Test {
   LiveState health_;
   std::unique_ptr<WorkerCounters> counters_;
   std::unique_ptr<Pipeline> pipeline_;
+  rte_ring* flows_ = nullptr;  // flow-audit samples (FlowAuditSamples)
   unsigned icmp_budget_ = 0;
   // Tags start where no packet's IPv4 ID is 0 and grow: unique in a burst.
   uint16_t next_tag_ = 0x0101;
@@ -1512,6 +1514,95 @@ TEST_F(PipelineBurstTest, RandomMixes) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("random: %u bursts, %zu packets in %.2f s\n", bursts_, packets_, seconds);
+}
+
+// Flow audit at 1-in-1 (docs/monitoring.md, "Flow audit (IPFIX)"): every
+// kind's outputs and counters are as without sampling, and it leaves one
+// sample exactly when it came out of a tunnel and reached the route stage
+// (from-tunnel, the line it came in on) or went into a tunnel (to-tunnel,
+// the line chosen, also when the packet then proved too big), with its
+// tenant, family and ports; no other kind leaves one.
+TEST_F(PipelineBurstTest, FlowAuditSamplesWhatCrossesATunnel) {
+  flows_ = rte_ring_create_elem("pbt_flows", sizeof(FlowSample), 4096, SOCKET_ID_ANY,
+                                RING_F_SP_ENQ | RING_F_SC_DEQ);
+  ASSERT_NE(flows_, nullptr);
+  health_.flow_sampling.store(1);
+  newPipeline();
+  using Dir = FlowDirection;
+  struct Want {
+    Dir dir;
+    uint16_t line;
+  };
+  const std::map<std::string, Want> sampled = {
+      {"lan-to-tunnel-v4", {Dir::kToTunnel, ids_.line_slot}},
+      {"lan-to-tunnel-rss", {Dir::kToTunnel, ids_.line_slot}},
+      {"virtual-mac-to-tunnel", {Dir::kToTunnel, ids_.line_slot}},
+      {"syn-clamped", {Dir::kToTunnel, ids_.line_slot}},
+      {"t2-syn-not-clamped", {Dir::kToTunnel, ids_.line_slot}},
+      {"lan-to-tunnel-v6", {Dir::kToTunnel, ids_.line_slot}},
+      {"lan-to-tunnel-fragment", {Dir::kToTunnel, ids_.line_slot}},
+      {"too-big-df", {Dir::kToTunnel, ids_.line_slot}},
+      {"too-big-v6", {Dir::kToTunnel, ids_.line_slot}},
+      {"t2-lan-to-tunnel", {Dir::kToTunnel, ids_.line_slot}},
+      {"site-c-transit-to-site-b-rss", {Dir::kFromTunnel, ids_.line_c}},
+      {"site-c-tunnel-to-lan-v4", {Dir::kFromTunnel, ids_.line_c}},
+      {"tunnel-to-lan-v4", {Dir::kFromTunnel, ids_.line_slot}},
+      {"tunnel-to-lan-v6", {Dir::kFromTunnel, ids_.line_slot}},
+      {"ttl-expired-tunnel", {Dir::kFromTunnel, ids_.line_slot}},
+      {"tunnel-to-lan-fragmented", {Dir::kFromTunnel, ids_.line_slot}},
+      {"tunnel-to-lan-too-big-df", {Dir::kFromTunnel, ids_.line_slot}},
+      {"tunnel-to-lan-too-big-v6", {Dir::kFromTunnel, ids_.line_slot}},
+      {"tunnel-to-gateway", {Dir::kFromTunnel, ids_.line_slot}},
+      {"t2-tunnel-to-lan", {Dir::kFromTunnel, ids_.line_slot}},
+      // The port said the outer checksum was good: forwarded as such.
+      {"bad-outer-checksum-offload-good", {Dir::kFromTunnel, ids_.line_slot}},
+  };
+  // Every kind with the sample it leaves among its counters.
+  auto all = kinds();
+  size_t found = 0;
+  for (auto& [name, make] : all) {
+    const bool yes = sampled.count(name) != 0;
+    found += yes;
+    make = [make = make, yes](uint16_t tag) {
+      Case c = make(tag);
+      c.deltas["flow_samples"] += yes ? 1 : 0;
+      return c;
+    };
+  }
+  ASSERT_EQ(found, sampled.size()) << "a kind of the table is not among kinds()";
+  for (size_t k = 0; k < all.size(); ++k) {
+    SCOPED_TRACE(all[k].first);
+    ASSERT_TRUE(runKinds(all, {k}));
+    FlowSample got[2];
+    const unsigned n = rte_ring_sc_dequeue_burst_elem(flows_, got, sizeof(FlowSample), 2, nullptr);
+    auto want = sampled.find(all[k].first);
+    if (want == sampled.end()) {
+      EXPECT_EQ(n, 0u);
+      continue;
+    }
+    ASSERT_EQ(n, 1u);
+    const FlowSample& f = got[0];
+    EXPECT_EQ(f.direction, static_cast<uint8_t>(want->second.dir));
+    EXPECT_EQ(f.line, want->second.line);
+    EXPECT_EQ(tables_->tenants.at(f.tenant).name, all[k].first.rfind("t2-", 0) == 0 ? "t2" : "t1");
+    EXPECT_EQ(f.ip_version, all[k].first.find("v6") != std::string::npos ? 6 : 4);
+    EXPECT_NE(f.tsc, 0u);
+    EXPECT_GT(f.ip_len, 20u);
+  }
+  // All kinds in one burst, and twice over: the outputs as without sampling,
+  // one sample per tunnel-crossing packet.
+  std::vector<size_t> order(all.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    order[k] = k;
+  }
+  std::vector<size_t> twice = order;
+  twice.insert(twice.end(), order.begin(), order.end());
+  ASSERT_TRUE(runKinds(all, twice));
+  EXPECT_EQ(rte_ring_count(flows_), 2 * sampled.size());
+  health_.flow_sampling.store(0);
+  pipeline_.reset();
+  rte_ring_free(flows_);
+  flows_ = nullptr;
 }
 
 }  // namespace

@@ -307,5 +307,82 @@ TEST_F(PmtuNetns, SilentPeerIsNoAnswer) {
   EXPECT_EQ(a.tracker().view("c/v4")->counters.searches, 0u);
 }
 
+// Line quality over real sockets (probe types 3 and 4) with path MTU probing
+// off on both sides: each responder answers the other's quality probes (the
+// first one 5 s after the lines appear, since no path MTU probe tells that
+// a responder is there; then every 50 ms), IPv4 and IPv6: state ok, RTT >
+// 0, no loss, and each side counted what it answered.
+TEST_F(PmtuNetns, LineQualityWithPathMtuProbingOff) {
+  config::PathMtuConfig c = fastProbing();
+  c.probe = false;
+  c.quality_interval_ms = 50;
+  enter(b_);
+  PathMtuService b;
+  b.configure(
+      c, {line("a/v4", "100.64.3.1", "100.64.1.1"), line("a/v6", "fd00:64:3::1", "fd00:64:1::1")},
+      Clock::now());
+  enter(a_);
+  PathMtuService a;
+  a.configure(
+      c, {line("b/v4", "100.64.1.1", "100.64.3.1"), line("b/v6", "fd00:64:1::1", "fd00:64:3::1")},
+      Clock::now());
+  auto settled = [](const PathMtuService& s, const char* key) {
+    const QualityView* v = s.quality().view(key);
+    return v && v->state == QualityState::kOk && v->window10s.probes >= 20;
+  };
+  run({&a, &b}, seconds(12), [&] {
+    return settled(a, "b/v4") && settled(a, "b/v6") && settled(b, "a/v4") && settled(b, "a/v6");
+  });
+  for (const auto& [s, key] : std::vector<std::pair<PathMtuService*, const char*>>{
+           {&a, "b/v4"}, {&a, "b/v6"}, {&b, "a/v4"}, {&b, "a/v6"}}) {
+    const QualityView* v = s->quality().view(key);
+    ASSERT_NE(v, nullptr) << key;
+    EXPECT_EQ(v->state, QualityState::kOk) << key;
+    EXPECT_TRUE(v->peer_responds) << key;
+    EXPECT_GE(v->window10s.probes, 20u) << key;
+    EXPECT_EQ(v->window10s.lost, 0u) << key;
+    EXPECT_GT(v->window10s.rtt_ms_min, 0.0) << key;
+    EXPECT_LT(v->window10s.rtt_ms_max, 1000.0) << key;
+    EXPECT_EQ(v->counters.late + v->counters.duplicate + v->counters.unknown, 0u) << key;
+  }
+  EXPECT_GT(a.prober().counters().quality_requests_answered, 0u);
+  EXPECT_GT(b.prober().counters().quality_requests_answered, 0u);
+  EXPECT_EQ(a.prober().counters().quality_replies_unmatched, 0u);
+  EXPECT_EQ(a.prober().counters().malformed, 0u);
+  // Path MTU probing stayed off: no path MTU probe was sent.
+  EXPECT_EQ(a.prober().counters().sent, 0u);
+
+  // From B's VTEP to A's probe port: a truncated quality reply and an
+  // unknown type (malformed, counted), and a well-formed reply to no probe
+  // sent (unknown).  Nothing else changes.
+  enter(b_);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in src{}, dst{};
+  src.sin_family = dst.sin_family = AF_INET;
+  std::memcpy(&src.sin_addr, ip("100.64.3.1").bytes.data(), 4);
+  std::memcpy(&dst.sin_addr, ip("100.64.1.1").bytes.data(), 4);
+  dst.sin_port = htons(4788);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src), 0);
+  auto reply = encodeQuality({true, 999999, 1});
+  auto sendBytes = [&](const std::vector<std::byte>& p) {
+    return ::sendto(fd, p.data(), p.size(), 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst);
+  };
+  auto cut = reply;
+  cut.resize(20);
+  auto other = reply;
+  other[10] = std::byte{9};
+  EXPECT_EQ(sendBytes(cut), 20);
+  EXPECT_EQ(sendBytes(other), static_cast<ssize_t>(kQualityLength));
+  EXPECT_EQ(sendBytes(reply), static_cast<ssize_t>(kQualityLength));
+  ::close(fd);
+  const uint64_t answered = a.quality().view("b/v4")->counters.answered;
+  run({&a, &b}, milliseconds(300), [] { return false; });
+  EXPECT_EQ(a.prober().counters().malformed, 2u);
+  EXPECT_EQ(a.quality().view("b/v4")->counters.unknown, 1u);
+  EXPECT_GT(a.quality().view("b/v4")->counters.answered, answered);  // probing goes on
+  EXPECT_EQ(a.quality().view("b/v4")->window10s.lost, 0u);
+}
+
 }  // namespace
 }  // namespace mcgw::pmtu

@@ -498,6 +498,23 @@ std::vector<BrokenCase> brokenCases() {
                 "line-mode: active-backup\n    inner-mac: 03:00:00:00:00:01\n"}}),
        32, 16, "inner-mac 03:00:00:00:00:01 is not a unicast address (the multicast bit is set)",
        "peer[name='site-b']/inner-mac"},
+      {"SlaLossNotAPercentage",
+       edited({{"line-mode: active-backup\n",
+                "line-mode: active-backup\n    sla:\n      max-loss: 1\n"}}),
+       33, 0, "percentage such as 1% or 0.5%", "peer[name='site-b']/sla/max-loss"},
+      {"SlaWithoutALimit",
+       edited({{"line-mode: active-backup\n",
+                "line-mode: active-backup\n    sla:\n      hold-s: 10\n"}}),
+       33, 7, "sla of peer 'site-b' sets no limit: give max-loss, max-rtt-ms or max-jitter-ms",
+       "peer[name='site-b']/sla"},
+      {"SlaWithoutQualityProbes",
+       edited({{"line-mode: active-backup\n",
+                "line-mode: active-backup\n    sla:\n      max-loss: 1%\n"},
+               {"logging:\n", "path-mtu:\n  quality-interval-ms: 0\nlogging:\n"}}),
+       33, 7,
+       "sla of peer 'site-b' needs line quality probes at least every 500 ms "
+       "(path-mtu.quality-interval-ms is 0)",
+       "peer[name='site-b']/sla"},
       // --- gateways of one site
       {"SiteNamesAPeerOfAnotherSite",
        edited({{"line-mode: active-backup\n", "line-mode: active-backup\n    site: site-c\n"},
@@ -576,6 +593,9 @@ std::vector<BrokenCase> brokenCases() {
        edited({{"logging:\n", "path-mtu:\n  probe-port: 4789\nlogging:\n"}}), 64, 15,
        "expected an integer in 1..4788 or 4792..6080 or 6082..65535, found \"4789\"",
        "/mcgw:path-mtu/probe-port"},
+      {"QualityIntervalBelowTheMinimum",
+       edited({{"logging:\n", "path-mtu:\n  quality-interval-ms: 10\nlogging:\n"}}), 64, 24,
+       "expected an integer in 0 or 20..10000, found \"10\"", "/mcgw:path-mtu/quality-interval-ms"},
   };
 }
 

@@ -218,6 +218,7 @@ path-mtu:
   probe-timeout-ms: 500
   aging: 30
   probe-port: 5000
+  quality-interval-ms: 250
 )yaml",
                                 "new.yaml");
   ASSERT_TRUE(r.ok()) << describe(r.error());
@@ -250,7 +251,7 @@ path-mtu:
   EXPECT_FALSE(mcgw_peer->lines[0].next_hop.has_value());
 
   EXPECT_EQ(c.fast_path.idle_sleep_max_us, 0u);
-  EXPECT_EQ(c.path_mtu, (PathMtuConfig{false, 2, 500, 30, 5000}));
+  EXPECT_EQ(c.path_mtu, (PathMtuConfig{false, 2, 500, 30, 5000, 250}));
 }
 
 TEST(LoaderTest, LanPortCarriesTheOnlyTenant) {
@@ -362,6 +363,7 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_EQ(c->path_mtu.probe_timeout_ms, 1000u);
   EXPECT_EQ(c->path_mtu.aging_s, 600u);
   EXPECT_EQ(c->path_mtu.probe_port, 4788);
+  EXPECT_EQ(c->path_mtu.quality_interval_ms, 100u);
 }
 
 // The plan example: the etcd store over TLS, the operator's reserved

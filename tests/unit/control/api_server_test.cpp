@@ -6,8 +6,11 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -185,6 +188,76 @@ TEST(ApiServer, RequestTakenForLaterIsAnsweredWhenItsReplyComes) {
   auto s2 = status.get();
   ASSERT_TRUE(s2.ok()) << s2.error().message;
   EXPECT_EQ((*s2)["result"]["now"], true);
+  EXPECT_EQ(handled, 1);
+}
+
+// answerStreaming: a request answered at once by reply, one taken over by
+// take (the connection carries the answer line and then raw bytes, as
+// `mcgwctl capture` does), and one the streamer leaves to the handler.
+TEST(ApiServer, StreamingRequestsAreAnsweredTakenOverOrLeftToTheHandler) {
+  TempSocket sock;
+  int handled = 0;
+  Server server([&](const std::string&, const json&) {
+    ++handled;
+    return json{{"ok", true}, {"result", {{"handler", true}}}};
+  });
+  ASSERT_TRUE(server.listen(sock.path, "").ok());
+  auto loop = makeLoop();
+  server.attach(*loop);
+  int taken_fd = -1;
+  server.answerStreaming([&](const std::string& command, const json&, const Server::Reply& reply,
+                             const Server::Take& take) {
+    if (command == "refuse") {
+      reply(errorResponse("refused at once"));
+      return true;
+    }
+    if (command == "stream") {
+      taken_fd = take();
+      return true;
+    }
+    return false;
+  });
+  auto refused =
+      std::async(std::launch::async, [&] { return call(sock.path, "refuse", {}, 10000); });
+  serve(*loop, [&] { return refused.wait_for(0s) == std::future_status::ready; });
+  auto r = refused.get();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)["ok"], false);
+  EXPECT_EQ((*r)["error"]["message"], "refused at once");
+
+  auto other = std::async(std::launch::async, [&] { return call(sock.path, "status", {}, 10000); });
+  serve(*loop, [&] { return other.wait_for(0s) == std::future_status::ready; });
+  auto o = other.get();
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ((*o)["result"]["handler"], true);
+  EXPECT_EQ(handled, 1);
+
+  // Taken over: the server forgets the client; its new owner writes.
+  int c = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, sock.path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string req = R"({"version":1,"command":"stream","args":{}})"
+                          "\n";
+  ASSERT_EQ(::write(c, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  serve(*loop, [&] { return taken_fd >= 0; });
+  ASSERT_GE(taken_fd, 0);
+  const std::string stream = responseLine({{"ok", true}}) + "raw bytes";
+  ASSERT_EQ(::write(taken_fd, stream.data(), stream.size()), static_cast<ssize_t>(stream.size()));
+  ::close(taken_fd);
+  for (int i = 0; i < 5; ++i) {
+    loop->runOnce(10ms);  // nothing of the server touches it any more
+  }
+  std::string got;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(c, buf, sizeof buf)) > 0) {
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(c);
+  EXPECT_EQ(got, R"({"ok":true,"version":1})"
+                 "\nraw bytes");
   EXPECT_EQ(handled, 1);
 }
 

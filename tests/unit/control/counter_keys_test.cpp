@@ -34,6 +34,8 @@ TEST(CounterKeysTest, EventCountersKeepTheirJsonKeys) {
       "mss.malformed",
       "vrrp.virtual_mac_frames",
       "sites.stand_in",
+      "flow_audit.samples",
+      "flow_audit.ring_full",
   };
   EXPECT_EQ(keys, expected);
 }

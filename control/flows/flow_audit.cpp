@@ -1,0 +1,246 @@
+#include "control/flows/flow_audit.hpp"
+
+#include <rte_cycles.h>
+
+#include <spdlog/spdlog.h>
+
+namespace mcgw::flows {
+
+namespace {
+
+// Samples taken per drain at most (the rest waits for the next one).
+constexpr size_t kMaxSamplesPerDrain = 1 << 16;
+
+}  // namespace
+
+FlowAudit::FlowAudit(config::ConfigPtr config, engine::Dataplane& dataplane)
+    : config_(std::move(config)), dp_(dataplane) {
+  tsc_hz_ = std::max<uint64_t>(1, rte_get_tsc_hz());
+  tsc0_ = rte_rdtsc();
+  wall0_ms_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+  if (auto e = exportersFor(config_->flow_audit); e) {
+    exporters_ = std::move(*e);
+  } else {
+    spdlog::error("flow audit: {}", e.error());
+  }
+}
+
+FlowAudit::~FlowAudit() {
+  timer_.reset();
+  dp_.setFlowSampling(0);
+  drain();
+  table_.flush(ended_);
+  exportEnded();
+}
+
+uint64_t FlowAudit::nowMs() const {
+  return sampleMs(rte_rdtsc());
+}
+
+uint64_t FlowAudit::sampleMs(uint64_t tsc) const {
+  const uint64_t d = tsc > tsc0_ ? tsc - tsc0_ : 0;
+  return wall0_ms_ + d / tsc_hz_ * 1000 + d % tsc_hz_ * 1000 / tsc_hz_;
+}
+
+Result<std::vector<std::unique_ptr<IpfixExporter>>, std::string> FlowAudit::exportersFor(
+    const config::FlowAuditConfig& next) {
+  std::vector<std::unique_ptr<IpfixExporter>> out;
+  for (const auto& c : next.collectors) {
+    auto open = IpfixExporter::open(c, 0);
+    if (!open) {
+      return unexpected("collector " + c.address.toString() + ":" + std::to_string(c.port) + ": " +
+                        open.error());
+    }
+    out.push_back(std::move(*open));
+  }
+  return out;
+}
+
+void FlowAudit::attach(core::EventLoop& loop) {
+  loop_ = &loop;
+  timer_ = loop.every(
+      std::chrono::duration_cast<std::chrono::microseconds>(kDrainPeriod), "flow-audit",
+      [this] { poll(); }, core::Priority::kNormal);
+  last_expire_ms_ = last_templates_ms_ = nowMs();
+  if (config_->flow_audit.enabled()) {
+    for (auto& e : exporters_) {
+      e->sendTemplates();
+    }
+    dp_.setFlowSampling(config_->flow_audit.sampling);
+    spdlog::info("flow audit: sampling 1-in-{}, {} collector(s)", config_->flow_audit.sampling,
+                 exporters_.size());
+  }
+  updateTimer();
+}
+
+void FlowAudit::updateTimer() {
+  if (timer_) {
+    timer_.setEnabled(!paused_ && config_->flow_audit.enabled());
+  }
+}
+
+void FlowAudit::setPaused(bool paused) {
+  paused_ = paused;
+  updateTimer();
+}
+
+void FlowAudit::drain() {
+  samples_.clear();
+  const size_t n = dp_.takeFlowSamples(samples_, kMaxSamplesPerDrain);
+  drained_ += n;
+  const uint32_t scale = std::max<uint32_t>(1, config_->flow_audit.sampling);
+  for (const auto& s : samples_) {
+    table_.add(s, sampleMs(s.tsc), scale, ended_);
+  }
+}
+
+void FlowAudit::poll() {
+  drain();
+  const uint64_t now = nowMs();
+  const auto& fa = config_->flow_audit;
+  if (now >= last_expire_ms_ + kExpireEveryMs) {
+    last_expire_ms_ = now;
+    table_.expire(now, uint64_t{fa.active_timeout_s} * 1000, uint64_t{fa.idle_timeout_s} * 1000,
+                  ended_);
+  }
+  if (now >= last_templates_ms_ + uint64_t{fa.template_refresh_s} * 1000) {
+    last_templates_ms_ = now;
+    for (auto& e : exporters_) {
+      e->sendTemplates();
+    }
+  }
+  exportEnded();
+}
+
+void FlowAudit::exportEnded() {
+  if (ended_.empty()) {
+    return;
+  }
+  const engine::ForwardingTables* t = dp_.tables();
+  std::vector<ExportFlow> out;
+  out.reserve(ended_.size());
+  for (const FlowRecord& r : ended_) {
+    ExportFlow x;
+    x.flow = r;
+    x.vrf = t && r.key.tenant < t->tenants.size() ? t->tenants[r.key.tenant].vni : 0;
+    x.sampling = std::max<uint32_t>(1, config_->flow_audit.sampling);
+    out.push_back(x);
+  }
+  ended_.clear();
+  for (auto& e : exporters_) {
+    e->send(out);  // failures are counted per collector
+  }
+  records_exported_ += out.size();
+}
+
+Result<bool, std::string> FlowAudit::prepare(const daemon::ReloadPlan& plan) {
+  pending_.reset();
+  Pending p;
+  p.next = plan.next;
+  if (!(plan.next->flow_audit.collectors == config_->flow_audit.collectors)) {
+    auto e = exportersFor(plan.next->flow_audit);
+    if (!e) {
+      return unexpected("flow audit: " + e.error());
+    }
+    p.exporters = std::move(*e);
+  }
+  pending_ = std::move(p);
+  return true;
+}
+
+void FlowAudit::apply() {
+  if (!pending_) {
+    return;
+  }
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  const auto& before = config_->flow_audit;
+  const auto& after = p.next->flow_audit;
+  if (after.sampling != before.sampling) {
+    // The records so far were counted at the old rate: they end now.
+    dp_.setFlowSampling(0);
+    drain();
+    table_.flush(ended_);
+    exportEnded();
+  }
+  if (!(after.collectors == before.collectors)) {
+    // Collectors that stay keep their exporter (sequence numbers, counters).
+    for (auto& fresh : p.exporters) {
+      for (auto& old : exporters_) {
+        if (old && old->collector() == fresh->collector()) {
+          fresh = std::move(old);
+          break;
+        }
+      }
+    }
+    for (auto& old : exporters_) {
+      if (old) {
+        removed_errors_ += old->stats().errors;
+        removed_lost_ += old->stats().lost;
+      }
+    }
+    exporters_ = std::move(p.exporters);
+  }
+  config_ = p.next;
+  if (after.enabled()) {
+    for (auto& e : exporters_) {
+      if (e->stats().templates == 0) {
+        e->sendTemplates();
+      }
+    }
+  }
+  dp_.setFlowSampling(after.sampling);
+  updateTimer();
+}
+
+void FlowAudit::abort() {
+  pending_.reset();
+}
+
+nlohmann::json FlowAudit::status() const {
+  using nlohmann::json;
+  const auto& fa = config_->flow_audit;
+  const engine::CountersSnapshot c = dp_.counters();
+  json collectors = json::array();
+  uint64_t errors = removed_errors_, lost = removed_lost_;
+  for (const auto& e : exporters_) {
+    const ExporterStats& s = e->stats();
+    errors += s.errors;
+    lost += s.lost;
+    collectors.push_back(
+        {{"address", e->collector().address.toString()},
+         {"port", e->collector().port},
+         {"records", s.records},
+         {"records_lost", s.lost},
+         {"template_sends", s.templates},
+         {"errors", s.errors},
+         {"last_error", s.last_error.empty() ? json(nullptr) : json(s.last_error)}});
+  }
+  json interfaces = json::array();
+  if (const engine::ForwardingTables* t = dp_.tables()) {
+    for (const auto& l : t->lines) {
+      interfaces.push_back(
+          {{"interface", lineInterface(l.slot)}, {"peer", l.peer}, {"line", l.name}});
+    }
+  }
+  return {{"enabled", fa.enabled()},
+          {"sampling", fa.sampling},
+          {"active_timeout_s", fa.active_timeout_s},
+          {"idle_timeout_s", fa.idle_timeout_s},
+          {"template_refresh_s", fa.template_refresh_s},
+          {"samples", c.flow_samples},
+          {"ring_full", c.flow_ring_full},
+          {"samples_drained", drained_},
+          {"flows_active", table_.size()},
+          {"flows_max", table_.capacity()},
+          {"flows_evicted", table_.evicted()},
+          {"records_exported", records_exported_},
+          {"records_lost", lost},
+          {"export_errors", errors},
+          {"collectors", collectors},
+          {"interfaces", interfaces}};
+}
+
+}  // namespace mcgw::flows
