@@ -164,6 +164,12 @@ void KernelSides::setUp() {
         spdlog::error("{}", errors_.back());
       }
     }
+    // The workers hold packets for at most 1 s while the kernel resolves a
+    // neighbour: a lost ARP request or neighbour solicitation (the first
+    // after a LAN link comes back) is sent again after 100 ms rather than
+    // the kernel's default 1 s.
+    writeSysctl("/proc/sys/net/ipv4/neigh/" + side.ifname + "/retrans_time_ms", "100");
+    writeSysctl("/proc/sys/net/ipv6/neigh/" + side.ifname + "/retrans_time_ms", "100");
     spdlog::info("port {}: kernel side {} (ifindex {}{})", pc.name, side.ifname, side.ifindex,
                  side.tap   ? ", TAP"
                  : side.xdp ? ", XDP program"

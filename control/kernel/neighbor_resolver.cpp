@@ -117,14 +117,23 @@ void NeighborResolver::reassert() {
       managed_own_.insert(e);
     }
   }
+  const auto now = std::chrono::steady_clock::now();
   for (auto it = host_managed_.begin(); it != host_managed_.end();) {
     auto n = table.find({it->first, it->second});
+    // Made afresh by resolveMisses a moment ago: its deletion is ours.
+    auto again = reprobed_.find(*it);
+    if (again != reprobed_.end() && now - again->second < std::chrono::seconds(1) &&
+        (n == table.end() || !(n->second.state & NUD_FAILED))) {
+      ++it;
+      continue;
+    }
     if (n == table.end() || (n->second.state & NUD_FAILED)) {
       if (n != table.end()) {
         if (auto r = rtnl::deleteNeighbor(it->first, it->second); !r) {
           spdlog::warn("{}", r.error());
         }
       }
+      reprobed_.erase(*it);
       it = host_managed_.erase(it);
     } else {
       ++it;
@@ -147,10 +156,34 @@ void NeighborResolver::resolveMisses(const std::vector<engine::NeighborMiss>& mi
     a.family = miss.v6 ? config::Family::V6 : config::Family::V4;
     std::copy_n(miss.address, miss.v6 ? 16 : 4, a.bytes.begin());
     Entry key{side->ifindex, a};
-    if (managed_.count(key) || host_managed_.count(key)) {
-      continue;  // already asked; the kernel answers when it can
+    if (managed_.count(key)) {
+      continue;  // a next hop: the kernel keeps it resolved
     }
-    if (asked >= kMaxResolutionsPerTick || host_managed_.size() >= kMaxHostResolutions) {
+    // An entry that failed (its probes went while the LAN link was down)
+    // would wait for the kernel's next managed probe, up to 5 s, whether
+    // this resolver made it or not: it is made afresh (a new entry is
+    // probed at once), at most every kReprobe.
+    const auto& table = monitor_->entries();
+    const auto n = table.find(key);
+    const bool failed = n != table.end() && (n->second.state & NUD_FAILED);
+    if (!failed && host_managed_.count(key)) {
+      continue;  // asked already; the kernel answers when it can
+    }
+    if (failed) {
+      const auto now = std::chrono::steady_clock::now();
+      auto& last = reprobed_[key];
+      if (now - last < kReprobe) {
+        continue;
+      }
+      last = now;
+      if (auto r = rtnl::deleteNeighbor(key.first, a); !r) {
+        spdlog::warn("{}", r.error());
+        continue;
+      }
+      spdlog::debug("resolving {} on {} again (it had failed)", a.toString(), side->ifname);
+    }
+    if (asked >= kMaxResolutionsPerTick ||
+        (host_managed_.size() >= kMaxHostResolutions && !host_managed_.count(key))) {
       ++resolutions_refused_;
       continue;
     }

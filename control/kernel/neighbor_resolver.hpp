@@ -63,6 +63,8 @@ class NeighborResolver : public daemon::Subsystem {
   static constexpr std::chrono::milliseconds kMissPeriod{20};
   static constexpr unsigned kMaxResolutionsPerTick = 64;
   static constexpr size_t kMaxHostResolutions = 1024;
+  // A host entry that failed is made afresh on a new miss at most this often.
+  static constexpr std::chrono::milliseconds kReprobe{100};
 
   // A reload: the next hops of the new config, once its kernel sides exist.
   std::string_view name() const override { return "neighbours"; }
@@ -84,9 +86,10 @@ class NeighborResolver : public daemon::Subsystem {
   config::ConfigPtr config_;
   config::ConfigPtr next_;
   std::unique_ptr<NeighborMonitor> monitor_;
-  std::set<Entry> managed_;       // next hops we keep resolved
-  std::set<Entry> managed_own_;   // ... whose entries we created
-  std::set<Entry> host_managed_;  // hosts asked for by misses
+  std::set<Entry> managed_;                                          // next hops we keep resolved
+  std::set<Entry> managed_own_;                                      // ... whose entries we created
+  std::set<Entry> host_managed_;                                     // hosts asked for by misses
+  std::map<Entry, std::chrono::steady_clock::time_point> reprobed_;  // host entries probed again
   uint64_t resolutions_refused_ = 0;
   std::function<void()> on_change_;
   // Last: they leave the loop before the monitor's socket closes.
