@@ -1054,6 +1054,33 @@ class Checker {
                 " needs at least one collector (flow-audit.collectors) to export to; 0 turns "
                 "flow audit off");
     }
+    for (const FlowCollector& c : f.collectors) {
+      const auto& b = c.address.bytes;
+      const char* why = nullptr;
+      if (c.address.family == Family::V4) {
+        const bool zero = b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] == 0;
+        const bool all = b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255;
+        why = zero                   ? "the unspecified address"
+              : all                  ? "the broadcast address"
+              : (b[0] & 0xf0) == 224 ? "a multicast address"
+                                     : nullptr;
+      } else {
+        bool zero = true;
+        for (uint8_t x : b) {
+          zero = zero && x == 0;
+        }
+        why = zero                                    ? "the unspecified address"
+              : b[0] == 0xff                          ? "a multicast address"
+              : b[0] == 0xfe && (b[1] & 0xc0) == 0x80 ? "a link-local address (no zone to send on)"
+                                                      : nullptr;
+      }
+      if (why) {
+        const std::string a = c.address.toString();
+        error("/mcgw:flow-audit/collectors/collector" + keyPredicate("address", a) + "/address",
+              "flow-audit: collector " + a + " is " + why +
+                  "; a collector needs a unicast address the gateway can send IPFIX to");
+      }
+    }
     if (f.idle_timeout_s > f.active_timeout_s) {
       error("/mcgw:flow-audit/idle-timeout",
             "flow-audit: idle-timeout " + std::to_string(f.idle_timeout_s) +

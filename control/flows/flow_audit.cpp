@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <ctime>
+
 namespace mcgw::flows {
 
 namespace {
@@ -16,10 +18,7 @@ constexpr size_t kMaxSamplesPerDrain = 1 << 16;
 FlowAudit::FlowAudit(config::ConfigPtr config, engine::Dataplane& dataplane)
     : config_(std::move(config)), dp_(dataplane) {
   tsc_hz_ = std::max<uint64_t>(1, rte_get_tsc_hz());
-  tsc0_ = rte_rdtsc();
-  wall0_ms_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+  anchorClock();
   if (auto e = exportersFor(config_->flow_audit); e) {
     exporters_ = std::move(*e);
   } else {
@@ -30,18 +29,33 @@ FlowAudit::FlowAudit(config::ConfigPtr config, engine::Dataplane& dataplane)
 FlowAudit::~FlowAudit() {
   timer_.reset();
   dp_.setFlowSampling(0);
+  anchorClock();
   drain();
   table_.flush(ended_);
   exportEnded();
 }
 
-uint64_t FlowAudit::nowMs() const {
-  return sampleMs(rte_rdtsc());
+void FlowAudit::anchorClock() {
+  tsc0_ = rte_rdtsc();
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  wall0_ms_ = static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
+uint64_t FlowAudit::nowMs() const {
+  return wall0_ms_;
+}
+
+// A sample's time: its TSC relative to the latest (TSC, CLOCK_REALTIME)
+// pair, taken on every poll, so the TSC's drift against the wall clock
+// (and steps of the wall clock) never add up over a sample's few ms.
 uint64_t FlowAudit::sampleMs(uint64_t tsc) const {
-  const uint64_t d = tsc > tsc0_ ? tsc - tsc0_ : 0;
-  return wall0_ms_ + d / tsc_hz_ * 1000 + d % tsc_hz_ * 1000 / tsc_hz_;
+  auto ms = [this](uint64_t d) { return d / tsc_hz_ * 1000 + d % tsc_hz_ * 1000 / tsc_hz_; };
+  if (tsc >= tsc0_) {
+    return wall0_ms_ + ms(tsc - tsc0_);
+  }
+  const uint64_t back = ms(tsc0_ - tsc);
+  return wall0_ms_ > back ? wall0_ms_ - back : 0;
 }
 
 Result<std::vector<std::unique_ptr<IpfixExporter>>, std::string> FlowAudit::exportersFor(
@@ -63,6 +77,7 @@ void FlowAudit::attach(core::EventLoop& loop) {
   timer_ = loop.every(
       std::chrono::duration_cast<std::chrono::microseconds>(kDrainPeriod), "flow-audit",
       [this] { poll(); }, core::Priority::kNormal);
+  anchorClock();
   last_expire_ms_ = last_templates_ms_ = nowMs();
   if (config_->flow_audit.enabled()) {
     for (auto& e : exporters_) {
@@ -97,6 +112,7 @@ void FlowAudit::drain() {
 }
 
 void FlowAudit::poll() {
+  anchorClock();
   drain();
   const uint64_t now = nowMs();
   const auto& fa = config_->flow_audit;
@@ -118,14 +134,12 @@ void FlowAudit::exportEnded() {
   if (ended_.empty()) {
     return;
   }
-  const engine::ForwardingTables* t = dp_.tables();
   std::vector<ExportFlow> out;
   out.reserve(ended_.size());
   for (const FlowRecord& r : ended_) {
     ExportFlow x;
     x.flow = r;
-    x.vrf = t && r.key.tenant < t->tenants.size() ? t->tenants[r.key.tenant].vni : 0;
-    x.sampling = std::max<uint32_t>(1, config_->flow_audit.sampling);
+    x.vrf = r.key.vni;  // taken with the sample: right across reloads
     out.push_back(x);
   }
   ended_.clear();
@@ -161,6 +175,7 @@ void FlowAudit::apply() {
   if (after.sampling != before.sampling) {
     // The records so far were counted at the old rate: they end now.
     dp_.setFlowSampling(0);
+    anchorClock();
     drain();
     table_.flush(ended_);
     exportEnded();
@@ -192,7 +207,8 @@ void FlowAudit::apply() {
     }
   }
   dp_.setFlowSampling(after.sampling);
-  updateTimer();
+  // The drain timer is the loop's: setPaused(false) after the reload
+  // enables or disables it for the new config (apply() runs off the loop).
 }
 
 void FlowAudit::abort() {

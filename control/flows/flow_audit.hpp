@@ -60,6 +60,9 @@ class FlowAudit : public daemon::Subsystem {
   nlohmann::json status() const;
 
  private:
+  // A fresh (TSC, CLOCK_REALTIME) pair: every poll, before the drain.
+  void anchorClock();
+  // The wall-clock time of the latest pair (ms since the epoch).
   uint64_t nowMs() const;
   uint64_t sampleMs(uint64_t tsc) const;
   void drain();
@@ -79,11 +82,13 @@ class FlowAudit : public daemon::Subsystem {
   std::vector<std::unique_ptr<IpfixExporter>> exporters_;
   std::vector<engine::FlowSample> samples_;  // reused by every drain
   std::vector<FlowRecord> ended_;            // records ended, to export
-  // The clock: TSC to milliseconds since the epoch, anchored once.
+  // The clock: TSC to milliseconds since the epoch, anchored every poll.
   uint64_t tsc0_ = 0, tsc_hz_ = 1, wall0_ms_ = 0;
   uint64_t last_expire_ms_ = 0, last_templates_ms_ = 0;
   uint64_t drained_ = 0;
-  uint64_t records_exported_ = 0;  // records ended and handed to every collector
+  // Records ended and handed to the collectors (each collector's own
+  // records / records_lost say which got them).
+  uint64_t records_exported_ = 0;
   // Export errors and lost records of collectors a reload removed.
   uint64_t removed_errors_ = 0, removed_lost_ = 0;
   struct Pending {

@@ -15,7 +15,7 @@ size_t FlowKeyHash::operator()(const FlowKey& k) const {
       h = (h ^ b[i]) * 1099511628211ull;
     }
   };
-  mix(&k.tenant, sizeof k.tenant);
+  mix(&k.vni, sizeof k.vni);
   mix(&k.peer, sizeof k.peer);
   mix(&k.line, sizeof k.line);
   mix(&k.src_port, sizeof k.src_port);
@@ -30,7 +30,7 @@ size_t FlowKeyHash::operator()(const FlowKey& k) const {
 
 FlowKey keyOf(const engine::FlowSample& s) {
   FlowKey k;
-  k.tenant = s.tenant;
+  k.vni = s.vni;
   k.peer = s.peer;
   k.line = s.line;
   k.src_port = s.src_port;

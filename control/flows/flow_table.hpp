@@ -1,6 +1,6 @@
 // Flow audit's aggregation (docs/monitoring.md, "Flow audit (IPFIX)"): the
 // workers' samples (engine::FlowSample) become flow records keyed by
-// tenant, 5-tuple, direction, peer and line, with packets and bytes scaled
+// tenant (its VNI), 5-tuple, direction, peer and line, with packets and bytes scaled
 // by the sampling rate (each sample stands for N packets), the first and
 // last time seen and the OR of the TCP flags.  A record ends and is
 // exported after the idle timeout without a sample, or the active timeout
@@ -26,7 +26,7 @@ namespace mcgw::flows {
 inline constexpr size_t kMaxFlows = 65536;
 
 struct FlowKey {
-  uint16_t tenant = 0;
+  uint32_t vni = 0;  // the tenant's (ingressVRFID)
   uint16_t peer = 0;
   uint16_t line = 0;
   uint16_t src_port = 0;

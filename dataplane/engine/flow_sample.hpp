@@ -19,7 +19,8 @@ struct FlowSample {
   uint64_t tsc = 0;        // rte_rdtsc() of the burst
   uint8_t src[16] = {};    // IPv4: the first 4 bytes, the rest zero
   uint8_t dst[16] = {};    //
-  uint16_t tenant = 0;     // index into ForwardingTables::tenants
+  uint32_t vni = 0;        // the tenant's VNI (an index would go stale with a reload)
+  uint16_t tenant = 0;     // index into ForwardingTables::tenants when it was taken
   uint16_t peer = 0;       // index into the config's peers (TunnelEntry::peer)
   uint16_t line = 0;       // the line's counter slot (LineEntry::slot)
   uint16_t src_port = 0;   // TCP / UDP / SCTP ports (host order); 0 otherwise
@@ -30,7 +31,7 @@ struct FlowSample {
   uint8_t protocol = 0;    // IPv6: the first next header (extension headers are not walked)
   uint8_t tcp_flags = 0;   // the TCP flags byte (FIN 0x01 ... CWR 0x80); 0 for other protocols
 };
-static_assert(sizeof(FlowSample) == 56 && sizeof(FlowSample) % 4 == 0, "an rte_ring element");
+static_assert(sizeof(FlowSample) == 64 && sizeof(FlowSample) % 4 == 0, "an rte_ring element");
 
 // How many samples a worker's ring holds (the control plane drains it every
 // kFlowDrainMs, control/flows).

@@ -284,6 +284,7 @@ void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, u
     FlowSample s{};
     s.tsc = now;
     s.tenant = p.tenant;
+    s.vni = t.tenants[p.tenant].vni;
     fillFlowSample(s, rte_pktmbuf_mtod(p.m, const uint8_t*) + kEth, p.l3_len, p.v6);
     last_hop_ = kNoHop;
     route(t, p);
@@ -805,7 +806,11 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     chosen = &t.lines[healthy[n == 1 ? 0 : (flow_hash >> 16) % n]];
   }
   const LineEntry& line = *chosen;
-  last_hop_ = uint32_t{tunnel.peer} << 16 | line.slot;  // for flow audit
+  // For flow audit: not for a packet the gateway made (an ICMP error about
+  // a LAN-to-LAN packet would make its sample look like one into a tunnel).
+  if (origin != Origin::kGateway) {
+    last_hop_ = uint32_t{tunnel.peer} << 16 | line.slot;
+  }
   // Sources are mapped on the way in from the tenant's side only: a packet
   // out of another tunnel (a hub's transit) comes from another site, whose
   // addresses may well be the same real range.

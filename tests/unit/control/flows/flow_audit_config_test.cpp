@@ -93,6 +93,28 @@ TEST(FlowAuditConfig, IdleLongerThanActiveIsRefused) {
       << errors(r);
 }
 
+TEST(FlowAuditConfig, CollectorsMustBeUnicast) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"0.0.0.0", "is the unspecified address"}, {"255.255.255.255", "is the broadcast address"},
+      {"239.1.2.3", "is a multicast address"},   {"\"::\"", "is the unspecified address"},
+      {"ff02::1", "is a multicast address"},     {"fe80::1", "is a link-local address"},
+  };
+  for (const auto& [address, why] : cases) {
+    LoadResult r = load(std::string("flow-audit:\n  sampling: 10\n  collectors:\n    - address: ") +
+                        address + "\n");
+    ASSERT_FALSE(r.ok()) << address;
+    EXPECT_NE(errors(r).find("flows.yaml:17:"), std::string::npos) << address << ": " << errors(r);
+    EXPECT_NE(errors(r).find(why), std::string::npos) << address << ": " << errors(r);
+    EXPECT_NE(errors(r).find("needs a unicast address"), std::string::npos) << errors(r);
+  }
+  // Unicast ones, global or not, are fine.
+  for (const char* address : {"10.9.0.1", "127.0.0.1", "2001:db8::9", "fd00::1"}) {
+    LoadResult r = load(std::string("flow-audit:\n  sampling: 10\n  collectors:\n    - address: ") +
+                        address + "\n");
+    EXPECT_TRUE(r.ok()) << address << ": " << errors(r);
+  }
+}
+
 TEST(FlowAuditConfig, OutOfRangeValuesAreRefused) {
   EXPECT_FALSE(load("flow-audit:\n  sampling: 1000001\n").ok());
   EXPECT_FALSE(load("flow-audit:\n  active-timeout: 0\n").ok());

@@ -19,6 +19,7 @@ using engine::FlowSample;
 FlowSample sample4(uint8_t last_src_octet, uint16_t sport, uint16_t len, uint8_t flags = 0x10,
                    FlowDirection dir = FlowDirection::kToTunnel, uint16_t line = 3) {
   FlowSample s;
+  s.vni = 1001;
   s.tenant = 1;
   s.peer = 2;
   s.line = line;
@@ -33,6 +34,28 @@ FlowSample sample4(uint8_t last_src_octet, uint16_t sport, uint16_t len, uint8_t
   s.ip_len = len;
   s.tcp_flags = flags;
   return s;
+}
+
+// The tenant is keyed by its VNI, taken with the sample: a reload that
+// renumbers the tenants (the same index, another tenant) neither merges
+// two tenants' flows nor exports one under the other's VNI.
+TEST(FlowTable, TenantsAreKeyedByVniNotByTheirIndex) {
+  FlowTable t;
+  std::vector<FlowRecord> ended;
+  t.add(sample4(1, 40000, 1500), 1000, 10, ended);
+  FlowSample other = sample4(1, 40000, 1500);
+  other.vni = 1002;  // after a reload: tenant index 1 is another tenant
+  t.add(other, 1100, 10, ended);
+  FlowSample moved = sample4(1, 40000, 1500);
+  moved.tenant = 0;  // the first tenant, renumbered by a reload
+  t.add(moved, 1200, 10, ended);
+  EXPECT_EQ(t.size(), 2u);
+  t.flush(ended);
+  ASSERT_EQ(ended.size(), 2u);
+  for (const auto& r : ended) {
+    EXPECT_EQ(r.packets, r.key.vni == 1001 ? 20u : 10u) << r.key.vni;
+    EXPECT_TRUE(r.key.vni == 1001 || r.key.vni == 1002) << r.key.vni;
+  }
 }
 
 TEST(FlowTable, AggregatesByKeyScaledByTheSamplingRate) {
@@ -63,7 +86,7 @@ TEST(FlowTable, AggregatesByKeyScaledByTheSamplingRate) {
   EXPECT_EQ(first->tcp_flags, 0x02 | 0x10 | 0x11);
   EXPECT_EQ(first->first_ms, 1000u);
   EXPECT_EQ(first->last_ms, 1200u);
-  EXPECT_EQ(first->key.tenant, 1);
+  EXPECT_EQ(first->key.vni, 1001u);
   EXPECT_EQ(first->key.peer, 2);
   EXPECT_EQ(t.size(), 0u);
 }

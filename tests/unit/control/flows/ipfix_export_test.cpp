@@ -40,11 +40,12 @@ uint64_t be64(const uint8_t* p) {
 struct Collector {
   int fd = -1;
   uint16_t port = 0;
-  Collector() {
+  explicit Collector(uint16_t at = 0) {
     fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(at);
     EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     socklen_t len = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
@@ -70,7 +71,7 @@ struct Collector {
 ExportFlow flow4() {
   ExportFlow x;
   FlowRecord& r = x.flow;
-  r.key.tenant = 0;
+  r.key.vni = 1001;
   r.key.line = 6;  // interface 7
   r.key.direction = static_cast<uint8_t>(engine::FlowDirection::kToTunnel);
   r.key.ip_version = 4;
@@ -87,7 +88,6 @@ ExportFlow flow4() {
   r.tcp_flags = 0x1b;
   r.end_reason = EndReason::kIdle;
   x.vrf = 1001;
-  x.sampling = 1000;
   return x;
 }
 
@@ -200,7 +200,8 @@ TEST(IpfixExport, MessagesFollowRfc7011) {
   }
   ASSERT_TRUE(templates.count(kTemplateIpv4));
   ASSERT_TRUE(templates.count(kTemplateIpv6));
-  const std::vector<uint16_t> v4 = {152, 153, 2, 1, 8, 12, 234, 10, 14, 305, 7, 11, 6, 4, 61, 136};
+  // No samplingPacketInterval (305): the counts are already scaled.
+  const std::vector<uint16_t> v4 = {152, 153, 2, 1, 8, 12, 234, 10, 14, 7, 11, 6, 4, 61, 136};
   std::vector<uint16_t> got4;
   for (auto& f : templates[kTemplateIpv4]) {
     got4.push_back(f.first);
@@ -219,7 +220,6 @@ TEST(IpfixExport, MessagesFollowRfc7011) {
   EXPECT_EQ(be32(f[234].data()), 1001u);
   EXPECT_EQ(be32(f[10].data()), 0u);
   EXPECT_EQ(be32(f[14].data()), 7u);
-  EXPECT_EQ(be32(f[305].data()), 1000u);
   EXPECT_EQ(be16(f[7].data()), 40000);
   EXPECT_EQ(be16(f[11].data()), 5201);
   EXPECT_EQ(be16(f[6].data()), 0x1b);
@@ -322,27 +322,93 @@ TEST(IpfixExport, TsharkDecodesEveryFieldAndNothingMalformed) {
   run("rm -rf " + std::string(dir));
 }
 
-TEST(IpfixExport, ASendThatFailsIsCountedAndTemplatesGoAgain) {
-  // A collector that is not there (a closed port on loopback): the ICMP
-  // port unreachable of one message fails the next send on the connected
-  // socket (libfixbuf only warns; the exporter counts it).
-  uint16_t closed;
+TEST(IpfixExport, ARefusedSendLosesItsBatchOnceBacksOffAndSendsTemplatesAgain) {
+  // A collector that is not there yet (a closed port on loopback): the
+  // ICMP port unreachable drawn by the templates' message fails the next
+  // send on the connected socket with ECONNREFUSED.
+  uint16_t port;
   {
     Collector gone;
-    closed = gone.port;
+    port = gone.port;
   }
-  auto e = IpfixExporter::open({*config::IpAddress::parse("127.0.0.1"), closed}, 0);
+  auto e = IpfixExporter::open({*config::IpAddress::parse("127.0.0.1"), port}, 0);
   ASSERT_TRUE(e) << e.error();
-  std::vector<ExportFlow> flows = {flow4()};
   const auto& s = (*e)->stats();
-  // The templates go in a message of their own; its port unreachable
-  // refuses the records' message, which is tried again on a new socket,
-  // templates first.
-  (*e)->send(flows);
-  EXPECT_GE(s.errors, 1u);
+  // 50 records: several messages (kMaxMessage), all lost with the first.
+  std::vector<ExportFlow> batch(50, flow4());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].flow.key.src_port = static_cast<uint16_t>(30000 + i);
+  }
+  const auto t0 = IpfixExporter::Clock::now();
+  EXPECT_FALSE((*e)->send(batch, t0));
+  EXPECT_EQ(s.templates, 1u);
+  EXPECT_EQ(s.errors, 1u) << "one failed message, then the rest of the batch dropped";
   EXPECT_NE(s.last_error.find("Connection refused"), std::string::npos) << s.last_error;
-  EXPECT_GE(s.templates, 2u);
-  EXPECT_EQ(s.records + s.lost, 1u);  // sent on the second try, or counted as lost
+  EXPECT_EQ(s.records, 0u);
+  EXPECT_EQ(s.lost, 50u);
+  EXPECT_TRUE((*e)->backingOff(t0 + kBackoff / 2));
+  // Backing off: nothing is tried, the records are lost (counted).
+  std::vector<ExportFlow> one = {flow4()};
+  one[0].flow.key.src_port = 40001;
+  EXPECT_FALSE((*e)->send(one, t0 + kBackoff / 2));
+  EXPECT_FALSE((*e)->sendTemplates(t0 + kBackoff / 2));
+  EXPECT_EQ(s.errors, 1u);
+  EXPECT_EQ(s.lost, 51u);
+  EXPECT_EQ(s.templates, 1u);
+  // The collector comes up; after the back-off the templates go first,
+  // then the record, once: nothing of the failed batch follows.
+  Collector c(port);
+  ASSERT_EQ(c.port, port);
+  EXPECT_TRUE((*e)->send(one, t0 + kBackoff)) << s.last_error;
+  EXPECT_EQ(s.errors, 1u);
+  EXPECT_EQ(s.templates, 2u);
+  EXPECT_EQ(s.records, 1u);
+  EXPECT_EQ(s.lost, 51u);
+  const auto messages = c.receive();
+  ASSERT_EQ(messages.size(), 2u);
+  Templates templates;
+  std::vector<std::pair<uint16_t, Datagram>> records;
+  for (const auto& m : messages) {
+    EXPECT_EQ(be32(&m[8]), 0u) << "sequence: no data record was sent before";
+    auto r = walk(m, templates);
+    records.insert(records.end(), r.begin(), r.end());
+  }
+  EXPECT_TRUE(templates.count(kTemplateIpv4));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(be16(fields(templates, kTemplateIpv4, records[0].second)[7].data()), 40001);
+  // Going on: the sequence number counts the record sent.
+  EXPECT_TRUE((*e)->send(one, t0 + kBackoff));
+  const auto next = c.receive();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(be32(&next[0][8]), 1u);
+  EXPECT_EQ(s.records, 2u);
+}
+
+TEST(IpfixExport, LargeBatchesAreSplitIntoMessagesThatFitTheMaximum) {
+  Collector c;
+  auto e = IpfixExporter::open({*config::IpAddress::parse("127.0.0.1"), c.port}, 0);
+  ASSERT_TRUE(e) << e.error();
+  std::vector<ExportFlow> batch;
+  for (int i = 0; i < 100; ++i) {
+    batch.push_back(i % 2 ? flow4() : flow6());
+    batch.back().flow.key.src_port = static_cast<uint16_t>(20000 + i);
+  }
+  ASSERT_TRUE((*e)->send(batch)) << (*e)->stats().last_error;
+  const auto messages = c.receive();
+  ASSERT_GE(messages.size(), 3u);
+  Templates templates;
+  size_t records = 0;
+  uint32_t sequence = 0;
+  for (const auto& m : messages) {
+    EXPECT_LE(m.size(), kMaxMessage);
+    EXPECT_EQ(be32(&m[8]), sequence);
+    const auto r = walk(m, templates);
+    sequence += static_cast<uint32_t>(r.size());
+    records += r.size();
+  }
+  EXPECT_EQ(records, 100u);
+  EXPECT_EQ((*e)->stats().records, 100u);
+  EXPECT_EQ((*e)->stats().lost, 0u);
 }
 
 }  // namespace
