@@ -102,7 +102,28 @@ struct LineConfig {
   // Overrides of bgp.bfd for this line's BGP session.
   std::optional<uint16_t> bfd_interval_ms;
   std::optional<uint8_t> bfd_multiplier;
+  // "encryption: none": clear text even when the peer's lines are encrypted.
+  bool clear_text = false;
   bool operator==(const LineConfig&) const = default;
+};
+
+// ESP on a peer's lines (peers[].encryption, docs/encryption.md).
+struct EncryptionConfig {
+  bool udp_encapsulation = false;  // RFC 3948, port 4500
+  uint32_t replay_window = 1024;
+  uint32_t lifetime_s = 3600;
+  uint64_t lifetime_bytes = uint64_t{1} << 40;
+  std::string static_keys;  // a key file; empty: TLS key agreement
+  bool operator==(const EncryptionConfig&) const = default;
+};
+
+// How keys are agreed (the top-level encryption section).
+struct KeyAgreementConfig {
+  std::string ca = "/etc/mcgw/tls/ca.pem";
+  std::string certificate = "/etc/mcgw/tls/gateway.pem";
+  std::string private_key = "/etc/mcgw/tls/gateway.key";
+  uint16_t port = 4794;
+  bool operator==(const KeyAgreementConfig&) const = default;
 };
 
 // Gateways (peers) of one remote site (`peers[].site`).
@@ -135,7 +156,10 @@ struct PeerConfig {
   // Destination MAC of inner Ethernet frames: what the peer's VTEP device
   // expects (a Linux VXLAN device's own MAC).  mcgw peers accept any.
   MacAddress inner_mac{{0x02, 0, 0, 0, 0, 0x01}};
-  std::optional<SlaConfig> sla;  // none: no SLA steering
+  std::optional<SlaConfig> sla;                // none: no SLA steering
+  std::optional<EncryptionConfig> encryption;  // none: clear text
+  // Whether line `l` (one of `lines`) is encrypted.
+  bool encrypts(const LineConfig& l) const { return encryption && !l.clear_text; }
   const std::string& siteName() const { return site.empty() ? name : site; }
   bool operator==(const PeerConfig&) const = default;
 };
@@ -360,6 +384,7 @@ struct Config {
   PathMtuConfig path_mtu;
   ApiConfig api;
   MetricsConfig metrics;
+  KeyAgreementConfig encryption;
   FlowAuditConfig flow_audit;
   LoggingConfig logging;
   StartupConfig startup;

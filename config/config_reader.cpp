@@ -176,6 +176,15 @@ Config buildConfig(lyd_node* tree) {
       s.hold_s = R::num<uint32_t>(sla, "hold-s", s.hold_s);
       pc.sla = s;
     }
+    if (lyd_node* enc = R::child(p, "encryption")) {
+      EncryptionConfig e;
+      e.udp_encapsulation = R::str(enc, "udp-encapsulation", "false") == "true";
+      e.replay_window = R::num<uint32_t>(enc, "replay-window", e.replay_window);
+      e.lifetime_s = R::num<uint32_t>(enc, "lifetime-s", e.lifetime_s);
+      e.lifetime_bytes = R::num<uint64_t>(enc, "lifetime-bytes", e.lifetime_bytes);
+      e.static_keys = R::str(enc, "static-keys");
+      pc.encryption = e;
+    }
     pc.tenants = R::strs(p, "tenants");
     for (lyd_node* l : R::children(R::child(p, "lines"), "line")) {
       std::string port = R::str(l, "port");
@@ -199,6 +208,7 @@ Config buildConfig(lyd_node* tree) {
       if (R::child(l, "bfd-multiplier")) {
         lc.bfd_multiplier = R::num<uint8_t>(l, "bfd-multiplier");
       }
+      lc.clear_text = R::str(l, "encryption", "peer") == "none";
       pc.lines.push_back(std::move(lc));
     }
     pc.inner_mac = R::mac(R::str(p, "inner-mac", "02:00:00:00:00:01"));
@@ -347,6 +357,14 @@ Config buildConfig(lyd_node* tree) {
   lyd_node* api = r.top("api");
   c.api = {R::str(api, "socket"), R::str(api, "group")};
   c.metrics.listen = R::str(r.top("metrics"), "listen");
+  {
+    lyd_node* e = r.top("encryption");
+    const KeyAgreementConfig d;
+    c.encryption.ca = R::str(e, "ca", d.ca);
+    c.encryption.certificate = R::str(e, "certificate", d.certificate);
+    c.encryption.private_key = R::str(e, "private-key", d.private_key);
+    c.encryption.port = R::num<uint16_t>(e, "port", d.port);
+  }
   {
     lyd_node* fa = r.top("flow-audit");
     const FlowAuditConfig d;

@@ -318,6 +318,14 @@ class Checker {
       }
       for (const auto& l : p.lines) {
         std::string lpath = path + "/lines/line" + keyPredicate("name", l.name);
+        // RFC 3948 is for NATs, which IPv6 underlays do not have; its UDP
+        // header would need a checksum there (RFC 8200 8.1).
+        if (p.encrypts(l) && p.encryption->udp_encapsulation &&
+            l.remote_vtep.family == Family::V6) {
+          error(path + "/encryption/udp-encapsulation",
+                "udp-encapsulation of peer " + q(p.name) + " is for IPv4 lines; line " + q(l.name) +
+                    " is IPv6 (set its encryption to none or use IPv4 VTEPs)");
+        }
         const PortConfig* port = c_.findPort(l.port);
         if (port && port->role != PortRole::kWan) {
           error(lpath + "/port", "line " + q(l.name) + " uses port " + q(l.port) +

@@ -13,8 +13,9 @@
  *   invalid or truncated IP header -> kernel (malformed)
  *   LAN port, VRRP (IP protocol 112) -> kernel (mcgwd reads VRRP through a
  *     packet socket on the port's kernel side, on every kind of port)
- *   destination is our VTEP: fragment -> kernel; UDP 4789/6081 -> DPDK;
- *                            anything else -> kernel (local)
+ *   destination is our VTEP: fragment -> kernel; UDP 4789/6081, ESP
+ *                            (IP protocol 50) and UDP 4500 (ESP in UDP)
+ *                            -> DPDK; anything else -> kernel (local)
  *   destination is a local address -> kernel
  *   (to a VTEP or local address: BGP or BFD while no AF_XDP socket is open
  *    -> dropped, so that routing shares the fast path's fate)
@@ -79,6 +80,8 @@ struct {
 #define IPPROTO_ICMPV6_ 58
 #define IPPROTO_FRAGMENT_ 44
 #define IPPROTO_VRRP_ 112
+#define IPPROTO_ESP_ 50
+#define MCGW_NATT_PORT 4500 /* ESP in UDP, RFC 3948 */
 
 static __always_inline void count(struct xdp_md* ctx, __u32 verdict) {
   struct mcgw_xdp_counter* c = bpf_map_lookup_elem(&mcgw_counters, &verdict);
@@ -263,13 +266,17 @@ int mcgw_xdp(struct xdp_md* ctx) {
     if (fragment) {
       return pass(ctx, MCGW_XDP_PASS_VTEP_FRAGMENT);
     }
+    /* Encrypted lines (docs/encryption.md): the fast path opens ESP. */
+    if (l4proto == IPPROTO_ESP_) {
+      return redirect(ctx, MCGW_XDP_REDIRECT_OVERLAY);
+    }
     if (l4proto == IPPROTO_UDP) {
       struct udphdr* udp = l4;
       if ((void*)(udp + 1) > data_end) {
         return pass(ctx, MCGW_XDP_PASS_MALFORMED);
       }
       if (udp->dest == bpf_htons(MCGW_XDP_VXLAN_PORT) ||
-          udp->dest == bpf_htons(MCGW_XDP_GENEVE_PORT)) {
+          udp->dest == bpf_htons(MCGW_XDP_GENEVE_PORT) || udp->dest == bpf_htons(MCGW_NATT_PORT)) {
         return redirect(ctx, MCGW_XDP_REDIRECT_OVERLAY);
       }
     }

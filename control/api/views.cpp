@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "control/api/protocol.hpp"
+#include "control/lines/mss_policy.hpp"
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/proto/tunnel.hpp"
 
@@ -49,6 +50,39 @@ std::string isoTime(pmtu::TimePoint t) {
 
 int64_t ageSeconds(pmtu::TimePoint t) {
   return std::chrono::duration_cast<std::chrono::seconds>(pmtu::Clock::now() - t).count();
+}
+
+// A line's ESP SAs (docs/encryption.md): the outbound one and those it
+// accepts, as the tables in force hold them.
+json lineEncryption(const engine::ForwardingTables& t, const engine::LineEntry& l) {
+  if (!l.encrypted) {
+    return {{"mode", "none"}};
+  }
+  const std::string key = l.peer + "/" + l.name;
+  auto sa = [](const engine::EspSa& a) {
+    json j = {{"spi", a.spi()},
+              {"generation", a.generation()},
+              {"age_s", ageSeconds(a.created())},
+              {"packets", a.packets()},
+              {"bytes", a.bytes()}};
+    if (const crypto::ReplayWindow* w = a.window()) {
+      j["replay_window"] = w->size();
+      j["highest_seq"] = w->highest();
+    } else {
+      j["last_seq"] = a.lastSeq();
+    }
+    return j;
+  };
+  json inbound = json::array();
+  for (const auto& a : t.sas) {
+    if (a->inbound() && a->line() == key) {
+      inbound.push_back(sa(*a));
+    }
+  }
+  return {{"mode", "esp-aes-256-gcm"},
+          {"udp_encapsulation", l.esp_udp},
+          {"outbound", l.esp ? sa(*l.esp) : json(nullptr)},
+          {"inbound", inbound}};
 }
 
 json pathMtuCounters(const pmtu::Counters& c) {
@@ -275,6 +309,11 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
       }
     }
   }
+  if (s.encryption) {
+    for (auto& p : s.encryption->problems()) {
+      reasons.push_back(std::move(p));
+    }
+  }
   for (const auto& e : s.kernel.errors()) {
     reasons.push_back(e);
   }
@@ -408,6 +447,7 @@ json statusView(const GatewayState& s, const daemon::DaemonFacts& d) {
           {"address_plan", addressPlanStatus(s)},
           {"vrrp", s.vrrp ? s.vrrp->view() : json({{"groups", json::array()}})},
           {"flow_audit", flows::statusOf(s.flows)},
+          {"encryption", s.encryption ? s.encryption->status() : json({{"lines", json::array()}})},
           {"routes", routeCounts(s)}};
 }
 
@@ -424,7 +464,8 @@ json tunnelsView(const GatewayState& s) {
       const bool up = s.dataplane.lineUp(l.slot);
       const pmtu::LineView* v = pathMtuOf(s, l);
       const unsigned path_mtu = pathMtuNow(s, l);
-      const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
+      const unsigned inner_mtu = lines::innerIpMtu(
+          {path_mtu, l.header.ipv6, l.header.encapsulation, l.encrypted, l.esp_udp});
       const config::LineConfig* lc = nullptr;
       for (const auto& x : peer->lines) {
         if (x.name == l.name) {
@@ -448,9 +489,9 @@ json tunnelsView(const GatewayState& s) {
                    {"quality", lineQuality(s, l)},
                    {"sla", lineSla(s, *peer, l)},
                    // The largest inner IP packet: the path MTU less the encapsulation
-                   // (tunnelOverhead counts the outer Ethernet header, the same size
-                   // as the inner one, which the path MTU carries).
-                   {"inner_mtu", path_mtu > overhead ? path_mtu - overhead : 0},
+                   // and, on an encrypted line, ESP (lines::innerIpMtu).
+                   {"inner_mtu", inner_mtu},
+                   {"encryption", lineEncryption(*t, l)},
                    {"mss4", s.dataplane.tunnelMss4(tu.slot)},
                    {"mss6", s.dataplane.tunnelMss6(tu.slot)},
                    {"up", up && l.resolved},

@@ -13,6 +13,7 @@
 #include "control/capture/capture_service.hpp"
 #include "control/daemon/daemon_facts.hpp"
 #include "control/daemon/forwarding_state.hpp"
+#include "control/encryption/encryption_service.hpp"
 #include "control/flows/flow_audit.hpp"
 #include "control/frr/frr_routing.hpp"
 #include "control/kernel/kernel_sides.hpp"
@@ -40,6 +41,7 @@ struct GatewayState {
   const vrrp::VrrpService* vrrp = nullptr;
   const capture::CaptureService* capture = nullptr;
   const flows::FlowAudit* flows = nullptr;  // flow audit (IPFIX)
+  const encryption::EncryptionService* encryption = nullptr;
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().

@@ -175,6 +175,14 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"up", "down"}));
 
+  std::string sa_peer, sa_line;
+  auto* sa_cmd = app.add_subcommand("sa", "ESP security associations of encrypted lines");
+  auto* sa_rekey = sa_cmd->add_subcommand(
+      "rekey", "Agree new keys for a line now (make-before-break: nothing is lost)");
+  sa_rekey->add_option("PEER", sa_peer, "Peer site")->required();
+  sa_rekey->add_option("LINE", sa_line, "Line of the peer")->required();
+  sa_cmd->require_subcommand(1);
+
   auto* audit = app.add_subcommand(
       "audit", "Compare FRR's RIB with the fast path's routes from FRR (exit 1 on a difference)");
   audit->add_flag("--json", as_json, "JSON (schema mcgw.audit/1)");
@@ -293,6 +301,14 @@ int main(int argc, char** argv) {
         std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n" : forTerminal(v.render(res)));
         return kOk;
       }
+    }
+    if (*sa_rekey) {
+      auto r = request(socket, "sa-rekey", rc, {{"peer", sa_peer}, {"line", sa_line}});
+      if (!r) {
+        return rc;
+      }
+      std::cout << forTerminal((*r)["result"].value("message", "")) << "\n";
+      return kOk;
     }
     if (*line_cmd) {
       auto r = request(socket, "set-line", rc,

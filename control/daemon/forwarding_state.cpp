@@ -89,6 +89,9 @@ engine::TablesInput ForwardingState::input(const config::Config& c,
                                            const std::map<std::string, engine::OpenPort>& ports) {
   std::vector<std::string> not_translated;
   auto in = tablesInput(c, ports, dataplane_.workers(), &not_translated);
+  if (sa_source_) {
+    in.sas = sa_source_();
+  }
   for (auto& [tenant, sources] : in.routes) {
     for (const auto& a : accepted_) {
       sources[engine::RouteSource::kLocal].push_back(localRoute(a));

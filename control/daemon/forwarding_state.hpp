@@ -3,6 +3,7 @@
 // The table builder's input changes (routes from sources) land here alone.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -64,6 +65,11 @@ class ForwardingState : public Subsystem {
   // All or nothing, as applyRoutes.
   Result<bool, std::string> setAccepted(const config::Config& config,
                                         const std::vector<config::IpAddress>& addresses);
+  // Where the tables' ESP SAs come from (the encryption subsystem); none:
+  // no SAs (an encrypted line carries nothing).
+  void setSaSource(std::function<std::map<std::string, engine::LineSas>()> source) {
+    sa_source_ = std::move(source);
+  }
   // Drops the FIBs and the neighbour table (DPDK memory) before the EAL goes.
   void clear() { builder_.clear(); }
   const engine::ForwardingTables* tables() const { return dataplane_.tables(); }
@@ -111,6 +117,7 @@ class ForwardingState : public Subsystem {
   size_t neighbors_left_out_ = 0;            // last logged
   std::vector<std::string> not_translated_;  // last logged
   std::vector<config::IpAddress> accepted_;  // setAccepted
+  std::function<std::map<std::string, engine::LineSas>()> sa_source_;
 };
 
 }  // namespace mcgw::daemon

@@ -233,6 +233,18 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   gw->kernel_->setSiteReachable(gw->vrrp_->siteReachableNow());
   gw->capture_ = std::make_unique<capture::CaptureService>(gw->config_, *gw->dataplane_);
   gw->flows_ = std::make_unique<flows::FlowAudit>(gw->config_, *gw->dataplane_);
+  gw->encryption_ = std::make_unique<encryption::EncryptionService>(
+      gw->config_, gw->dataplane_->workers(), gw->state_dir_, [g] {
+        auto r = g->forwarding_->publish(*g->config_);
+        if (!r) {
+          spdlog::warn("encryption: the new SAs wait for the next table build: {}", r.error());
+        }
+        return static_cast<bool>(r);
+      });
+  if (auto r = gw->encryption_->start(); !r) {
+    return fail(r.error());
+  }
+  gw->forwarding_->setSaSource([g] { return g->encryption_->sas(); });
   gw->metrics_ = std::make_unique<metrics::MetricsService>(gw->config_, [g] {
     metrics::CollectExtras x;
     x.file_differs = g->file_watch_.differs(g->path_, g->file_config_->checksum);
@@ -250,9 +262,10 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
 }
 
 Gateway::~Gateway() {
-  metrics_.reset();  // no scrape reads the subsystems from here on
-  capture_.reset();  // its callbacks leave the ports before they close
-  flows_.reset();    // its last records exported while the tables are there
+  metrics_.reset();     // no scrape reads the subsystems from here on
+  capture_.reset();     // its callbacks leave the ports before they close
+  flows_.reset();       // its last records exported while the tables are there
+  encryption_.reset();  // its key agreement's connections and loop sources
   vrrp_.reset();
   frr_.reset();  // its sources and sockets first
   lines_.reset();
@@ -269,8 +282,9 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_,     *dataplane_, *ports_,     *kernel_,    *neighbors_,    *lines_,
-          *forwarding_, frr_.get(),  plan_.get(), vrrp_.get(), capture_.get(), flows_.get()};
+  return {*config_,       *dataplane_,  *ports_,          *kernel_,    *neighbors_,
+          *lines_,        *forwarding_, frr_.get(),       plan_.get(), vrrp_.get(),
+          capture_.get(), flows_.get(), encryption_.get()};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -289,8 +303,10 @@ std::vector<Subsystem*> Gateway::subsystems() const {
   // The capture first: a reload that closes a captured port ends it before.
   // Metrics and the flow audit can fail too (a listen address or a
   // collector that cannot be opened): before the forwarding tables.
-  return {capture_.get(), ports_.get(),      lines_.get(),  frr_.get(),       metrics_.get(),
-          flows_.get(),   forwarding_.get(), kernel_.get(), neighbors_.get(), vrrp_.get()};
+  // Encryption before the tables: they are built with its prepared SAs.
+  return {capture_.get(), ports_.get(),     lines_.get(),      frr_.get(),
+          metrics_.get(), flows_.get(),     encryption_.get(), forwarding_.get(),
+          kernel_.get(),  neighbors_.get(), vrrp_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {
@@ -301,6 +317,7 @@ void Gateway::attach(core::EventLoop& loop) {
   vrrp_->attach(loop);
   metrics_->attach(loop);
   flows_->attach(loop);
+  encryption_->attach(loop);
   capture_->attach(loop);
 }
 
@@ -317,6 +334,7 @@ void Gateway::setPaused(bool paused) {
   metrics_->setPaused(paused);
   capture_->setPaused(paused);
   flows_->setPaused(paused);
+  encryption_->setPaused(paused);
   if (plan_) {
     plan_->setPaused(paused);
   }

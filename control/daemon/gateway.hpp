@@ -24,6 +24,7 @@
 #include "control/daemon/forwarding_state.hpp"
 #include "control/daemon/last_good.hpp"
 #include "control/daemon/subsystem.hpp"
+#include "control/encryption/encryption_service.hpp"
 #include "control/flows/flow_audit.hpp"
 #include "control/frr/frr_routing.hpp"
 #include "control/kernel/kernel_sides.hpp"
@@ -141,6 +142,10 @@ class Gateway {
   // `mcgwctl audit`: FRR's RIB against the fast path's; answered later, on
   // the loop thread.
   void audit(std::function<void(nlohmann::json)> reply) { frr_->audit(std::move(reply)); }
+  // `mcgwctl sa rekey PEER LINE`.
+  Result<std::string, std::string> rekeySa(const std::string& peer, const std::string& line) {
+    return encryption_->rekey(peer, line);
+  }
 
  private:
   Gateway() = default;
@@ -185,6 +190,7 @@ class Gateway {
   std::unique_ptr<metrics::MetricsService> metrics_;
   std::unique_ptr<capture::CaptureService> capture_;
   std::unique_ptr<flows::FlowAudit> flows_;
+  std::unique_ptr<encryption::EncryptionService> encryption_;
   metrics::ConfigFileWatch file_watch_;  // mcgw_config_file_differs
   core::EventLoop* loop_ = nullptr;
   std::chrono::system_clock::time_point started_at_;

@@ -67,6 +67,22 @@ json setLine(Gateway& gw, const json& args) {
   return ok({{"message", *r}});
 }
 
+// `mcgwctl sa rekey PEER LINE`: a new SA pair for an encrypted line now.
+json rekeySa(Gateway& gw, const json& args) {
+  auto peer = stringArg(args, "sa-rekey", "peer");
+  auto line = stringArg(args, "sa-rekey", "line");
+  for (const auto* r : {&peer, &line}) {
+    if (!*r) {
+      return api::errorResponse(r->error() + " (sa-rekey takes {\"peer\": NAME, \"line\": NAME})");
+    }
+  }
+  auto r = gw.rekeySa(*peer, *line);
+  if (!r) {
+    return api::errorResponse(r.error());
+  }
+  return ok({{"message", *r}});
+}
+
 // `show routes`, optionally only one tenant's, one source's, or the
 // prefixes inside one.
 json showRoutes(Gateway& gw, const json& args) {
@@ -141,6 +157,9 @@ const std::vector<Command>& commands() {
       {"set-line",
        {"peer", "line", "state"},
        [](Gateway& gw, const json& args, const auto&) { return setLine(gw, args); }},
+      {"sa-rekey",
+       {"peer", "line"},
+       [](Gateway& gw, const json& args, const auto&) { return rekeySa(gw, args); }},
   };
   return kCommands;
 }

@@ -15,7 +15,15 @@ struct LinePath {
   unsigned path_mtu = 1500;  // the underlay IP MTU now in force
   bool ipv6_outer = false;
   proto::Encapsulation encapsulation = proto::Encapsulation::kVxlan;
+  bool esp = false;      // encrypted (docs/encryption.md, "Overhead")
+  bool esp_udp = false;  // with RFC 3948 UDP encapsulation
 };
+
+// The largest inner IP packet a line carries at its path MTU: the outer
+// IP, UDP and tunnel headers and the inner Ethernet header taken off, and
+// with ESP its header, IV, ICV, pad length, next header and the padding that
+// aligns them (espMaxPayload).
+unsigned innerIpMtu(const LinePath& line);
 
 struct TunnelMss {
   uint16_t mss4 = 0;  // 0: no clamp (mss-clamp off)

@@ -126,7 +126,8 @@ void UnderlayLines::refreshMss(const engine::ForwardingTables& t) {
       for (unsigned i = 0; i < tu.n_lines; ++i) {
         const engine::LineEntry& l = t.lines[tu.lines[i]];
         const uint16_t mtu = dataplane_.linePathMtu(l.slot);
-        paths.push_back({mtu ? mtu : l.mtu, l.header.ipv6, l.header.encapsulation});
+        paths.push_back(
+            {mtu ? mtu : l.mtu, l.header.ipv6, l.header.encapsulation, l.encrypted, l.esp_udp});
       }
       mss = deriveMss(peer->mss_clamp, paths);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "control/lines/mss_policy.hpp"
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/proto/tunnel.hpp"
 #include "ebpf/xdp_maps.hpp"
@@ -334,10 +335,11 @@ void lineFamilies(FamilyBuilder& b, const api::GatewayState& s, const engine::Fo
       b.add("mcgw_line_bytes_total", d, static_cast<double>(v.bytes));
     }
     const unsigned path_mtu = pathMtuNow(s, l);
-    const unsigned overhead = proto::tunnelOverhead(l.header.ipv6, l.header.encapsulation);
     b.add("mcgw_line_mtu_bytes", k, l.mtu);
     b.add("mcgw_line_path_mtu_bytes", k, path_mtu);
-    b.add("mcgw_line_inner_mtu_bytes", k, path_mtu > overhead ? path_mtu - overhead : 0);
+    b.add("mcgw_line_inner_mtu_bytes", k,
+          lines::innerIpMtu(
+              {path_mtu, l.header.ipv6, l.header.encapsulation, l.encrypted, l.esp_udp}));
     qualityFamilies(b, k, s.lines.pathMtu().quality().view(l.peer + "/" + l.name));
     if (const config::PeerConfig* peer = s.config.findPeer(l.peer); peer && peer->sla) {
       const lines::SlaLineState* st = s.lines.sla().state(l.peer, l.name);

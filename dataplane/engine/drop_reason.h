@@ -28,6 +28,12 @@
   X(NOT_OVERLAY, "not-overlay", "non-overlay packet on a WAN port: not forwarded")               \
   X(NO_NEIGHBOR, "no-neighbor", "the next hop's MAC address is unknown")                         \
   X(NO_TENANT, "no-tenant", "arrived on a LAN port that carries no tenant")                      \
-  X(SEGMENTED, "segmented", "a frame in several buffers (larger than one mbuf)")
+  X(SEGMENTED, "segmented", "a frame in several buffers (larger than one mbuf)")                 \
+  X(ESP_UNKNOWN_SPI, "esp-unknown-spi", "ESP packet whose SPI is no inbound SA of its line")     \
+  X(ESP_AUTH, "esp-auth", "ESP packet whose ICV did not verify (forged, corrupted, wrong key)")  \
+  X(ESP_REPLAY, "esp-replay", "ESP packet already received or older than the replay window")     \
+  X(ESP_MALFORMED, "esp-malformed", "ESP packet too short, misaligned or with bad padding")      \
+  X(CLEAR_TEXT, "clear-text", "tunnel packet in clear text on an encrypted line")                \
+  X(ESP_ERROR, "esp-error", "OpenSSL failed to encrypt (never expected)")
 
 #endif

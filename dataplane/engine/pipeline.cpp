@@ -147,6 +147,20 @@ void put16(uint8_t* p, uint16_t v) {
   p[1] = static_cast<uint8_t>(v);
 }
 
+// The largest inner Ethernet frame a line carries at path MTU `mtu` (an
+// IP MTU): what is left after the outer IP, UDP and tunnel headers, or with
+// ESP the largest payload espMaxPayload allows less the tunnel's headers.
+inline size_t maxInnerFrame(const LineEntry& line, size_t mtu) {
+  if (!line.esp) [[likely]] {
+    const size_t outer = line.outer_len - line.outer_l3;  // outer IP and up
+    return mtu > outer ? mtu - outer : 0;
+  }
+  const size_t before = line.esp_at - line.outer_l3;     // IP (and the RFC 3948 UDP header)
+  const size_t tunnel = line.outer_len - line.outer_l4;  // the tunnel's UDP and VXLAN/Geneve
+  const size_t payload = mtu > before ? crypto::espMaxPayload(mtu - before) : 0;
+  return payload > tunnel ? payload - tunnel : 0;
+}
+
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
@@ -381,9 +395,24 @@ void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, u
     drop(m, DropReason::kBAD_CHECKSUM);
     return false;
   }
-  const bool verify = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD ||
-                      (m->packet_type & RTE_PTYPE_TUNNEL_MASK) != 0 ||
-                      !RTE_ETH_IS_IPV4_HDR(m->packet_type);
+  bool verify = (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD ||
+                (m->packet_type & RTE_PTYPE_TUNNEL_MASK) != 0 ||
+                !RTE_ETH_IS_IPV4_HDR(m->packet_type);
+  // ESP (pipeline_esp.cpp): opened in place into the plain tunnel packet,
+  // which then goes through decapsulation like any other; its outer header
+  // was not authenticated, but the SA's line must be the one its source
+  // address names.
+  int32_t esp_line = -1;
+  if (t.any_encrypted) [[unlikely]] {
+    const EspVerdict v = openEsp(t, m, &esp_line);
+    if (v == EspVerdict::kDropped) {
+      return false;
+    }
+    if (v == EspVerdict::kOpened) {
+      data = rte_pktmbuf_mtod(m, uint8_t*);
+      verify = false;
+    }
+  }
   DecapLookup decap{t, decap_memo_};
   DecapResult r;
   decapsulateInto(MutableBytes(reinterpret_cast<std::byte*>(data), m->data_len), decap, verify, r);
@@ -394,6 +423,12 @@ void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, u
   if (r.kind == DecapResult::Kind::kDrop) {
     drop(m, r.reason);
     return false;
+  }
+  if (t.any_encrypted) [[unlikely]] {
+    if (esp_line >= 0 ? decap.line != esp_line : t.lines[decap.line].encrypted) {
+      drop(m, esp_line >= 0 ? DropReason::kESP_UNKNOWN_SPI : DropReason::kCLEAR_TEXT);
+      return false;
+    }
   }
   const TunnelEntry& tunnel = t.tunnels[r.tenant];
   const uint16_t line_slot = t.lines[decap.line].slot;
@@ -735,7 +770,8 @@ void Pipeline::localPacket(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_p
 
 bool Pipeline::lineUsable(const ForwardingTables& t, uint16_t line) const {
   const LineEntry& l = t.lines[line];
-  return l.resolved && health_->up[l.slot].load(std::memory_order_relaxed);
+  return l.resolved && health_->up[l.slot].load(std::memory_order_relaxed) &&
+         (!l.encrypted || l.esp != nullptr);
 }
 
 bool Pipeline::tunnelUsable(const ForwardingTables& t, uint16_t slot) const {
@@ -821,11 +857,11 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   // The outer IP packet must fit the line's path MTU: the gateway never
   // fragments outer packets (RFC 7348 4.3).  The inner packet is
   // fragmented (IPv4 without DF) or answered with ICMP instead.
-  const size_t outer = line.outer_len - line.outer_l3;  // outer IP and up
   const uint16_t path_mtu = health_->path_mtu[line.slot].load(std::memory_order_relaxed);
   const size_t mtu = path_mtu ? path_mtu : line.mtu;
-  if (m->data_len + outer > mtu) [[unlikely]] {
-    const uint32_t inner_mtu = mtu > outer + kEth ? static_cast<uint32_t>(mtu - outer - kEth) : 0;
+  const size_t max_frame = maxInnerFrame(line, mtu);  // the inner Ethernet frame
+  if (m->data_len > max_frame) [[unlikely]] {
+    const uint32_t inner_mtu = max_frame > kEth ? static_cast<uint32_t>(max_frame - kEth) : 0;
     Fragments frags;
     const size_t n = tooBig(t, m, inner_mtu, tenant, rx_port, origin, frags);
     for (size_t i = 0; i < n; ++i) {
@@ -872,6 +908,9 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   uint8_t* ip = out + line.outer_l3;
   uint8_t* udp = out + line.outer_l4;
   const uint16_t udp_len = static_cast<uint16_t>(overhead - line.outer_l4 + inner_len);
+  // ESP: the trailer (padding, pad length, next header, ICV) counts in the
+  // outer IP length; the packet is sealed once the tunnel headers are in.
+  const size_t trailer = line.esp ? crypto::espTrailerLen(udp_len) : 0;
   put16(udp, proto::tunnelSourcePort(flow_hash));
   put16(udp + 4, udp_len);
   // The VNI: bytes 4..6 of the VXLAN and of the Geneve header.
@@ -880,14 +919,14 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   udp[8 + 6] = static_cast<uint8_t>(tunnel.vni);
   if (!line.header.ipv6) {
     ip[1] = tos;
-    const uint16_t total = static_cast<uint16_t>(overhead - line.outer_l3 + inner_len);
+    const uint16_t total = static_cast<uint16_t>(overhead - line.outer_l3 + inner_len + trailer);
     put16(ip + 2, total);
     put16(ip + 10, static_cast<uint16_t>(~proto::checksumFold(line.outer_sum + total + tos)));
   } else {
     const uint32_t vtf = 6u << 28 | static_cast<uint32_t>(tos) << 20 | (flow_hash & 0xfffff);
     put16(ip, static_cast<uint16_t>(vtf >> 16));
     put16(ip + 2, static_cast<uint16_t>(vtf));
-    put16(ip + 4, udp_len);
+    put16(ip + 4, static_cast<uint16_t>(overhead - line.outer_l3 - 40 + inner_len + trailer));
     // UDP over IPv6 carries a checksum (RFC 8200 8.1): the pseudo-header's
     // constant part, its length, and the datagram.
     // rte_raw_cksum sums native-order words: swapped, it is the sum of the
@@ -896,6 +935,9 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     uint32_t sum = line.outer_sum + udp_len + rte_be_to_cpu_16(rte_raw_cksum(udp, udp_len));
     uint16_t c = static_cast<uint16_t>(~proto::checksumFold(sum));
     put16(udp + 6, c == 0 ? 0xffff : c);
+  }
+  if (line.esp && !sealEsp(m, line, out, udp_len)) [[unlikely]] {
+    return;
   }
   runs_[kRunTunnelTx].add(counters_->tunnel_tx[tunnel.slot], inner_len);
   runs_[kRunLineTx].add(counters_->line_tx[line.slot], m->pkt_len);

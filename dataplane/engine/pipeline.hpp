@@ -234,6 +234,16 @@ class Pipeline {
   // an inline pre-check, the rest out of line.
   void clampSyn(rte_mbuf* m, const TunnelEntry& tunnel);
   void clampSynSlow(rte_mbuf* m, const TunnelEntry& tunnel, bool v6);
+  // ESP (pipeline_esp.cpp, docs/encryption.md).  openEsp: a WAN packet
+  // that is ESP (IP protocol 50, or UDP to 4500 without the non-ESP marker)
+  // is opened in place into the plain tunnel packet (eth, outer IP, the
+  // tunnel's UDP datagram) and *line set to its SA's line; dropped (and
+  // counted) when refused.  sealEsp: the packet's tunnel datagram
+  // (payload_len bytes at out + line.outer_l4) protected with the line's
+  // outbound SA, the trailer appended; false when dropped.
+  enum class EspVerdict : uint8_t { kNotEsp, kOpened, kDropped };
+  EspVerdict openEsp(const ForwardingTables& t, rte_mbuf* m, int32_t* line);
+  bool sealEsp(rte_mbuf* m, const LineEntry& line, uint8_t* out, size_t payload_len);
   void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
   void drop(rte_mbuf* m, DropReason why);
   void toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m, DropReason otherwise);

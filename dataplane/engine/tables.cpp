@@ -316,6 +316,41 @@ struct TablesBuilder::Tenant {
 
 namespace {
 
+// An encrypted line's outer headers: the ESP header and IV (and the RFC
+// 3948 UDP header) go between the IP header and the tunnel's UDP header
+// (transport mode over the outer IP: docs/encryption.md); the IP protocol
+// becomes ESP (or UDP); the SPI is written once, the sequence number and
+// the IV per packet.
+void addEspHeader(LineEntry& le) {
+  const size_t ip_len = le.header.ipv6 ? 40 : 20;
+  const size_t at = le.outer_l3 + ip_len;
+  const size_t natt = le.esp_udp ? crypto::kNatTUdpLen : 0;
+  const size_t insert = natt + crypto::kEspPrefixLen;
+  uint8_t* o = le.outer.data();
+  std::memmove(o + at + insert, o + at, le.outer_len - at);
+  std::memset(o + at, 0, insert);
+  if (le.esp_udp) {
+    o[at] = o[at + 2] = crypto::kNatTPort >> 8;
+    o[at + 1] = o[at + 3] = crypto::kNatTPort & 0xff;  // length per packet, checksum 0
+  }
+  le.esp_at = static_cast<uint8_t>(at + natt);
+  const uint32_t spi = le.esp->spi();
+  o[le.esp_at] = static_cast<uint8_t>(spi >> 24);
+  o[le.esp_at + 1] = static_cast<uint8_t>(spi >> 16);
+  o[le.esp_at + 2] = static_cast<uint8_t>(spi >> 8);
+  o[le.esp_at + 3] = static_cast<uint8_t>(spi);
+  le.outer_len = static_cast<uint8_t>(le.outer_len + insert);
+  le.outer_l4 = static_cast<uint8_t>(le.outer_l4 + insert);
+  uint8_t* ip = o + le.outer_l3;
+  const uint8_t ip_proto = le.esp_udp ? 17 : crypto::kIpProtoEsp;
+  if (!le.header.ipv6) {
+    ip[9] = ip_proto;  // total length, TOS and checksum are still zero
+    le.outer_sum = proto::checksumAdd(proto::Bytes(reinterpret_cast<const std::byte*>(ip), 20));
+  } else {
+    ip[6] = ip_proto;  // the tunnel's UDP checksum keeps its pseudo-header (next header 17)
+  }
+}
+
 using Topology = TablesBuilder::Topology;
 using Tenant = TablesBuilder::Tenant;
 
@@ -720,6 +755,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   std::vector<std::pair<uint64_t, uint16_t>> tunnel_keys;  // (peer << 32 | VNI, tunnel)
   std::vector<std::pair<uint32_t, ForwardingTables::VtepHit>> vtep4;
   std::vector<std::pair<std::array<uint8_t, 16>, ForwardingTables::VtepHit>> vtep6;
+  std::vector<std::pair<uint32_t, ForwardingTables::SaHit>> esp_in;
   for (size_t pi = 0; pi < c.peers.size(); ++pi) {
     const auto& peer = c.peers[pi];
     t->peer_names.push_back(peer.name);
@@ -779,6 +815,34 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
           le.outer_sum = proto::pseudoHeaderV6(ip + 8, ip + 24, 17, 0);
         }
       }
+      if (peer.encrypts(lc)) {
+        le.encrypted = true;
+        t->any_encrypted = true;
+        le.esp_udp = peer.encryption->udp_encapsulation;
+        if (auto it = input.sas.find(key); it != input.sas.end()) {
+          const LineSas& sas = it->second;
+          for (const auto& sa : sas.inbound) {
+            if (!sa || !sa->inbound()) {
+              continue;
+            }
+            for (const auto& [spi, other] : esp_in) {
+              if (spi == sa->spi()) {
+                return fail("line " + key + ": inbound SPI " + std::to_string(spi) +
+                            " is also line " + t->lines[other.line].peer + "/" +
+                            t->lines[other.line].name + "'s");
+              }
+            }
+            esp_in.emplace_back(sa->spi(),
+                                ForwardingTables::SaHit{sa.get(), uint16_t(t->lines.size())});
+            t->sas.push_back(sa);
+          }
+          if (sas.outbound && !sas.outbound->inbound()) {
+            le.esp = sas.outbound.get();
+            t->sas.push_back(sas.outbound);
+            addEspHeader(le);
+          }
+        }
+      }
       const ForwardingTables::VtepHit hit{static_cast<uint16_t>(pi),
                                           static_cast<uint16_t>(t->lines.size())};
       if (!le.header.ipv6) {
@@ -829,6 +893,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
   t->vtep4.build(vtep4);
+  t->esp_in.build(esp_in);
   t->vtep6.build(vtep6);
   t->tunnel_by_vni.build(tunnel_keys);
   // Stand-ins: the other gateways' tunnels of the same site and tenant,

@@ -24,6 +24,7 @@
 
 #include "config/config.hpp"
 #include "config/result.hpp"
+#include "dataplane/engine/esp_sa.hpp"
 #include "dataplane/engine/fib.hpp"
 #include "dataplane/engine/flat_index.hpp"
 #include "dataplane/engine/routes.hpp"
@@ -72,11 +73,20 @@ struct LineEntry {
   // The outer headers encoded once (VNI, lengths, TOS, source port and
   // checksums are patched per packet) and the constant part of the IPv4
   // header checksum or of the IPv6 UDP pseudo-header sum.
-  std::array<uint8_t, 72> outer{};
-  uint8_t outer_len = 0;  // the overhead a packet gains
+  // With ESP they include the ESP header and IV (and the RFC 3948 UDP
+  // header) between the IP and the tunnel's UDP header.
+  std::array<uint8_t, 112> outer{};
+  uint8_t outer_len = 0;  // the overhead a packet gains (before an ESP trailer)
   uint8_t outer_l3 = 0;   // where the outer IP header starts
-  uint8_t outer_l4 = 0;   // where the outer UDP header starts
+  uint8_t outer_l4 = 0;   // where the tunnel's UDP header starts
   uint32_t outer_sum = 0;
+  // ESP (docs/encryption.md).  An encrypted line sends tunnel packets only
+  // with its outbound SA (none yet: the line is not usable) and takes them
+  // only through one of its inbound SAs.
+  bool encrypted = false;
+  bool esp_udp = false;    // RFC 3948 UDP encapsulation
+  uint8_t esp_at = 0;      // where the ESP header starts in outer
+  EspSa* esp = nullptr;    // owned by the snapshot's `sas`
   std::string peer, name;  // "peer", "line"
   config::IpAddress next_hop;
 };
@@ -225,6 +235,16 @@ class ForwardingTables {
   FlatIndex<uint64_t, uint16_t> tunnel_by_vni;  // key: peer << 32 | VNI
   std::vector<std::vector<RxQueue>> poll;       // per worker
   std::vector<MappedEntry> mapped;              // every tenant's, in the input's order
+  // ESP: every SA the snapshot names (it keeps them alive), inbound SAs by
+  // SPI with the index of their line, and whether any line is encrypted
+  // (a WAN packet is looked at for ESP only then).
+  std::vector<std::shared_ptr<EspSa>> sas;
+  struct SaHit {
+    EspSa* sa = nullptr;
+    uint16_t line = 0;
+  };
+  FlatIndex<uint32_t, SaHit> esp_in;
+  bool any_encrypted = false;
   uint32_t idle_sleep_max_us = 200;
 
   // The MAC of a neighbour on a port (4 or 16 bytes at `address`).
@@ -335,6 +355,10 @@ struct TablesInput {
   // tenant); not filled by fromConfig.  Real ranges of one tenant must not
   // overlap, nor mapped ranges.
   std::map<std::string, std::vector<MappedRangeSpec>> mapped;
+  // By line ("peer/line"): the ESP SAs of encrypted lines (the control
+  // plane's key agreement); not filled by fromConfig.  A line that is
+  // encrypted and has none carries no tunnel packet.
+  std::map<std::string, LineSas> sas;
 
   // The config's sources: its static routes (distance 1), the open LAN
   // ports' subnets (connected, 0) and every open port's addresses as /32

@@ -757,6 +757,13 @@ class Options:
     # SLA steering (issue 17): the `sla` section of every peer of both
     # gateways, e.g. {"max-loss": "1%", "hold-s": 5}; None: none.
     sla: dict | None = None
+    # ESP between the mcgw gateways (issue 18): the `encryption` section of
+    # their peers, e.g. {"mode": "esp-aes-256-gcm"} (site C, a Linux VXLAN
+    # device, stays in clear text).  Without "static-keys" the lab makes a
+    # CA and one certificate per gateway, named as the other gateways call
+    # it (its site), in DIR/tls (make_tls), and sets the top-level
+    # `encryption` section to them.
+    encryption: dict | None = None
     log_level: str = "info"
     memory_mb: int = 512
     mbufs: int | None = None  # None: enough for the ports (see mbufs_for)
@@ -1419,9 +1426,11 @@ class Lab:
                 if ln.next_hop:
                     d["next-hop"] = ln.next_hop
                 lines.append(d)
+            mcgw_peer = any(p.name == other.site for other in t.gateways.values())
             peers.append({"name": p.name, "asn": p.asn, "site": p.site, "encapsulation": p.encap,
                           "lines": lines, "inner-mac": p.inner_mac,
-                          "sla": dict(o.sla) if o.sla else None})
+                          "sla": dict(o.sla) if o.sla else None,
+                          "encryption": dict(o.encryption) if o.encryption and mcgw_peer else None})
         bgp = plan = None
         if o.bgp and g.asn:
             confdir, rundir = self.frr_dirs(node)
@@ -1454,9 +1463,44 @@ class Lab:
             "metrics": {"listen": self.metrics_target(node)} if o.monitor else None,
             "path-mtu": dict(o.path_mtu) if o.path_mtu else None,
             "flow-audit": dict(o.flow_audit) if o.flow_audit else None,
+            "encryption": self.tls_section(node) if o.encryption and "static-keys" not in o.encryption
+            else None,
             "vrrp": [{k: v for k, v in grp.items() if v is not None} for grp in g.vrrp],
             "logging": {"level": o.log_level},
         }
+
+    def tls_section(self, node: str) -> dict:
+        """The top-level `encryption` section of gateway `node`: the files
+        make_tls wrote."""
+        d = self.dir / "tls"
+        return {"ca": str(d / f"{node}-ca.pem"), "certificate": str(d / f"{node}.pem"),
+                "private-key": str(d / f"{node}.key")}
+
+    def make_tls(self, node: str | None = None, ca: str = "lab-ca") -> None:
+        """Certificates for the TLS key agreement in DIR/tls: a CA `ca`
+        (made once) and, for `node` (None: every gateway), a key (mode 0600)
+        and a certificate signed by that CA whose DNS name is the gateway's
+        site (the peer name the other gateways give it); node-ca.pem is the
+        CA the gateway trusts.  A gateway given another CA than its peers
+        cannot agree keys with them."""
+        d = self.dir / "tls"
+        d.mkdir(mode=0o700, exist_ok=True)
+        ca_key, ca_pem = d / f"{ca}.key", d / f"{ca}.pem"
+        if not ca_pem.exists():
+            sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+               "-nodes", "-keyout", ca_key, "-out", ca_pem, "-days", "30", "-subj", f"/CN={ca}",
+               check=True)
+        for n in [node] if node else list(self.topo.gateways):
+            name = self.topo.gateways[n].site
+            key, csr, pem = d / f"{n}.key", d / f"{n}.csr", d / f"{n}.pem"
+            ext = d / f"{n}.ext"
+            ext.write_text(f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth,clientAuth\n")
+            sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+               "-keyout", key, "-out", csr, "-subj", f"/CN={name}", check=True)
+            sh("openssl", "x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key,
+               "-CAcreateserial", "-out", pem, "-days", "30", "-extfile", ext, check=True)
+            os.chmod(key, 0o600)
+            shutil.copyfile(ca_pem, d / f"{n}-ca.pem")
 
     def metrics_target(self, node: str) -> str:
         """Where gateway `node`'s /metrics listens (Options.monitor), as
@@ -1469,6 +1513,9 @@ class Lab:
         return head + to_yaml(self.gateway_config(node, fake_macs))
 
     def _write_configs(self) -> None:
+        o = self.options
+        if o.encryption and "static-keys" not in o.encryption and not (self.dir / "tls").exists():
+            self.make_tls()
         for node in self.topo.gateways:
             path = self.dir / f"{node}.yaml"
             path.write_text(self.render(node))

@@ -52,6 +52,38 @@ TEST(MssPolicyTest, LiteralTable) {
        {Mode::kAuto, 0},
        {{1400, true, Encapsulation::kVxlan}},
        {1290, 1270}},
+      // ESP (docs/encryption.md, "Overhead"): IP 20 | ESP 8 | IV 8 | UDP 8 |
+      // VXLAN 8 | inner frame | pad 0..3 | 2 | ICV 16; payload + 2 a multiple
+      // of 4.  1500: 1480 - 32 = 1448 -> payload 1446 -> frame 1430 -> 1416.
+      {"esp vxlan ipv4 1500",
+       {Mode::kAuto, 0},
+       {{1500, false, Encapsulation::kVxlan, true, false}},
+       {1376, 1356}},
+      // NAT-T: 8 more: 1440 -> 1438 -> 1422 -> 1408.
+      {"esp nat-t ipv4 1500",
+       {Mode::kAuto, 0},
+       {{1500, false, Encapsulation::kVxlan, true, true}},
+       {1368, 1348}},
+      // IPv6 outer: 1460 - 32 = 1428 -> 1426 -> 1410 -> 1396.
+      {"esp vxlan ipv6 1500",
+       {Mode::kAuto, 0},
+       {{1500, true, Encapsulation::kVxlan, true, false}},
+       {1356, 1336}},
+      // The padding: 1503 gives no more than 1500 (1451 rounds down to
+      // 1448), 1504 four bytes more.
+      {"esp 1503",
+       {Mode::kAuto, 0},
+       {{1503, false, Encapsulation::kVxlan, true, false}},
+       {1376, 1356}},
+      {"esp 1504",
+       {Mode::kAuto, 0},
+       {{1504, false, Encapsulation::kVxlan, true, false}},
+       {1380, 1360}},
+      // An encrypted line among clear ones decides.
+      {"esp lowest",
+       {Mode::kAuto, 0},
+       {v4_1500, {1500, false, Encapsulation::kGeneve, true, false}},
+       {1376, 1356}},
       // Off: no clamp at all.
       {"off", {Mode::kOff, 0}, {v4_1500}, {0, 0}},
       {"off without lines", {Mode::kOff, 0}, {}, {0, 0}},

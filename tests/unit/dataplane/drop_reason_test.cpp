@@ -44,11 +44,17 @@ constexpr Expected kExpected[] = {
     {R::kNO_NEIGHBOR, "no-neighbor"},
     {R::kNO_TENANT, "no-tenant"},
     {R::kSEGMENTED, "segmented"},
+    {R::kESP_UNKNOWN_SPI, "esp-unknown-spi"},
+    {R::kESP_AUTH, "esp-auth"},
+    {R::kESP_REPLAY, "esp-replay"},
+    {R::kESP_MALFORMED, "esp-malformed"},
+    {R::kCLEAR_TEXT, "clear-text"},
+    {R::kESP_ERROR, "esp-error"},
 };
 
 TEST(DropReason, NamesAndOrderAreTheLiteralList) {
-  ASSERT_EQ(kDropReasonCount, 21u);
-  ASSERT_EQ(std::size(kExpected), 21u);
+  ASSERT_EQ(kDropReasonCount, 27u);
+  ASSERT_EQ(std::size(kExpected), 27u);
   for (size_t i = 0; i < std::size(kExpected); ++i) {
     EXPECT_EQ(static_cast<size_t>(kExpected[i].reason), i) << kExpected[i].name;
     EXPECT_EQ(toString(kExpected[i].reason), kExpected[i].name);

@@ -1,0 +1,620 @@
+#include "control/encryption/encryption_service.hpp"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "config/text.hpp"
+#include "control/core/fd.hpp"
+#include "control/encryption/static_keys.hpp"
+
+namespace mcgw::encryption {
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Static outbound SAs: the sequence numbers a start may use are reserved in
+// the state directory before use, so that a restart never sends a sequence
+// number (the GCM IV) twice under the same key (docs/encryption.md, "Static
+// keys").
+constexpr uint64_t kSeqReserve = uint64_t{1} << 32;
+
+std::string seqPath(const std::string& dir, const std::string& line, uint32_t spi) {
+  std::string name = line;
+  for (char& c : name) {
+    if (c == '/') {
+      c = '_';
+    }
+  }
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", spi);
+  return dir + "/esp-seq-" + name + "-" + buf;
+}
+
+// Reads the reservation (0 when none), writes the next one durably.
+Result<uint64_t, std::string> reserveSeq(const std::string& path, uint64_t at_least) {
+  uint64_t from = at_least;
+  if (std::ifstream in(path); in) {
+    uint64_t v = 0;
+    if (in >> v && v > from) {
+      from = v;
+    }
+  }
+  const uint64_t upto = from + kSeqReserve;
+  const std::string tmp = path + ".tmp";
+  core::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) {
+    return unexpected("cannot write " + text::quote(tmp) + ": " + std::strerror(errno));
+  }
+  const std::string text = std::to_string(upto) + "\n";
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return unexpected("cannot write " + text::quote(path) + ": " + std::strerror(errno));
+  }
+  return from;
+}
+
+std::array<uint8_t, 32> digestOf(const engine::SaMaterial& m) {
+  std::array<uint8_t, 32> d{};
+  std::array<uint8_t, 40> in{};
+  std::copy(m.key.begin(), m.key.end(), in.begin());
+  std::copy(m.salt.begin(), m.salt.end(), in.begin() + 32);
+  std::memcpy(in.data() + 36, &m.spi, 4);
+  unsigned len = 0;
+  EVP_Digest(in.data(), in.size(), d.data(), &len, EVP_sha256(), nullptr);
+  OPENSSL_cleanse(in.data(), in.size());
+  return d;
+}
+
+int64_t ageS(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - t).count();
+}
+
+json saView(const engine::EspSa& a, const config::EncryptionConfig& enc, bool static_keys) {
+  json j = {{"spi", a.spi()},
+            {"generation", a.generation()},
+            {"age_s", ageS(a.created())},
+            {"packets", a.packets()},
+            {"bytes", a.bytes()}};
+  if (const crypto::ReplayWindow* w = a.window()) {
+    j["replay_window"] = w->size();
+    j["highest_seq"] = w->highest();
+  } else {
+    j["last_seq"] = a.lastSeq();
+    if (!static_keys) {
+      const double age = static_cast<double>(ageS(a.created()));
+      j["next_rekey_s"] = std::max(0.0, kRekeyAt * enc.lifetime_s - age);  // or earlier, by bytes
+      j["lifetime_s"] = enc.lifetime_s;
+      j["lifetime_bytes"] = enc.lifetime_bytes;
+    }
+  }
+  return j;
+}
+
+// Tests only (docs/encryption.md, "Checking the wire"): every SA, as
+// Wireshark's ESP SA table takes it, appended to the file the environment
+// names.  Off unless MCGW_TEST_EXPORT_ESP_KEYS is set.
+void exportForTests(const config::LineConfig& lc, bool inbound, const engine::SaMaterial& m) {
+  const char* path = std::getenv("MCGW_TEST_EXPORT_ESP_KEYS");
+  if (!path || !*path) {
+    return;
+  }
+  core::Fd fd(::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!fd) {
+    return;
+  }
+  std::string key;
+  char b[3];
+  for (uint8_t x : m.key) {
+    std::snprintf(b, sizeof b, "%02x", x);
+    key += b;
+  }
+  for (uint8_t x : m.salt) {
+    std::snprintf(b, sizeof b, "%02x", x);
+    key += b;
+  }
+  const std::string src = (inbound ? lc.remote_vtep : lc.local_vtep).toString();
+  const std::string dst = (inbound ? lc.local_vtep : lc.remote_vtep).toString();
+  char spi[16];
+  std::snprintf(spi, sizeof spi, "0x%08x", m.spi);
+  const std::string row =
+      std::string("\"") + (lc.local_vtep.family == config::Family::V6 ? "IPv6" : "IPv4") + "\",\"" +
+      src + "\",\"" + dst + "\",\"" + spi + "\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x" +
+      key + "\",\"NULL\",\"\"\n";
+  (void)!::write(fd.get(), row.data(), row.size());
+  OPENSSL_cleanse(key.data(), key.size());
+}
+
+const config::LineConfig* lineConfig(const config::Config& c, const std::string& id) {
+  for (const auto& p : c.peers) {
+    for (const auto& l : p.lines) {
+      if (p.name + "/" + l.name == id) {
+        return &l;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+EncryptionService::EncryptionService(config::ConfigPtr config, unsigned workers,
+                                     std::string state_dir, std::function<bool()> republish)
+    : config_(std::move(config)),
+      workers_(workers),
+      state_dir_(std::move(state_dir)),
+      republish_(std::move(republish)) {}
+
+Result<bool, std::string> EncryptionService::start() {
+  try {
+    auto lines = linesFor(*config_);
+    if (!lines) {
+      return unexpected("encryption: " + lines.error());
+    }
+    std::lock_guard lock(mu_);
+    lines_ = std::move(*lines);
+  } catch (const std::exception& e) {
+    return unexpected(std::string("encryption: ") + e.what());
+  }
+  return true;
+}
+
+EncryptionService::~EncryptionService() = default;
+
+std::shared_ptr<engine::EspSa> EncryptionService::makeSa(bool inbound, const std::string& line,
+                                                         const engine::SaMaterial& m,
+                                                         uint32_t window) const {
+  return std::make_shared<engine::EspSa>(
+      inbound ? engine::EspSa::Direction::kInbound : engine::EspSa::Direction::kOutbound, line, m,
+      workers_, window);
+}
+
+Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
+    const config::Config& c) const {
+  Lines out;
+  std::map<std::string, std::map<std::string, StaticLineKeys>> files;
+  for (const auto& p : c.peers) {
+    if (!p.encryption) {
+      continue;
+    }
+    for (const auto& l : p.lines) {
+      if (!p.encrypts(l)) {
+        continue;
+      }
+      const std::string id = p.name + "/" + l.name;
+      Line line;
+      line.peer = p.name;
+      line.name = l.name;
+      line.enc = *p.encryption;
+      line.static_keys = !p.encryption->static_keys.empty();
+      const Line* before = nullptr;
+      if (auto it = lines_.find(id); it != lines_.end()) {
+        before = &it->second;
+      }
+      if (!line.static_keys) {
+        if (before && !before->static_keys) {  // the key agreement keeps its SAs
+          line.out = before->out;
+          line.in = before->in;
+          line.problem = before->problem;
+          line.rekeys = before->rekeys;
+          line.expired = before->expired;
+        } else {
+          line.problem = "no key agreed yet";
+        }
+        out[id] = std::move(line);
+        continue;
+      }
+      const std::string& path = p.encryption->static_keys;
+      if (!files.count(path)) {
+        auto keys = readStaticKeys(path);
+        if (!keys) {
+          return unexpected("peer " + p.name + ": " + keys.error());
+        }
+        files[path] = std::move(*keys);
+      }
+      auto k = files[path].find(l.name);
+      if (k == files[path].end()) {
+        return unexpected("peer " + p.name + ": static key file " + text::quote(path) +
+                          " has no SAs for line " + l.name);
+      }
+      const StaticLineKeys& keys = k->second;
+      // The same keys as before: the same SAs (sequence numbers and replay
+      // windows go on).
+      if (before && before->static_keys && before->out && before->out->spi() == keys.out.spi &&
+          !before->in.empty() && before->in.front()->spi() == keys.in.spi &&
+          before->enc.replay_window == line.enc.replay_window) {
+        if (digestOf(keys.out) == before->digest_out && digestOf(keys.in) == before->digest_in) {
+          line.out = before->out;
+          line.in = before->in;
+          line.digest_out = before->digest_out;
+          line.digest_in = before->digest_in;
+          line.seq_reserved = before->seq_reserved;
+          out[id] = std::move(line);
+          continue;
+        }
+      }
+      line.digest_out = digestOf(keys.out);
+      line.digest_in = digestOf(keys.in);
+      line.out = makeSa(false, id, keys.out, 0);
+      line.in = {makeSa(true, id, keys.in, line.enc.replay_window)};
+      auto from = reserveSeq(seqPath(state_dir_, id, keys.out.spi), 0);
+      if (!from) {
+        return unexpected("peer " + p.name + " line " + l.name +
+                          ": cannot reserve sequence numbers for its static SA: " + from.error());
+      }
+      line.out->startSeqAfter(*from);
+      line.seq_reserved = *from + kSeqReserve;
+      out[id] = std::move(line);
+    }
+  }
+  return out;
+}
+
+std::vector<KeyLine> EncryptionService::keyLines(const config::Config& c) const {
+  std::vector<KeyLine> out;
+  for (const auto& p : c.peers) {
+    if (!p.encryption || !p.encryption->static_keys.empty()) {
+      continue;
+    }
+    for (const auto& l : p.lines) {
+      if (p.encrypts(l)) {
+        out.push_back({p.name + "/" + l.name, p.name, l.local_vtep, l.remote_vtep});
+      }
+    }
+  }
+  return out;
+}
+
+KeyAgreementSettings EncryptionService::settings(const config::Config& c) const {
+  KeyAgreementSettings s;
+  s.ca_file = c.encryption.ca;
+  s.certificate_file = c.encryption.certificate;
+  s.private_key_file = c.encryption.private_key;
+  s.port = c.encryption.port;
+  return s;
+}
+
+void EncryptionService::startAgreement(const config::Config& c) {
+  const std::vector<KeyLine> lines = keyLines(c);
+  if (lines.empty() || !loop_) {
+    return;
+  }
+  KeySink sink;
+  sink.install_inbound = [this](const std::string& line, const SaMaterial& m) {
+    onInstall(line, m, true);
+  };
+  sink.activate_outbound = [this](const std::string& line, const SaMaterial& m) {
+    onInstall(line, m, false);
+  };
+  sink.retire_inbound = [this](const std::string& line, uint32_t spi) { onRetire(line, spi); };
+  sink.lost = [this](const std::string& line, const std::string& why) { onLost(line, why); };
+  auto ka = KeyAgreement::create(*loop_, settings(c), std::move(sink));
+  if (!ka) {
+    agreement_error_ = ka.error();
+    spdlog::error("encryption: the key agreement cannot start: {}", ka.error());
+    return;
+  }
+  agreement_ = std::move(*ka);
+  agreement_error_.clear();
+  if (auto r = agreement_->setLines(lines); !r) {
+    agreement_error_ = r.error();
+    spdlog::error("encryption: {}", r.error());
+  }
+}
+
+void EncryptionService::attach(core::EventLoop& loop) {
+  loop_ = &loop;
+  startAgreement(*config_);
+  timer_ = loop.every(
+      kLifetimeCheck, "encryption lifetimes", [this] { checkLifetimes(); },
+      core::Priority::kNormal);
+}
+
+void EncryptionService::setPaused(bool paused) {
+  paused_ = paused;
+  timer_.setEnabled(!paused);
+  if (!paused && dirty_) {
+    changed();
+  }
+}
+
+std::vector<std::string> EncryptionService::validate(const config::Config& next) const {
+  std::vector<std::string> errors;
+  std::set<std::string> read;
+  for (const auto& p : next.peers) {
+    if (!p.encryption || p.encryption->static_keys.empty() ||
+        !read.insert(p.encryption->static_keys).second) {
+      continue;
+    }
+    auto keys = readStaticKeys(p.encryption->static_keys);
+    if (!keys) {
+      errors.push_back("peer " + p.name + ": " + keys.error());
+      continue;
+    }
+    for (const auto& q : next.peers) {
+      if (!q.encryption || q.encryption->static_keys != p.encryption->static_keys) {
+        continue;
+      }
+      for (const auto& l : q.lines) {
+        if (q.encrypts(l) && !keys->count(l.name)) {
+          errors.push_back("peer " + q.name + ": static key file " +
+                           text::quote(p.encryption->static_keys) + " has no SAs for line " +
+                           l.name);
+        }
+      }
+    }
+  }
+  return errors;
+}
+
+Result<bool, std::string> EncryptionService::prepare(const daemon::ReloadPlan& plan) {
+  Result<Lines, std::string> lines = Lines{};
+  try {
+    lines = linesFor(*plan.next);
+  } catch (const std::exception& e) {  // OpenSSL could not set up a cipher
+    return unexpected(std::string("encryption: ") + e.what());
+  }
+  if (!lines) {
+    return unexpected(lines.error());
+  }
+  if (agreement_ && !keyLines(*plan.next).empty()) {
+    if (auto r = agreement_->reload(settings(*plan.next)); !r) {
+      return unexpected("key agreement: " + r.error());
+    }
+  }
+  std::lock_guard lock(mu_);
+  pending_ = std::move(*lines);
+  pending_config_ = plan.next;
+  return true;
+}
+
+void EncryptionService::apply() {
+  {
+    std::lock_guard lock(mu_);
+    if (pending_) {
+      lines_ = std::move(*pending_);
+    }
+    pending_.reset();
+  }
+  if (pending_config_) {
+    config_ = std::move(pending_config_);
+  }
+  if (agreement_) {
+    if (auto r = agreement_->setLines(keyLines(*config_)); !r) {
+      agreement_error_ = r.error();
+      spdlog::error("encryption: {}", r.error());
+    }
+  } else {
+    startAgreement(*config_);
+  }
+}
+
+void EncryptionService::abort() {
+  if (agreement_ && pending_config_) {
+    (void)agreement_->reload(settings(*config_));
+  }
+  std::lock_guard lock(mu_);
+  pending_.reset();
+  pending_config_.reset();
+}
+
+std::map<std::string, engine::LineSas> EncryptionService::sas() const {
+  std::lock_guard lock(mu_);
+  const Lines& lines = pending_ ? *pending_ : lines_;
+  std::map<std::string, engine::LineSas> out;
+  for (const auto& [id, l] : lines) {
+    out[id] = {l.out, l.in};
+  }
+  return out;
+}
+
+void EncryptionService::changed() {
+  if (paused_) {
+    dirty_ = true;
+    return;
+  }
+  dirty_ = !republish_();
+}
+
+void EncryptionService::onInstall(const std::string& id, const SaMaterial& m, bool inbound) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = lines_.find(id);
+    if (it == lines_.end()) {
+      spdlog::warn("encryption: keys for line {} that is not encrypted; ignored", text::quote(id));
+      return;
+    }
+    Line& l = it->second;
+    const engine::SaMaterial sm{m.generation, m.spi, m.key, m.salt};
+    try {
+      if (inbound) {
+        l.in.push_back(makeSa(true, id, sm, l.enc.replay_window));
+      } else {
+        if (l.out) {
+          ++l.rekeys;
+        }
+        l.out = makeSa(false, id, sm, 0);
+        l.problem.clear();
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("encryption: line {}: cannot set up an SA: {}", text::quote(id), e.what());
+      return;
+    }
+    if (const config::LineConfig* lc = lineConfig(*config_, id)) {
+      exportForTests(*lc, inbound, sm);
+    }
+    spdlog::info("encryption: line {}: {} SA 0x{:08x} (generation {}) installed", id,
+                 inbound ? "inbound" : "outbound", m.spi, m.generation);
+  }
+  changed();
+}
+
+void EncryptionService::onRetire(const std::string& id, uint32_t spi) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = lines_.find(id);
+    if (it == lines_.end()) {
+      return;
+    }
+    auto& in = it->second.in;
+    std::erase_if(in, [spi](const auto& sa) { return sa->spi() == spi; });
+    spdlog::info("encryption: line {}: inbound SA 0x{:08x} retired", id, spi);
+  }
+  changed();
+}
+
+void EncryptionService::onLost(const std::string& id, const std::string& why) {
+  spdlog::warn("encryption: line {}: key agreement connection ended: {}", text::quote(id),
+               text::escape(why));
+}
+
+void EncryptionService::checkLifetimes() {
+  bool any = false;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    for (auto& [id, l] : lines_) {
+      if (!l.out) {
+        continue;
+      }
+      if (l.static_keys) {
+        // Keep the reservation ahead of the sequence numbers in use.
+        if (l.out->lastSeq() + kSeqReserve / 2 > l.seq_reserved) {
+          auto r = reserveSeq(seqPath(state_dir_, id, l.out->spi()), l.seq_reserved);
+          if (r) {
+            l.seq_reserved = *r + kSeqReserve;
+          } else if (l.out->lastSeq() + (uint64_t{1} << 24) > l.seq_reserved) {
+            spdlog::error("encryption: line {}: {}; the static SA is no longer used", id,
+                          r.error());
+            l.problem = "cannot reserve sequence numbers: " + r.error();
+            l.out.reset();
+            any = true;
+          }
+        }
+        continue;
+      }
+      const double age = std::chrono::duration<double>(now - l.out->created()).count();
+      const double bytes = static_cast<double>(l.out->bytes());
+      if (age >= l.enc.lifetime_s || bytes >= static_cast<double>(l.enc.lifetime_bytes)) {
+        spdlog::error(
+            "encryption: line {}: outbound SA 0x{:08x} reached its lifetime ({:.0f} s, {:.0f} "
+            "bytes) without a new one; the line carries nothing until keys are agreed",
+            id, l.out->spi(), age, bytes);
+        l.problem = "the outbound SA reached its lifetime and no new one was agreed";
+        l.out.reset();
+        ++l.expired;
+        any = true;
+        continue;
+      }
+      if ((age >= kRekeyAt * l.enc.lifetime_s ||
+           bytes >= kRekeyAt * static_cast<double>(l.enc.lifetime_bytes)) &&
+          now - l.rekey_asked > std::chrono::seconds(5) && agreement_) {
+        l.rekey_asked = now;
+        if (!agreement_->rekey(id)) {
+          spdlog::warn("encryption: line {}: rekey due, but no key exchange is established", id);
+        }
+      }
+    }
+  }
+  if (any || dirty_) {
+    changed();
+  }
+}
+
+Result<std::string, std::string> EncryptionService::rekey(const std::string& peer,
+                                                          const std::string& line) {
+  const std::string id = peer + "/" + line;
+  {
+    std::lock_guard lock(mu_);
+    auto it = lines_.find(id);
+    if (it == lines_.end()) {
+      return unexpected("line " + text::quote(id) + " is not an encrypted line");
+    }
+    if (it->second.static_keys) {
+      return unexpected("line " + text::quote(id) +
+                        " uses static keys: replace the key file and reload instead");
+    }
+  }
+  if (!agreement_) {
+    return unexpected("the key agreement does not run" +
+                      (agreement_error_.empty() ? std::string() : ": " + agreement_error_));
+  }
+  if (!agreement_->rekey(id)) {
+    auto st = agreement_->status(id);
+    return unexpected("line " + text::quote(id) + " has no established key exchange" +
+                      (st ? std::string(" (") + toString(st->state) +
+                                (st->last_error.empty() ? "" : ": " + st->last_error) + ")"
+                          : std::string()));
+  }
+  return "rekey of " + id + " started";
+}
+
+json EncryptionService::status() const {
+  json lines = json::array();
+  std::lock_guard lock(mu_);
+  for (const auto& [id, l] : lines_) {
+    json j = {{"peer", l.peer},
+              {"line", l.name},
+              {"mode", "esp-aes-256-gcm"},
+              {"keys", l.static_keys ? "static" : "tls"},
+              {"udp_encapsulation", l.enc.udp_encapsulation},
+              {"outbound", l.out ? saView(*l.out, l.enc, l.static_keys) : json(nullptr)},
+              {"rekeys", l.rekeys},
+              {"expired", l.expired},
+              {"problem", l.out ? "" : (l.problem.empty() ? "no outbound SA" : l.problem)}};
+    json in = json::array();
+    for (const auto& sa : l.in) {
+      in.push_back(saView(*sa, l.enc, l.static_keys));
+    }
+    j["inbound"] = in;
+    if (!l.static_keys) {
+      if (agreement_) {
+        if (auto st = agreement_->status(id)) {
+          j["agreement"] = {
+              {"state", toString(st->state)}, {"role", st->client ? "client" : "server"},
+              {"last_error", st->last_error}, {"peer_subject", st->peer_subject},
+              {"generation", st->generation}, {"exchanges", st->established},
+              {"failures", st->failures}};
+        }
+      } else {
+        j["agreement"] = {{"state", "not running"}, {"last_error", agreement_error_}};
+      }
+    }
+    lines.push_back(j);
+  }
+  return {{"lines", lines}};
+}
+
+std::vector<std::string> EncryptionService::problems() const {
+  std::vector<std::string> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, l] : lines_) {
+    if (l.out) {
+      continue;
+    }
+    std::string why = l.problem.empty() ? "no outbound SA" : l.problem;
+    if (!l.static_keys && agreement_) {
+      if (auto st = agreement_->status(id); st && !st->last_error.empty()) {
+        why += ": " + st->last_error;
+      }
+    } else if (!l.static_keys && !agreement_error_.empty()) {
+      why += ": " + agreement_error_;
+    }
+    out.push_back("line " + id + " is encrypted but has no keys (" + why + ")");
+  }
+  return out;
+}
+
+}  // namespace mcgw::encryption
