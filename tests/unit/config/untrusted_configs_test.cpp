@@ -398,8 +398,8 @@ TEST(UntrustedConfigs, ErrorsAreCountedBeyondABound) {
 // --- files that are not mcgw configs: one error that quotes none of their content
 
 const std::string kTopKeys =
-    "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, metrics, "
-    "flow-audit, logging, startup";
+    "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, "
+    "encryption, metrics, flow-audit, logging, startup";
 
 void expectNotAConfig(const std::string& content, const std::string& message,
                       const std::vector<std::string>& secrets) {
