@@ -162,8 +162,30 @@ def wait_b_route(lab, peer: str, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while b_route(lab) != peer:
         if time.monotonic() > deadline:
-            check(False, f"{what}: gwb routes {A_NET} to peer {peer} within {timeout} s", b_route(lab))
+            check(False, f"{what}: gwb routes {A_NET} to peer {peer} within {timeout} s",
+                  f"{b_route(lab)}; gwb's BGP paths: {b_paths(lab)}; {standing_log(lab)}")
         time.sleep(0.1)
+
+
+def b_paths(lab) -> str:
+    """gwb's BGP paths to site A's LAN: sender, AS path, best/multipath."""
+    d = lab.vtysh("gwb", f"show bgp ipv4 unicast {A_NET} json", check=False) or {}
+    out = []
+    for p in d.get("paths", []):
+        marks = [m for m in ("bestpath", "multipath") if p.get(m)]
+        out.append(f"{(p.get('peer') or {}).get('peerId')} [{(p.get('aspath') or {}).get('string')}]"
+                   f"{' ' + '+'.join(marks) if marks else ''}")
+    return ", ".join(out) or "none"
+
+
+def standing_log(lab) -> str:
+    """Both A gateways' last BGP standing lines (what they told FRR)."""
+    out = []
+    for gw in GWS:
+        lines = [ln for ln in mcgwlab._tail(Path(lab.state["gateways"][gw]["log"]), 400).splitlines()
+                 if "BGP standing" in ln]
+        out.append(f"{gw}: " + " | ".join(lines[-2:]))
+    return "; ".join(out)
 
 
 def gwb_frr_report(lab) -> str:
@@ -179,6 +201,7 @@ def gwb_frr_report(lab) -> str:
     for r in rib.get(A_NET, []):
         out.append("rib " + " ".join(f"{n.get('ip')}/{n.get('interfaceName')}{'' if n.get('active') else '(inactive)'}"
                                      for n in r.get("nexthops", [])))
+    out.append(f"bgp paths {b_paths(lab)}")
     out.append(f"fast path: {A_NET} via {b_route(lab)}")
     r = lab.ctl("gwb", "show", "counters", "--json")
     try:
