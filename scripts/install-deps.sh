@@ -24,6 +24,8 @@ packages=(
   build-essential g++-12 cmake ninja-build pkg-config git clang llvm clang-format libclang-rt-14-dev
   # libraries fixed by the design card, and the ones we chose
   libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  # ESP's AES-GCM engine: DPDK's intel-ipsec-mb PMD (crypto_aesni_gcm) and its library
+  librte-crypto-ipsec-mb23 libipsec-mb1
   libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev libutfcpp-dev
   libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev libcurl4-openssl-dev
   prometheus-cpp-dev libfixbuf-dev

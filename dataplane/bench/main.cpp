@@ -47,7 +47,9 @@
 #include "config/config.hpp"
 #include "dataplane/bench/packets.hpp"
 #include "dataplane/bench/route_scale.hpp"
+#include "dataplane/crypto/esp.hpp"
 #include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/esp_sa.hpp"
 #include "dataplane/engine/fib.hpp"
 #include "dataplane/engine/pipeline.hpp"
 #include "dataplane/engine/port.hpp"
@@ -116,8 +118,14 @@ enum class Kind {
   kFibLookup,
   kMssNonSyn,
   kMssSyn,
-  kMappedStage
+  kMappedStage,
+  kEspEncap,
+  kEspDecap
 };
+
+bool isEsp(Kind k) {
+  return k == Kind::kEspEncap || k == Kind::kEspDecap;
+}
 
 // No packets through ports: measured on their own, no I/O floor.
 bool standalone(Kind k) {
@@ -156,7 +164,43 @@ const std::vector<Scenario> kScenarios = {
      "mapped-range stage (mapPacket + counter) on IPv4 TCP from a mapped range, minus the bare "
      "loop",
      15},
+    // Issue 18: ESP (AES-256-GCM) on the line.  Not in all (they would
+    // double the default run's time), 1 route only.
+    {Kind::kEspEncap,
+     "esp-encap",
+     false,
+     true,
+     "as encap, peer-b's line encrypted: ESP (AES-256-GCM) sealed after VXLAN encap",
+     {}},
+    {Kind::kEspDecap,
+     "esp-decap",
+     true,
+     false,
+     "as decap, peer-a's line encrypted: ESP opened (replay window, AES-256-GCM) before decap",
+     {}},
 };
+
+// ESP scenarios: Gbit/s of inner frames per core wanted at 1400 B (issue 18).
+constexpr double kEspTargetGbps = 10;
+constexpr size_t kEspTargetSize = 1400;
+// The largest inner frame an encrypted VXLAN/IPv4 line with a 1500-byte MTU
+// carries: ESP payload espMaxPayload(1500 - 20) = 1446, less UDP and VXLAN.
+constexpr size_t kEspMaxFrame = crypto::espMaxPayload(1500 - 20) - 8 - 8;
+static_assert(kEspMaxFrame == 1430);
+
+// The SAs of the ESP scenarios (fixed keys: only a benchmark).  Outbound:
+// what we send to peer-b on b1 (the capture checks open it as peer-b would);
+// inbound: what peer-a sends us on a1 (the feeder seals with it).
+constexpr uint32_t kSpiOut = 0x0b0b0001, kSpiIn = 0x0a0a0001;
+const crypto::Salt kSaltOut{0x5a, 0x17, 0x00, 0x0b}, kSaltIn{0x5a, 0x17, 0x00, 0x0a};
+crypto::Key espKey(uint8_t seed) {
+  crypto::Key k;
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = static_cast<uint8_t>(seed + i * 37);
+  }
+  return k;
+}
+const crypto::Key kKeyOut = espKey(0x0b), kKeyIn = espKey(0x0a);
 
 // ------------------------------------------------------------------- config
 
@@ -256,6 +300,15 @@ config::Config benchConfig(bool tunnel_out) {
   return c;
 }
 
+// The ESP scenarios: the line the packets cross is encrypted
+// (peers[].encryption {mode: esp-aes-256-gcm}, ESP straight over IPv4,
+// replay window 1024): peer-b's for esp-encap, peer-a's for esp-decap.
+void encryptLine(const Scenario& s, config::Config& c) {
+  if (isEsp(s.kind)) {
+    c.peers.at(s.kind == Kind::kEspEncap ? 1 : 0).encryption = config::EncryptionConfig{};
+  }
+}
+
 // -------------------------------------------------------------------- ports
 
 struct RingPort {
@@ -320,6 +373,7 @@ struct Templates {
   std::vector<uint8_t> base;
   size_t hdr = 0;
   std::vector<uint8_t> headers;  // kDestinations × hdr
+  size_t trailer = 0;            // esp-decap: the room for the ESP trailer at the end
 };
 
 InnerSpec innerSpec(bool from_wan, const Ip4& dst, size_t v, bool udp_checksum) {
@@ -335,8 +389,10 @@ InnerSpec innerSpec(bool from_wan, const Ip4& dst, size_t v, bool udp_checksum) 
   return s;
 }
 
+// esp: the VXLAN frames laid out as peer-a's ESP packets (espLayout), to be
+// sealed by the feeder; the headers then reach to the inner UDP header too.
 Templates makeTemplates(bool from_wan, size_t size, const std::vector<Ip4>& dsts,
-                        bool udp_checksum = false) {
+                        bool udp_checksum = false, bool esp = false) {
   Templates t;
   proto::TunnelHeaderTemplate outer;
   std::copy(kPeerAMac.begin(), kPeerAMac.end(), outer.src_mac);
@@ -345,12 +401,16 @@ Templates makeTemplates(bool from_wan, size_t size, const std::vector<Ip4>& dsts
   std::copy(kWan0Address.begin(), kWan0Address.end(), outer.remote);
   outer.ttl = 64;
   outer.encapsulation = proto::Encapsulation::kVxlan;
-  t.hdr = (from_wan ? kVxlanOverhead : 0) + kEthLen + 20 + 8;
+  t.hdr = (from_wan ? kVxlanOverhead : 0) + (esp ? crypto::kEspPrefixLen : 0) + kEthLen + 20 + 8;
   t.headers.resize(kDestinations * t.hdr);
   for (size_t v = 0; v < kDestinations; ++v) {
     auto inner = innerFrame(size, innerSpec(from_wan, dsts[v], v, udp_checksum));
     auto frame =
         from_wan ? vxlanFrame(inner, outer, kVni, static_cast<uint32_t>(v * 2654435761u)) : inner;
+    if (esp && !frame.empty()) {
+      frame = espLayout(frame);
+      t.trailer = crypto::espTrailerLen(kVxlanOverhead - kEspAt + size);
+    }
     if (frame.empty()) {
       fail("cannot build the template packets");
     }
@@ -370,6 +430,21 @@ uint64_t rx_offload_flags = 0;
 uint32_t flow_sampling = 0;
 uint32_t rx_packet_type = 0;  // with it: a plain IPv4 UDP packet, as such a port says
 
+// esp-decap: the feeder seals every packet it feeds as peer-a would (SPI
+// kSpiIn), each with the next sequence number of the SA, so the replay
+// window sees every packet once however often the 4,096 templates come
+// round.  Untimed, as the rest of the feeding.  Sealed by PeerSa (OpenSSL
+// EVP, not crypto::Gcm or its engine): the pipeline's opening is checked
+// against an independent implementation.
+struct EspSealer {
+  explicit EspSealer(const Templates& t)
+      : payload_len(t.base.size() - kEspAt - crypto::kEspPrefixLen - t.trailer),
+        sealed_len(t.base.size() - kEspAt) {}
+  PeerSa peer{kKeyIn, kSaltIn, kSpiIn};
+  uint64_t seq = 0;  // the last one sealed
+  size_t payload_len, sealed_len;
+};
+
 // Puts bursts of template packets on a ring port's RX ring.
 //
 // Only the first `hdr` bytes of each packet are written per burst: every
@@ -377,16 +452,21 @@ uint32_t rx_packet_type = 0;  // with it: a plain IPv4 UDP packet, as such a por
 // pipeline never writes past the headers, the payload stays in place across
 // uses.  So packet size changes what the headers say, not how many bytes the
 // generator drags through the caches (a NIC's DMA does not fill them either).
+// ESP changes the payload in place: esp-encap feeds what the last use left
+// (ciphertext) as the payload, which costs the same; esp-decap's sealer
+// encrypts it and the pipeline decrypts it back.
 class Feeder {
  public:
   // as_port: the port id the packets say they arrived on (default: the
   // ring's own port; --workers: lan0's or wan0's, whose RX queue the ring
   // stands for).
-  Feeder(rte_mempool* pool, const RingPort& port, const Templates& t, int as_port = -1)
+  Feeder(rte_mempool* pool, const RingPort& port, const Templates& t, int as_port = -1,
+         EspSealer* seal = nullptr)
       : pool_(pool),
         port_(port),
         t_(t),
-        as_port_(as_port < 0 ? port.id : static_cast<uint16_t>(as_port)) {
+        as_port_(as_port < 0 ? port.id : static_cast<uint16_t>(as_port)),
+        seal_(seal) {
     // Every mbuf of the pool, also those in another lcore's mempool cache
     // (--workers), where an allocation would not reach them.
     struct Stamp {
@@ -424,6 +504,16 @@ class Feeder {
       m[i]->port = as_port_;  // net_ring does not set it
       m[i]->ol_flags = rx_offload_flags;
       m[i]->packet_type = rx_packet_type;
+      if (seal_) {
+        if (rx_packet_type) {
+          m[i]->packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4;  // ESP: no L4 the port knows
+        }
+        if (seal_->peer.seal(++seal_->seq, proto::kIpProtoUdp,
+                             rte_pktmbuf_mtod(m[i], uint8_t*) + kEspAt,
+                             seal_->payload_len) != seal_->sealed_len) {
+          fail("esp-decap: the feeder could not seal a packet");
+        }
+      }
       next_ = (next_ + 1) & (kDestinations - 1);
     }
     if (rte_ring_enqueue_bulk(port_.ring, reinterpret_cast<void**>(m), kBurst, nullptr) != kBurst) {
@@ -438,6 +528,7 @@ class Feeder {
   RingPort port_;
   const Templates& t_;
   uint16_t as_port_;
+  EspSealer* seal_;
   size_t next_ = 0;
   uint64_t fed_ = 0;
 };
@@ -703,11 +794,13 @@ class Bench {
     const std::string label = std::string(s.name) + "/" + std::to_string(size) + "B/" +
                               std::to_string(routes) + " routes";
     config::Config c = benchConfig(s.tunnel_out);
+    encryptLine(s, c);
     const size_t heap_before = heapBytes();
     // A builder per snapshot: builders change their FIBs in place, and the
     // timed and the capture tables must not share one.
     engine::TablesBuilder builder, capture_builder;
-    auto built = builder.build(input(s, c, openPorts(ports_, false)), {});
+    EspLine esp;  // the timed snapshot's SAs (ESP scenarios)
+    auto built = builder.build(input(s, c, openPorts(ports_, false), &esp), {});
     if (!built) {
       fail(label + ": TablesBuilder: " + built.error());
     }
@@ -727,14 +820,16 @@ class Bench {
       }
       te.fib = big_fib_;
     }
-    auto vbuilt = capture_builder.build(input(s, c, openPorts(ports_, true)), {});
+    EspLine capture_esp;
+    auto vbuilt = capture_builder.build(input(s, c, openPorts(ports_, true), &capture_esp), {});
     if (!vbuilt) {
       fail(label + ": TablesBuilder (capture): " + vbuilt.error());
     }
     std::unique_ptr<ForwardingTables> capture = std::move(*vbuilt);
     capture->tenants.at(0).fib = tables->tenants.at(0).fib;
 
-    Templates t = makeTemplates(s.wan_in, size, dsts_, s.kind == Kind::kMapped);
+    Templates t =
+        makeTemplates(s.wan_in, size, dsts_, s.kind == Kind::kMapped, s.kind == Kind::kEspDecap);
     const RingPort& rx = s.wan_in ? ports_.rx_wan : ports_.rx_lan;
     verify(s, size, label, *capture, t, rx);
 
@@ -742,7 +837,11 @@ class Bench {
     const uint16_t tx = s.tunnel_out ? ports_.null_wan->id() : ports_.null_lan->id();
     rte_eth_stats_reset(tx);
     auto counters = std::make_unique<engine::WorkerCounters>();
-    Feeder feed(pool_, rx, t);
+    std::unique_ptr<EspSealer> sealer;
+    if (s.kind == Kind::kEspDecap) {
+      sealer = std::make_unique<EspSealer>(t);
+    }
+    Feeder feed(pool_, rx, t, -1, sealer.get());
     Measured m;
     // Flow audit: a ring that holds every sample of the run (the control
     // plane drains it in mcgwd; here nothing does), emptied afterwards.
@@ -783,18 +882,55 @@ class Bench {
       fail(label + ": net_null sent " + std::to_string(txPackets(tx)) + " of " +
            std::to_string(feed.fed()) + " packets");
     }
+    // Every packet went through the SA: sealed with its own sequence number
+    // (esp-encap), or opened and marked in the replay window (esp-decap).
+    if (s.kind == Kind::kEspEncap &&
+        (esp.out->lastSeq() != feed.fed() || esp.out->packets() != feed.fed())) {
+      fail(label + ": the outbound SA sealed " + std::to_string(esp.out->packets()) + " of " +
+           std::to_string(feed.fed()) + " packets");
+    }
+    if (s.kind == Kind::kEspDecap &&
+        (esp.in->packets() != feed.fed() || esp.in->window()->highest() != feed.fed())) {
+      fail(label + ": the inbound SA opened " + std::to_string(esp.in->packets()) + " of " +
+           std::to_string(feed.fed()) + " packets");
+    }
     checkMempool(label);
     return m;
   }
 
+  // The ESP scenarios' SAs of one snapshot.
+  struct EspLine {
+    std::shared_ptr<engine::EspSa> out, in;
+  };
+
   // The builder's input: the mapped scenario maps lan0's 192.168.0.0/16 to
   // 100.70.0.0/16 (as the daemon's tablesInput() would for a range of this
-  // site).
+  // site).  The ESP scenarios' encrypted line gets fresh SAs for every
+  // snapshot (no sequence number or replay window carries over from another
+  // run), as the key agreement hands them over: outbound kSpiOut, inbound
+  // kSpiIn; *esp keeps them for the checks.
   static engine::TablesInput input(const Scenario& s, const config::Config& c,
-                                   std::map<std::string, engine::OpenPort> ports) {
+                                   std::map<std::string, engine::OpenPort> ports,
+                                   EspLine* esp = nullptr) {
     auto in = engine::TablesInput::fromConfig(c, std::move(ports), 1);
     if (s.kind == Kind::kMapped) {
       in.mapped["bench"] = {{"bench-lan", prefix("192.168.0.0/16"), prefix("100.70.0.0/16")}};
+    }
+    if (isEsp(s.kind)) {
+      using engine::EspSa;
+      const std::string line = s.kind == Kind::kEspEncap ? "peer-b/b1" : "peer-a/a1";
+      const uint32_t window = config::EncryptionConfig{}.replay_window;
+      engine::LineSas sas;
+      sas.outbound =
+          std::make_shared<EspSa>(EspSa::Direction::kOutbound, line,
+                                  engine::SaMaterial{1, kSpiOut, kKeyOut, kSaltOut}, 1, window);
+      sas.inbound.push_back(std::make_shared<EspSa>(EspSa::Direction::kInbound, line,
+                                                    engine::SaMaterial{1, kSpiIn, kKeyIn, kSaltIn},
+                                                    1, window));
+      if (esp) {
+        *esp = {sas.outbound, sas.inbound.front()};
+      }
+      in.sas[line] = sas;
     }
     return in;
   }
@@ -1119,7 +1255,11 @@ class Bench {
   void verify(const Scenario& s, size_t size, const std::string& label, const ForwardingTables& t,
               const Templates& tpl, const RingPort& rx) {
     auto counters = std::make_unique<engine::WorkerCounters>();
-    Feeder feed(pool_, rx, tpl);
+    std::unique_ptr<EspSealer> sealer;
+    if (s.kind == Kind::kEspDecap) {
+      sealer = std::make_unique<EspSealer>(tpl);
+    }
+    Feeder feed(pool_, rx, tpl, -1, sealer.get());
     {
       engine::Pipeline p(0, pool_, counters.get(), &health_);
       rte_mbuf* pkts[kBurst];
@@ -1154,22 +1294,35 @@ class Bench {
     et.inner_dst = kPeerBInnerMac;
     et.inner_src = kWan1Mac;
     ExpectLan el{kLanRouterMac, kLan1Mac};
+    // esp-encap: peer-b's side of our outbound SA, to open what we sent it.
+    std::unique_ptr<PeerSa> peer;
+    if (s.kind == Kind::kEspEncap) {
+      peer = std::make_unique<PeerSa>(kKeyOut, kSaltOut, kSpiOut);
+    }
+    std::vector<uint8_t> plain;
     for (unsigned i = 0; i < n; ++i) {
       rte_mbuf* m = got[i];
       const auto* f = rte_pktmbuf_mtod(m, const uint8_t*);
+      size_t len = m->data_len;
       std::string err = rte_pktmbuf_is_contiguous(m) ? "" : "segmented output";
+      if (err.empty() && s.kind == Kind::kEspEncap) {
+        // ESP to peer-b with sequence numbers 1, 2, ...: checked and opened
+        // into the VXLAN frame it carries, which is checked as encap's are.
+        err = openEspFrame(f, len, *peer, i + 1, et, &plain);
+        f = plain.data();
+        len = plain.size();
+      }
       if (err.empty()) {
-        err = s.tunnel_out ? checkTunnel(f, m->data_len, size, dsts_[i % kDestinations], et)
-                           : checkLan(f, m->data_len, size, dsts_[i % kDestinations], el);
+        err = s.tunnel_out ? checkTunnel(f, len, size, dsts_[i % kDestinations], et)
+                           : checkLan(f, len, size, dsts_[i % kDestinations], el);
       }
       if (err.empty() && s.kind == Kind::kMapped) {
-        err = checkSourceAndUdpChecksum(f, m->data_len, kVxlanOverhead, kMappedSender);
+        err = checkSourceAndUdpChecksum(f, len, kVxlanOverhead, kMappedSender);
       }
       // The payload (what follows the inner UDP header) arrives unchanged.
-      const size_t payload = tpl.base.size() - tpl.hdr;
-      if (err.empty() &&
-          (m->data_len < payload ||
-           std::memcmp(f + m->data_len - payload, tpl.base.data() + tpl.hdr, payload) != 0)) {
+      const size_t payload = tpl.base.size() - tpl.hdr - tpl.trailer;
+      if (err.empty() && (len < payload || std::memcmp(f + len - payload, tpl.base.data() + tpl.hdr,
+                                                       payload) != 0)) {
         err = "payload damaged";
       }
       if (!err.empty()) {
@@ -1318,6 +1471,10 @@ std::vector<Row> runRounds(Bench& bench, std::vector<Job>& jobs, unsigned repeat
 
 // ------------------------------------------------------------------ output
 
+bool isEspRow(const Row& r) {
+  return r.scenario.rfind("esp-", 0) == 0;
+}
+
 void printTable(const std::vector<Row>& rows, uint64_t tsc_hz, uint64_t packets, unsigned repeat,
                 bool huge, const std::vector<double>& speeds) {
   std::printf(
@@ -1374,6 +1531,55 @@ void printMappedCost(const std::vector<Row>& rows) {
           m.packet_size, m.routes, median, d.size(), d.front(), d.back(),
           median <= 15 ? "met" : "missed");
     }
+  }
+}
+
+// ESP (issue 18): what one core carries through an encrypted line, and
+// what ESP adds to the plain scenario of the same size, round by round
+// (when both ran).
+double gbitPerSecond(size_t frame, double cycles, uint64_t tsc_hz) {
+  return static_cast<double>(frame) * 8 * static_cast<double>(tsc_hz) / cycles / 1e9;
+}
+
+void printEsp(const std::vector<Row>& rows, uint64_t tsc_hz) {
+  if (std::none_of(rows.begin(), rows.end(), [](const Row& r) { return isEspRow(r); })) {
+    return;
+  }
+  std::printf(
+      "ESP (issue 18), AES-256-GCM through crypto::Gcm, engine %s; Gbit/s per core = inner "
+      "frame bytes (the size column: Ethernet header, no FCS) x 8 x TSC Hz / cycles per packet\n",
+      crypto::engineName());
+  std::printf("%-11s %5s %10s %12s %22s %22s  %s\n", "scenario", "size", "cycles/pkt",
+              "above floor", "ESP - plain (min..max)", "Gbit/s (min..max)", "target");
+  for (const Row& r : rows) {
+    if (!isEspRow(r)) {
+      continue;
+    }
+    std::string cost = "-";
+    for (const Row& p : rows) {
+      if (p.scenario != r.scenario.substr(4) || p.packet_size != r.packet_size ||
+          p.routes != r.routes || p.repetitions.size() != r.repetitions.size()) {
+        continue;
+      }
+      std::vector<double> d;
+      for (size_t i = 0; i < r.repetitions.size(); ++i) {
+        d.push_back(r.repetitions[i] - p.repetitions[i]);
+      }
+      std::sort(d.begin(), d.end());
+      cost = fmt("%+.0f", d[d.size() / 2]) + " (" + fmt("%+.0f", d.front()) + ".." +
+             fmt("%+.0f", d.back()) + ")";
+    }
+    const double gbps = gbitPerSecond(r.packet_size, r.cycles, tsc_hz);
+    const std::string range = fmt("%.2f", gbps) + " (" +
+                              fmt("%.2f", gbitPerSecond(r.packet_size, r.max, tsc_hz)) + ".." +
+                              fmt("%.2f", gbitPerSecond(r.packet_size, r.min, tsc_hz)) + ")";
+    std::string target = "-";
+    if (r.packet_size == kEspTargetSize) {
+      target =
+          ">= " + fmt("%.0f", kEspTargetGbps) + (gbps >= kEspTargetGbps ? "  met" : "  missed");
+    }
+    std::printf("%-11s %5zu %10.1f %12.1f %22s %22s  %s\n", r.scenario.c_str(), r.packet_size,
+                r.cycles, r.above, cost.c_str(), range.c_str(), target.c_str());
   }
 }
 
@@ -1482,7 +1688,7 @@ void printScale(const std::vector<ScaleRow>& rows, uint64_t tsc_hz) {
   }
 }
 
-void printJson(const std::vector<Row>& rows) {
+void printJson(const std::vector<Row>& rows, uint64_t tsc_hz) {
   auto round1 = [](double v) {
     return static_cast<double>(static_cast<int64_t>(v * 10 + (v < 0 ? -0.5 : 0.5))) / 10;
   };
@@ -1495,6 +1701,9 @@ void printJson(const std::vector<Row>& rows) {
          {"cycles_per_packet", round1(r.cycles)},
          {"cycles_above_floor", round1(r.above)},
          {"mpps", static_cast<double>(static_cast<int64_t>(r.mpps * 1000 + 0.5)) / 1000}});
+    if (isEspRow(r)) {  // issue 18: inner frame bytes x 8 per second, one core
+      out.back()["gbit_per_s"] = round1(gbitPerSecond(r.packet_size, r.cycles, tsc_hz) * 10) / 10;
+    }
   }
   std::printf("%s\n", out.dump(2).c_str());
 }
@@ -1524,7 +1733,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mcgw-bench: memory-only benchmark of the mcgw fast path (see docs/performance.md)"};
   uint64_t packets = 500'000;
   unsigned repeat = 5;
-  std::string scenario = "all";
+  std::vector<std::string> scenarios{"all"};
   std::vector<size_t> sizes = {64, 1400};
   bool json = false;
   bool hugepages = false;
@@ -1545,15 +1754,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 101u))
       ->capture_default_str();
   std::string help =
-      "one scenario, all, or mss (both mss-*) (io-floor always runs; mapped runs encap too):";
+      "scenarios (repeat the option or separate them by commas): all, mss (both mss-*), or any "
+      "of these (io-floor always runs; mapped runs encap too):";
   for (const auto& s : kScenarios) {
     help += std::string("\n  ") + s.name + ": " + s.what;
   }
   help +=
       "\n  fib-load: 1M IPv4 + 200k IPv6 routes into one tenant (create, then apply): s and MiB"
       "\n  fib-churn: route changes per second applied while a second thread looks up"
-      "\n  (fib-load and fib-churn run alone, not in all)";
-  app.add_option("--scenario", scenario, help)->check(CLI::IsMember(names))->capture_default_str();
+      "\n  (fib-load and fib-churn run alone, not in all; esp-encap and esp-decap run only when "
+      "named, with 1 route)";
+  app.add_option("--scenario", scenarios, help)
+      ->delimiter(',')
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
   app.add_option("--sizes", sizes, "inner frame sizes in bytes (Ethernet header, no FCS)")
       ->delimiter(',')
       ->check(CLI::Range(size_t{64}, size_t{1450}))
@@ -1594,7 +1808,15 @@ int main(int argc, char** argv) {
     rx_packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4 | RTE_PTYPE_L4_UDP;
   }
   scale.seed = seed;
-  const bool route_scale = scenario == "fib-load" || scenario == "fib-churn";
+  auto has = [&](const std::string& name) {
+    return std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
+  };
+  const bool route_scale = has("fib-load") || has("fib-churn");
+  if (route_scale && scenarios.size() != 1) {
+    std::fprintf(stderr, "mcgw-bench: fib-load and fib-churn run alone\n");
+    return 2;
+  }
+  const std::string& scenario = scenarios.front();
   const unsigned memory_mb = kMemoryMb;
 
   if (hugepages && !hugepagesAvailable(memory_mb)) {
@@ -1628,6 +1850,14 @@ int main(int argc, char** argv) {
   eal_argv.push_back(nullptr);
   if (rte_eal_init(static_cast<int>(eal.size()), eal_argv.data()) < 0) {
     fail(std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+  }
+  // The ESP scenarios measure the AES-GCM engine the daemon's workers use:
+  // chosen as Eal::init does (MCGW_CRYPTO_ENGINE picks one).
+  const bool esp_selected = has("esp-encap") || has("esp-decap");
+  if (esp_selected && !route_scale) {
+    const mcgw::crypto::EngineChoice choice = mcgw::crypto::initEngine();
+    note(std::string("mcgw-bench: AES-GCM engine ") + mcgw::crypto::engineName() +
+         (choice.reason.empty() ? "" : " (" + choice.reason + ")"));
   }
   if (route_scale) {
     std::printf("mcgw-bench %s: EAL -m %u, %s\n", scenario.c_str(), memory_mb,
@@ -1675,10 +1905,19 @@ int main(int argc, char** argv) {
     packets = bursts * kBurst;
     Bench bench(pool, ports, bursts, big_routes, seed);
     auto selected = [&](const Scenario& s) {
-      return scenario == "all" || scenario == s.name || s.kind == Kind::kFloor ||
-             (scenario == "mapped" && (s.kind == Kind::kEncap || s.kind == Kind::kMappedStage)) ||
-             (scenario == "mss" && (s.kind == Kind::kMssNonSyn || s.kind == Kind::kMssSyn));
+      return (has("all") && !isEsp(s.kind)) || has(s.name) || s.kind == Kind::kFloor ||
+             (has("mapped") && (s.kind == Kind::kEncap || s.kind == Kind::kMappedStage)) ||
+             (has("mss") && (s.kind == Kind::kMssNonSyn || s.kind == Kind::kMssSyn));
     };
+    for (const auto& s : kScenarios) {
+      for (size_t size : sizes) {
+        if (selected(s) && isEsp(s.kind) && size > kEspMaxFrame) {
+          fail(std::string(s.name) + ": a " + std::to_string(size) +
+               "-byte frame does not fit an encrypted VXLAN line with a 1500-byte MTU (at most " +
+               std::to_string(kEspMaxFrame) + ")");
+        }
+      }
+    }
     std::vector<bool> bigs{false};
     if (big_routes > 0) {
       bigs.push_back(true);
@@ -1697,7 +1936,7 @@ int main(int argc, char** argv) {
     for (bool big : bigs) {
       for (const auto& s : kScenarios) {
         if (!selected(s) || s.kind == Kind::kFloor || standalone(s.kind) ||
-            s.kind == Kind::kMapped) {
+            s.kind == Kind::kMapped || (big && isEsp(s.kind))) {
           continue;
         }
         for (size_t size : sizes) {
@@ -1733,10 +1972,11 @@ int main(int argc, char** argv) {
   const double total_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (json) {
-    printJson(rows);
+    printJson(rows, rte_get_tsc_hz());
   } else {
     printTable(rows, rte_get_tsc_hz(), packets, repeat, hugepages, speeds);
     printMappedCost(rows);
+    printEsp(rows, rte_get_tsc_hz());
     printRouteScaleCost(rows);
     printScale(scale_rows, rte_get_tsc_hz());
     if (builder_bytes) {
@@ -1750,6 +1990,9 @@ int main(int argc, char** argv) {
     std::printf("total run time %.0f s\n", total_s);
   }
   rte_mempool_free(pool);
+  if (esp_selected && !route_scale && !mcgw::crypto::shutdownEngine()) {
+    fail("the AES-GCM engine still holds sessions: a Gcm leaked");
+  }
   rte_eal_cleanup();
   return 0;
 }

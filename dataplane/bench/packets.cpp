@@ -1,7 +1,10 @@
 #include "dataplane/bench/packets.hpp"
 
+#include <openssl/evp.h>
+
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 #include "dataplane/proto/checksum.hpp"
 #include "dataplane/proto/ethernet.hpp"
@@ -188,6 +191,171 @@ std::string checkTunnel(const uint8_t* frame, size_t len, size_t inner_size, con
     return "inner Ethernet addresses wrong";
   }
   return checkInner(frame, len, kVxlanOverhead, inner_size, dst);
+}
+
+std::vector<uint8_t> espLayout(const std::vector<uint8_t>& vxlan) {
+  using namespace proto;
+  constexpr size_t kHead = kEthLen + sizeof(Ipv4Header);
+  if (vxlan.size() < kHead) {
+    return {};
+  }
+  const size_t datagram = vxlan.size() - kHead;
+  std::vector<uint8_t> f(kHead + crypto::kEspPrefixLen + datagram +
+                         crypto::espTrailerLen(datagram));
+  std::memcpy(f.data(), vxlan.data(), kHead);
+  std::memcpy(f.data() + kHead + crypto::kEspPrefixLen, vxlan.data() + kHead, datagram);
+  auto* ip = reinterpret_cast<Ipv4Header*>(f.data() + kEthLen);
+  ip->protocol = crypto::kIpProtoEsp;
+  ip->total_length.set(static_cast<uint16_t>(f.size() - kEthLen));
+  ip->checksum.set(0);
+  ip->checksum.set(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(ip), 20)));
+  return f;
+}
+
+namespace {
+
+void put32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+uint32_t get32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
+         static_cast<uint32_t>(p[2]) << 8 | p[3];
+}
+
+}  // namespace
+
+PeerSa::PeerSa(const crypto::Key& key, const crypto::Salt& salt, uint32_t spi)
+    : ctx_(EVP_CIPHER_CTX_new()), key_(key), salt_(salt), spi_(spi) {
+  if (!ctx_) {
+    throw std::runtime_error("EVP_CIPHER_CTX_new failed");
+  }
+}
+
+PeerSa::~PeerSa() {
+  EVP_CIPHER_CTX_free(ctx_);
+}
+
+size_t PeerSa::seal(uint64_t seq, uint8_t next_header, uint8_t* esp, size_t payload_len) {
+  const size_t pad = (4 - (payload_len + 2) % 4) % 4;
+  uint8_t* text = esp + crypto::kEspPrefixLen;
+  for (size_t i = 0; i < pad; ++i) {
+    text[payload_len + i] = static_cast<uint8_t>(i + 1);
+  }
+  text[payload_len + pad] = static_cast<uint8_t>(pad);
+  text[payload_len + pad + 1] = next_header;
+  const size_t text_len = payload_len + pad + 2;
+  put32(esp, spi_);
+  put32(esp + 4, static_cast<uint32_t>(seq));
+  put32(esp + 8, static_cast<uint32_t>(seq >> 32));  // the IV: the sequence number
+  put32(esp + 12, static_cast<uint32_t>(seq));
+  uint8_t nonce[12], aad[12];
+  std::memcpy(nonce, salt_.data(), 4);
+  std::memcpy(nonce + 4, esp + 8, 8);
+  put32(aad, spi_);
+  put32(aad + 4, static_cast<uint32_t>(seq >> 32));
+  put32(aad + 8, static_cast<uint32_t>(seq));
+  int n = 0, m = 0;
+  if (EVP_EncryptInit_ex(ctx_, EVP_aes_256_gcm(), nullptr, key_.data(), nonce) != 1 ||
+      EVP_EncryptUpdate(ctx_, nullptr, &n, aad, sizeof aad) != 1 ||
+      EVP_EncryptUpdate(ctx_, text, &n, text, static_cast<int>(text_len)) != 1 ||
+      EVP_EncryptFinal_ex(ctx_, text + n, &m) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_GET_TAG, static_cast<int>(crypto::kIcvLen),
+                          text + text_len) != 1) {
+    return 0;
+  }
+  return crypto::kEspPrefixLen + text_len + crypto::kIcvLen;
+}
+
+std::string PeerSa::open(uint64_t seq, uint8_t* esp, size_t len, size_t* payload_len,
+                         uint8_t* next_header) {
+  if (len < crypto::kEspPrefixLen + 4 + crypto::kIcvLen ||
+      (len - crypto::kEspPrefixLen - crypto::kIcvLen) % 4 != 0) {
+    return "ESP packet of " + std::to_string(len) + " bytes";
+  }
+  if (get32(esp) != spi_) {
+    return "SPI " + std::to_string(get32(esp)) + ", expected " + std::to_string(spi_);
+  }
+  if (get32(esp + 4) != static_cast<uint32_t>(seq)) {
+    return "ESP sequence number " + std::to_string(get32(esp + 4)) + ", expected " +
+           std::to_string(seq);
+  }
+  uint8_t nonce[12], aad[12];
+  std::memcpy(nonce, salt_.data(), 4);
+  std::memcpy(nonce + 4, esp + 8, 8);  // the IV as sent
+  put32(aad, spi_);
+  put32(aad + 4, static_cast<uint32_t>(seq >> 32));
+  put32(aad + 8, static_cast<uint32_t>(seq));
+  uint8_t* text = esp + crypto::kEspPrefixLen;
+  const size_t text_len = len - crypto::kEspPrefixLen - crypto::kIcvLen;
+  int n = 0, m = 0;
+  if (EVP_DecryptInit_ex(ctx_, EVP_aes_256_gcm(), nullptr, key_.data(), nonce) != 1 ||
+      EVP_DecryptUpdate(ctx_, nullptr, &n, aad, sizeof aad) != 1 ||
+      EVP_DecryptUpdate(ctx_, text, &n, text, static_cast<int>(text_len)) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_SET_TAG, static_cast<int>(crypto::kIcvLen),
+                          text + text_len) != 1) {
+    return "OpenSSL refused to decrypt";
+  }
+  if (EVP_DecryptFinal_ex(ctx_, text + n, &m) != 1) {
+    return "the ICV does not verify with the peer's key";
+  }
+  const size_t pad = text[text_len - 2];
+  if (pad > 3 || pad + 2 > text_len) {  // text_len is a multiple of 4: 0..3 is the minimum
+    return "ESP padding length " + std::to_string(pad) + " is not the minimum";
+  }
+  for (size_t i = 0; i < pad; ++i) {
+    if (text[text_len - 2 - pad + i] != i + 1) {
+      return "ESP padding bytes wrong";
+    }
+  }
+  *payload_len = text_len - 2 - pad;
+  *next_header = text[text_len - 1];
+  return {};
+}
+
+std::string openEspFrame(const uint8_t* frame, size_t len, PeerSa& peer, uint64_t seq,
+                         const ExpectTunnel& e, std::vector<uint8_t>* plain) {
+  using namespace proto;
+  if (len < kEspAt + crypto::kEspPrefixLen + 4 + crypto::kIcvLen) {
+    return "too short for an ESP packet";
+  }
+  if (std::memcmp(frame, e.dst_mac.data(), 6) != 0 ||
+      std::memcmp(frame + 6, e.src_mac.data(), 6) != 0 || frame[12] != 0x08 || frame[13] != 0) {
+    return "outer Ethernet header wrong";
+  }
+  const auto* ip = reinterpret_cast<const Ipv4Header*>(frame + kEthLen);
+  if (ip->version_ihl != 0x45 || ip->protocol != crypto::kIpProtoEsp || ip->ttl != e.ttl ||
+      !ip->dontFragment() || ip->total_length.get() != len - kEthLen) {
+    return "outer IPv4 header wrong (not ESP?)";
+  }
+  if (!ipChecksumOk(frame + kEthLen)) {
+    return "outer IPv4 header checksum is wrong";
+  }
+  if (std::memcmp(ip->src, e.local.data(), 4) != 0 ||
+      std::memcmp(ip->dst, e.remote.data(), 4) != 0) {
+    return "outer IPv4 addresses wrong";
+  }
+  std::vector<uint8_t> esp(frame + kEspAt, frame + len);
+  size_t payload_len = 0;
+  uint8_t next = 0;
+  if (std::string err = peer.open(seq, esp.data(), esp.size(), &payload_len, &next); !err.empty()) {
+    return err;
+  }
+  if (next != kIpProtoUdp) {
+    return "ESP next header " + std::to_string(next) + ", expected UDP";
+  }
+  plain->assign(frame, frame + kEspAt);
+  plain->insert(plain->end(), esp.begin() + crypto::kEspPrefixLen,
+                esp.begin() + static_cast<ptrdiff_t>(crypto::kEspPrefixLen + payload_len));
+  auto* pip = reinterpret_cast<Ipv4Header*>(plain->data() + kEthLen);
+  pip->protocol = kIpProtoUdp;
+  pip->total_length.set(static_cast<uint16_t>(plain->size() - kEthLen));
+  pip->checksum.set(0);
+  pip->checksum.set(internetChecksum(Bytes(reinterpret_cast<const std::byte*>(pip), 20)));
+  return {};
 }
 
 }  // namespace mcgw::bench

@@ -1,6 +1,7 @@
 #include "dataplane/crypto/esp.hpp"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -8,6 +9,9 @@
 #include <climits>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+
+#include "dataplane/crypto/cryptodev.hpp"
 
 namespace mcgw::crypto {
 namespace {
@@ -39,7 +43,22 @@ void nonceAndAad(const Salt& salt, const uint8_t* esp, uint64_t seq, uint8_t non
 
 }  // namespace
 
-Gcm::Gcm(const Key& key) {
+Gcm::Gcm(const Key& key) : Gcm(key, Engine::kCryptodev) {}
+
+Gcm::Gcm(const Key& key, Engine engine) : key_(key) {
+  dev_ = engine == Engine::kCryptodev ? cryptodev::device() : -1;
+  if (dev_ >= 0) {
+    // The key schedule and GHASH tables live in the two sessions.
+    const cryptodev::Sessions s = cryptodev::create(dev_, key, kAadLen);
+    if (s.enc == nullptr) {
+      throw std::runtime_error("cannot create AES-256-GCM cryptodev sessions (pool of " +
+                               std::to_string(kCryptodevSessions) + " exhausted?)");
+    }
+    enc_ = s.enc;
+    dec_ = s.dec;
+    return;
+  }
+  key_.fill(0);  // only the cryptodev engine needs it again
   ctx_ = EVP_CIPHER_CTX_new();
   if (ctx_ == nullptr) {
     throw std::runtime_error("EVP_CIPHER_CTX_new failed");
@@ -54,13 +73,38 @@ Gcm::Gcm(const Key& key) {
 }
 
 Gcm::~Gcm() {
+  if (dev_ >= 0) {
+    cryptodev::Sessions s{enc_, dec_};
+    cryptodev::destroy(dev_, s);
+  }
   EVP_CIPHER_CTX_free(ctx_);
+  OPENSSL_cleanse(key_.data(), key_.size());
 }
+
+namespace {
+
+// The cryptodev engine with an AAD other than ESP's 12 bytes: a session
+// pair for the call (sessions fix the AAD length).  Tests only.
+bool cryptodevOther(int dev, const Key& key, bool encrypt, const uint8_t nonce[12],
+                    const uint8_t* aad, size_t aad_len, uint8_t* data, size_t len, uint8_t* tag) {
+  cryptodev::Sessions s = cryptodev::create(dev, key, aad_len);
+  const bool ok = s.enc != nullptr &&
+                  cryptodev::process(dev, encrypt ? s.enc : s.dec, nonce, aad, data, len, tag);
+  cryptodev::destroy(dev, s);
+  return ok;
+}
+
+}  // namespace
 
 bool Gcm::seal(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, uint8_t* data,
                size_t len, uint8_t tag[kIcvLen]) {
   if (len > INT_MAX || aad_len > INT_MAX) {
     return false;
+  }
+  if (dev_ >= 0) {
+    return aad_len == kAadLen
+               ? cryptodev::process(dev_, enc_, nonce, aad, data, len, tag)
+               : cryptodevOther(dev_, key_, true, nonce, aad, aad_len, data, len, tag);
   }
   int n = 0;
   uint8_t none[1];
@@ -77,6 +121,13 @@ bool Gcm::open(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, uint
                size_t len, const uint8_t tag[kIcvLen]) {
   if (len > INT_MAX || aad_len > INT_MAX) {
     return false;
+  }
+  if (dev_ >= 0) {
+    // The PMD only reads the tag when it decrypts.
+    auto* t = const_cast<uint8_t*>(tag);
+    return aad_len == kAadLen
+               ? cryptodev::process(dev_, dec_, nonce, aad, data, len, t)
+               : cryptodevOther(dev_, key_, false, nonce, aad, aad_len, data, len, t);
   }
   int n = 0;
   uint8_t none[1];

@@ -2,8 +2,11 @@
 // transform a worker applies to a tunnel packet after encapsulation
 // (outbound) and before decapsulation (inbound), its anti-replay window with
 // 64-bit extended sequence numbers (RFC 4303 Appendix A), and the overhead
-// the MTU and MSS arithmetic needs.  OpenSSL's EVP does the cipher; nothing
-// here allocates after construction, takes a lock or throws per packet.
+// the MTU and MSS arithmetic needs.  The cipher is DPDK cryptodev's
+// synchronous CPU-crypto API on the crypto_aesni_gcm vdev (intel-ipsec-mb)
+// once initEngine() chose it, else OpenSSL's EVP (docs/encryption.md,
+// "Crypto engine"); nothing here allocates after construction, takes a lock
+// or throws per packet.
 //
 // Layout of a protected packet (transport mode over the outer IP header;
 // the optional RFC 3948 UDP header, port 4500, sits between the two):
@@ -25,18 +28,19 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 struct evp_cipher_ctx_st;
 
 namespace mcgw::crypto {
 
-inline constexpr size_t kKeyLen = 32;   // AES-256
-inline constexpr size_t kSaltLen = 4;   // RFC 4106 §4
-inline constexpr size_t kIvLen = 8;     // RFC 4106 §3.1
-inline constexpr size_t kIcvLen = 16;   // the full GCM tag
-inline constexpr size_t kEspHeaderLen = 8;                     // SPI, sequence number (low 32 bits)
+inline constexpr size_t kKeyLen = 32;       // AES-256
+inline constexpr size_t kSaltLen = 4;       // RFC 4106 §4
+inline constexpr size_t kIvLen = 8;         // RFC 4106 §3.1
+inline constexpr size_t kIcvLen = 16;       // the full GCM tag
+inline constexpr size_t kEspHeaderLen = 8;  // SPI, sequence number (low 32 bits)
 inline constexpr size_t kEspPrefixLen = kEspHeaderLen + kIvLen;  // before the payload
-inline constexpr size_t kNatTUdpLen = 8;  // RFC 3948 UDP header
+inline constexpr size_t kNatTUdpLen = 8;                         // RFC 3948 UDP header
 inline constexpr uint16_t kNatTPort = 4500;
 inline constexpr uint8_t kIpProtoEsp = 50;
 // The largest trailer: 3 bytes of padding, pad length, next header, ICV.
@@ -62,27 +66,74 @@ constexpr size_t espMaxPayload(size_t room) {
   return ((room - kEspPrefixLen - kIcvLen) & ~size_t{3}) - 2;
 }
 
+// The AES-256-GCM engine behind Gcm, chosen once per process.
+enum class Engine : uint8_t {
+  kOpenSsl,    // OpenSSL 3 EVP in the calling thread
+  kCryptodev,  // rte_cryptodev_sym_cpu_crypto_process on crypto_aesni_gcm0 (intel-ipsec-mb)
+};
+
+struct EngineChoice {
+  Engine engine = Engine::kOpenSsl;
+  // Why OpenSSL EVP runs when it does (empty when the cryptodev engine runs).
+  std::string reason;
+};
+
+// Chooses the engine for the Gcm objects made from now on; call once, on
+// the main thread, after rte_eal_init (Eal::init does).  The environment
+// variable MCGW_CRYPTO_ENGINE says what to try: "auto" (or unset) and
+// "cryptodev" the cryptodev engine, "openssl" EVP only.  The cryptodev engine
+// hot-plugs the vdev crypto_aesni_gcm0, checks it offers AES-256-GCM (12-byte
+// IV and AAD, 16-byte tag) and RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO, makes a pool
+// of kCryptodevSessions sessions and checks a packet sealed by it against
+// EVP.  When anything fails (no PMD, a CPU without AES-NI, no EAL) EVP runs
+// and `reason` says why (the caller logs it).  Later calls return the first
+// choice.
+EngineChoice initEngine();
+// Undoes initEngine before rte_eal_cleanup: stops and removes the device and
+// frees the session pool -- unless a Gcm still holds sessions (then nothing
+// is freed and false is returned).  Gcm objects made afterwards use EVP.
+bool shutdownEngine();
+// The engine new Gcm objects use: "cryptodev-ipsec-mb" or "openssl-evp".
+const char* engineName();
+Engine engine();
+// Sessions a cryptodev pool holds: two per Gcm (encrypt, decrypt).
+inline constexpr unsigned kCryptodevSessions = 4096;
+
 // AES-256-GCM under one key, for one thread (a worker has its own per SA).
-// Construction expands the key once; seal/open only set the nonce.
+// Construction expands the key once (an encrypt and a decrypt session on the
+// cryptodev engine, an EVP context otherwise); seal/open only set the nonce.
+// The engine is the one in force when the Gcm is made.
 class Gcm {
  public:
-  // Throws std::runtime_error when OpenSSL cannot set up the cipher.
+  // Throws std::runtime_error when the engine cannot set up the cipher (for
+  // the cryptodev engine: the session pool is exhausted).
   explicit Gcm(const Key& key);
+  // On a given engine (comparisons, tests): kCryptodev is EVP all the same
+  // when initEngine did not start the cryptodev engine.
+  Gcm(const Key& key, Engine engine);
   ~Gcm();
   Gcm(const Gcm&) = delete;
   Gcm& operator=(const Gcm&) = delete;
 
+  // The engine this Gcm runs on.
+  Engine engine() const { return dev_ >= 0 ? Engine::kCryptodev : Engine::kOpenSsl; }
+
   // Encrypts data[0, len) in place and writes the 16-byte tag.  false only
-  // when OpenSSL reports an error.
-  bool seal(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, uint8_t* data,
-            size_t len, uint8_t tag[kIcvLen]);
+  // when the engine reports an error.  On the cryptodev engine an AAD of
+  // other than 12 bytes (ESP's) makes a session pair for the call (tests).
+  bool seal(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, uint8_t* data, size_t len,
+            uint8_t tag[kIcvLen]);
   // Decrypts data[0, len) in place; true when the tag verifies (the data
   // is garbage otherwise).
-  bool open(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, uint8_t* data,
-            size_t len, const uint8_t tag[kIcvLen]);
+  bool open(const uint8_t nonce[12], const uint8_t* aad, size_t aad_len, uint8_t* data, size_t len,
+            const uint8_t tag[kIcvLen]);
 
  private:
-  evp_cipher_ctx_st* ctx_ = nullptr;
+  Key key_;                           // for another AAD length on the cryptodev engine
+  evp_cipher_ctx_st* ctx_ = nullptr;  // EVP
+  int dev_ = -1;                      // cryptodev: the device, its sessions for a 12-byte AAD
+  void* enc_ = nullptr;
+  void* dec_ = nullptr;
 };
 
 // RFC 4303 Appendix A: a window of `size` sequence numbers below the

@@ -4,8 +4,11 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+
+#include "dataplane/crypto/esp.hpp"
 
 namespace mcgw::engine {
 
@@ -75,6 +78,15 @@ Result<std::unique_ptr<Eal>, std::string> Eal::init(const config::Config& config
     return unexpected(std::string("DPDK EAL initialisation failed: ") + rte_strerror(rte_errno));
   }
   std::unique_ptr<Eal> eal(new Eal());
+  // The AES-GCM engine of every SA made from now on (docs/encryption.md,
+  // "Crypto engine"): cryptodev on intel-ipsec-mb, else OpenSSL EVP.
+  const crypto::EngineChoice crypto = crypto::initEngine();
+  if (crypto.engine == crypto::Engine::kCryptodev) {
+    spdlog::info("ESP crypto engine: {} (crypto_aesni_gcm0, synchronous CPU crypto)",
+                 crypto::engineName());
+  } else {
+    spdlog::warn("ESP crypto engine: {} ({})", crypto::engineName(), crypto.reason);
+  }
   eal->mempool_ = rte_pktmbuf_pool_create("mcgw_mbufs", config.eal.mbufs, 256, 0,
                                           RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
   if (!eal->mempool_) {
@@ -86,6 +98,9 @@ Result<std::unique_ptr<Eal>, std::string> Eal::init(const config::Config& config
 }
 
 Eal::~Eal() {
+  if (!crypto::shutdownEngine()) {
+    spdlog::warn("ESP crypto engine: SAs still hold cryptodev sessions at exit; left to the EAL");
+  }
   rte_mempool_free(mempool_);
   rte_eal_cleanup();
 }

@@ -17,7 +17,8 @@ namespace mcgw::engine {
 std::vector<std::string> ealArguments(const config::Config& config, const std::string& program,
                                       const std::string& log_level);
 
-// Initialises the EAL and creates the packet mempool.  Once per process: the
+// Initialises the EAL, creates the packet mempool and chooses the ESP crypto
+// engine (crypto::initEngine).  Once per process: the
 // EAL cannot be re-initialised, so EAL changes need a restart.
 class Eal {
  public:

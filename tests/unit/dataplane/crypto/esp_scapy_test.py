@@ -13,8 +13,10 @@ ESP packets.  Here scapy (AES-GCM, crypt_key = key || salt, 64-bit ESN):
 Sequence numbers cross the 2^32 boundary, so the high 32 bits (never sent)
 enter the AAD on both sides.
 
-Run by ctest (unit.esp_scapy):
-    /usr/bin/python3 esp_scapy_test.py --tool build/tests/tools/esp_tool [-v]
+Run by ctest (unit.esp_scapy on OpenSSL EVP; component.esp_scapy_cryptodev
+on the cryptodev engine, an EAL with --no-huge in each esp_tool):
+    /usr/bin/python3 esp_scapy_test.py --tool build/tests/tools/esp_tool \
+        [--engine openssl|cryptodev] [-v]
 
 Needs scapy (python3-scapy) and python3-cryptography.
 """
@@ -35,6 +37,7 @@ from scapy.layers.ipsec import ESP, IPSecIntegrityError, SecurityAssociation  # 
 from scapy.layers.vxlan import VXLAN  # noqa: E402
 
 TOOL = None
+TOOL_ARGS = []
 KEY = bytes(range(0x20, 0x40))
 SALT = bytes.fromhex("c0ffee11")
 SPI = 0x8F00_0001
@@ -44,7 +47,7 @@ K32 = 1 << 32
 
 def run_tool(lines):
     """One answer per seal/open line."""
-    r = subprocess.run([TOOL], input="".join(line + "\n" for line in lines),
+    r = subprocess.run([TOOL] + TOOL_ARGS, input="".join(line + "\n" for line in lines),
                        capture_output=True, text=True, timeout=60)
     answers = r.stdout.splitlines()
     expected = sum(1 for line in lines if line.split()[0] in ("seal", "open"))
@@ -191,11 +194,15 @@ class WeOpenScapys(unittest.TestCase):
 
 
 def main():
-    global TOOL
+    global TOOL, TOOL_ARGS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tool", required=True, help="path of esp_tool")
+    ap.add_argument("--engine", choices=("openssl", "cryptodev"), default="openssl",
+                    help="crypto::Gcm's engine in esp_tool (cryptodev: the tool fails, "
+                         "exit status 3, when it cannot start)")
     args, rest = ap.parse_known_args()
     TOOL = args.tool
+    TOOL_ARGS = ["--cryptodev"] if args.engine == "cryptodev" else []
     if not os.access(TOOL, os.X_OK):
         sys.exit("%s: not executable" % TOOL)
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
