@@ -313,6 +313,39 @@ std::string renderStatus(json s) {
       o << "\nVRRP\n" << v;
     }
   }
+  if (s.contains("encryption") && s["encryption"].is_object() &&
+      !s["encryption"].value("lines", json::array()).empty()) {  // docs/encryption.md
+    o << "\nEncryption (ESP AES-256-GCM, engine " << str(s["encryption"], "engine") << ")\n";
+    for (auto& l : s["encryption"]["lines"]) {
+      o << "  " << str(l, "peer") << "/" << str(l, "line") << ": keys " << str(l, "keys");
+      if (l.contains("agreement") && l["agreement"].is_object()) {
+        json& a = l["agreement"];
+        o << " (" << str(a, "state");
+        if (a.contains("role")) {
+          o << ", " << str(a, "role");
+        }
+        o << ")";
+      }
+      if (l["outbound"].is_object()) {
+        json& out = l["outbound"];
+        char spi[16];
+        std::snprintf(spi, sizeof spi, "0x%08x", out.value("spi", 0u));
+        o << ", out SPI " << spi << " generation " << out.value("generation", uint64_t{0})
+          << ", age " << duration(out.value("age_s", int64_t{0}));
+        if (out.contains("next_rekey_s")) {
+          o << ", rekey in " << duration(static_cast<int64_t>(out.value("next_rekey_s", 0.0)));
+        }
+        o << ", " << l["inbound"].size() << " inbound SA(s)\n";
+      } else {
+        o << ", NO OUTBOUND SA: " << str(l, "problem");
+        if (l.contains("agreement") && l["agreement"].is_object() &&
+            !str(l["agreement"], "last_error").empty()) {
+          o << " (" << str(l["agreement"], "last_error") << ")";
+        }
+        o << "\n";
+      }
+    }
+  }
   if (s.contains("address_plan") && s["address_plan"].is_object()) {
     json& ap = s["address_plan"];
     o << "\nAddress plan  " << ap.value("vpcs", uint64_t{0}) << " VPCs, "

@@ -28,8 +28,10 @@ using Clock = std::chrono::steady_clock;
 // Static outbound SAs: the sequence numbers a start may use are reserved in
 // the state directory before use, so that a restart never sends a sequence
 // number (the GCM IV) twice under the same key (docs/encryption.md, "Static
-// keys").
-constexpr uint64_t kSeqReserve = uint64_t{1} << 32;
+// keys").  A block of 2^30: the peer infers the high bits of a sequence number
+// (RFC 4303 A2.2) only within 2^31 of what it last saw, and a restart resumes
+// at most 1.5 blocks above that (the reservation runs half a block ahead).
+constexpr uint64_t kSeqReserve = uint64_t{1} << 30;
 
 std::string seqPath(const std::string& dir, const std::string& line, uint32_t spi) {
   std::string name = line;
@@ -53,6 +55,11 @@ Result<uint64_t, std::string> reserveSeq(const std::string& path, uint64_t at_le
     }
   }
   const uint64_t upto = from + kSeqReserve;
+  // The state directory (LastGoodStore makes it too, later in the start).
+  const std::string dir = path.substr(0, path.rfind('/'));
+  if (!dir.empty() && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return unexpected("cannot create " + text::quote(dir) + ": " + std::strerror(errno));
+  }
   const std::string tmp = path + ".tmp";
   core::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd) {
@@ -594,7 +601,7 @@ json EncryptionService::status() const {
     }
     lines.push_back(j);
   }
-  return {{"lines", lines}};
+  return {{"engine", crypto::engineName()}, {"lines", lines}};
 }
 
 std::vector<std::string> EncryptionService::problems() const {

@@ -125,6 +125,16 @@ std::vector<MetricInfo> buildCatalog() {
        "0 while the line is outside its SLA: out of use, or kept as the best of lines all outside"},
       {"mcgw_line_sla_changes_total", kCounter, "peer, line",
        "Times SLA steering took the line out of use or back"},
+      {"mcgw_line_esp_keyed", kGauge, "peer, line",
+       "Encrypted lines: 1 while the line has an outbound SA (0: it carries nothing)"},
+      {"mcgw_line_esp_generation", kGauge, "peer, line",
+       "Encrypted lines: the key generation of the outbound SA"},
+      {"mcgw_line_esp_sa_age_seconds", kGauge, "peer, line, direction",
+       "Encrypted lines: age of the outbound SA (out) and of the newest inbound one (in)"},
+      {"mcgw_line_esp_rekeys_total", kCounter, "peer, line",
+       "Encrypted lines: outbound SAs replaced by new keys since mcgwd started"},
+      {"mcgw_line_esp_expired_total", kCounter, "peer, line",
+       "Encrypted lines: outbound SAs dropped at the end of their lifetime without new keys"},
       {"mcgw_tunnel_packets_total", kCounter, "peer, tenant, vni, direction",
        "Packets into (tx) and out of (rx) the tunnel"},
       {"mcgw_tunnel_bytes_total", kCounter, "peer, tenant, vni, direction",
@@ -319,10 +329,52 @@ void qualityFamilies(FamilyBuilder& b, const Labels& k, const pmtu::QualityView*
   }
 }
 
+// ESP on encrypted lines (docs/encryption.md, "What you see").
+void espFamilies(FamilyBuilder& b, const api::GatewayState& s, const engine::ForwardingTables& t,
+                 const engine::LineEntry& l, const Labels& k) {
+  auto age = [](const engine::EspSa& a) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - a.created()).count();
+  };
+  b.add("mcgw_line_esp_keyed", k, l.esp ? 1.0 : 0.0);
+  if (l.esp) {
+    b.add("mcgw_line_esp_generation", k, static_cast<double>(l.esp->generation()));
+    Labels out = k;
+    out.emplace_back("direction", "out");
+    b.add("mcgw_line_esp_sa_age_seconds", out, age(*l.esp));
+  }
+  const engine::EspSa* newest = nullptr;
+  for (const auto& a : t.sas) {
+    if (a->inbound() && a->line() == l.peer + "/" + l.name &&
+        (!newest || a->created() > newest->created())) {
+      newest = a.get();
+    }
+  }
+  if (newest) {
+    Labels in = k;
+    in.emplace_back("direction", "in");
+    b.add("mcgw_line_esp_sa_age_seconds", in, age(*newest));
+  }
+  uint64_t rekeys = 0, expired = 0;
+  if (s.encryption) {
+    const nlohmann::json st = s.encryption->status();
+    for (const auto& j : st["lines"]) {
+      if (j.value("peer", "") == l.peer && j.value("line", "") == l.name) {
+        rekeys = j.value("rekeys", uint64_t{0});
+        expired = j.value("expired", uint64_t{0});
+      }
+    }
+  }
+  b.add("mcgw_line_esp_rekeys_total", k, static_cast<double>(rekeys));
+  b.add("mcgw_line_esp_expired_total", k, static_cast<double>(expired));
+}
+
 void lineFamilies(FamilyBuilder& b, const api::GatewayState& s, const engine::ForwardingTables& t,
                   const engine::CountersSnapshot& c) {
   for (const auto& l : t.lines) {
     const Labels k = {{"peer", l.peer}, {"line", l.name}};
+    if (l.encrypted) {
+      espFamilies(b, s, t, l, k);
+    }
     const bool up = s.dataplane.lineUp(l.slot);
     b.add("mcgw_line_up", k, flag(up && l.resolved));
     b.add("mcgw_line_admin_up", k, flag(!s.lines.adminDown(l.peer, l.name)));

@@ -1430,7 +1430,8 @@ class Lab:
             peers.append({"name": p.name, "asn": p.asn, "site": p.site, "encapsulation": p.encap,
                           "lines": lines, "inner-mac": p.inner_mac,
                           "sla": dict(o.sla) if o.sla else None,
-                          "encryption": dict(o.encryption) if o.encryption and mcgw_peer else None})
+                          "encryption": self.peer_encryption(node) if o.encryption and mcgw_peer
+                          else None})
         bgp = plan = None
         if o.bgp and g.asn:
             confdir, rundir = self.frr_dirs(node)
@@ -1468,6 +1469,36 @@ class Lab:
             "vrrp": [{k: v for k, v in grp.items() if v is not None} for grp in g.vrrp],
             "logging": {"level": o.log_level},
         }
+
+    def peer_encryption(self, node: str) -> dict:
+        """The `encryption` section of gateway `node`'s mcgw peers:
+        Options.encryption, with "static-keys": "auto" replaced by the key
+        file make_static_keys wrote for the gateway."""
+        enc = dict(self.options.encryption)
+        if enc.get("static-keys") == "auto":
+            enc["static-keys"] = str(self.dir / "tls" / f"{node}.keys")
+        return enc
+
+    def make_static_keys(self) -> None:
+        """Static ESP keys for gateways A and B (Options.encryption
+        "static-keys": "auto"): per line an SA each way, random SPIs and keys,
+        DIR/tls/gwa.keys and gwb.keys with the directions swapped, mode 0600."""
+        d = self.dir / "tls"
+        d.mkdir(mode=0o700, exist_ok=True)
+        rows = {"gwa": [], "gwb": []}
+        for p in self.topo.gateways["gwa"].peers:
+            if p.name != self.topo.gateways["gwb"].site:
+                continue
+            for ln in p.lines:
+                ab, ba = (256 + secrets.randbelow(1 << 30) for _ in range(2))
+                kab, kba = secrets.token_hex(36), secrets.token_hex(36)
+                rows["gwa"] += [f"{ln.name} out {ab:#x} 0x{kab}", f"{ln.name} in {ba:#x} 0x{kba}"]
+                rows["gwb"] += [f"{ln.name} out {ba:#x} 0x{kba}", f"{ln.name} in {ab:#x} 0x{kab}"]
+        for node, lines in rows.items():
+            path = d / f"{node}.keys"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write("# mcgwlab static ESP keys\n" + "\n".join(lines) + "\n")
 
     def tls_section(self, node: str) -> dict:
         """The top-level `encryption` section of gateway `node`: the files
@@ -1516,6 +1547,9 @@ class Lab:
         o = self.options
         if o.encryption and "static-keys" not in o.encryption and not (self.dir / "tls").exists():
             self.make_tls()
+        if o.encryption and o.encryption.get("static-keys") == "auto" and \
+                not (self.dir / "tls" / "gwa.keys").exists():
+            self.make_static_keys()
         for node in self.topo.gateways:
             path = self.dir / f"{node}.yaml"
             path.write_text(self.render(node))
