@@ -132,14 +132,18 @@ Result<std::map<std::string, StaticLineKeys>, std::string> parseStaticKeys(
       return fail("expected LINE out|in SPI KEY-AND-SALT, found " + std::to_string(words.size()) +
                   " field(s)");
     }
+    // A field that is not what its column expects may be a key pasted into
+    // the wrong column: the messages give its length, never its text.
     const std::string name(words[0]);
     if (!isLineName(name)) {
-      return fail("line name " + text::quote(name.substr(0, 64)) + " is not a line name");
+      return fail("the line name field (" + std::to_string(name.size()) +
+                  " characters) is not a line name (a letter, then at most 62 letters, digits, "
+                  "'-', '_' or '.')");
     }
     const bool out = words[1] == "out";
     if (!out && words[1] != "in") {
-      return fail("direction must be out or in, found " +
-                  text::quote(std::string(words[1]).substr(0, 16)));
+      return fail("the direction field (" + std::to_string(words[1].size()) +
+                  " characters) is neither \"out\" nor \"in\"");
     }
     uint32_t spi = 0;
     if (!parseSpi(words[2], &spi) || spi < 256) {

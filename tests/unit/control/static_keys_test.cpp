@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -18,6 +19,20 @@ const std::string kKey1 =
     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1fcafebabe";
 const std::string kKey2 =
     "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfdeadbeef";
+
+// No 8-character piece of either key (in either case) is in `error`.
+void expectNoKeyMaterial(const std::string& error) {
+  std::string lower = error;
+  for (char& c : lower) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (const std::string& k : {kKey1, kKey2}) {
+    for (size_t i = 0; i + 8 <= k.size(); ++i) {
+      EXPECT_EQ(lower.find(k.substr(i, 8)), std::string::npos)
+          << "key material " << k.substr(i, 8) << " in: " << error;
+    }
+  }
+}
 
 TEST(StaticKeys, ReadsBothDirectionsOfEachLine) {
   const std::string text = "# comment\n\nline1 out 0x1001 0x" + kKey1 + "  # trailing\n" +
@@ -41,7 +56,8 @@ TEST(StaticKeys, RefusalsSayWhereAndShowNoKey) {
   };
   const Case cases[] = {
       {"line1 out 0x1001\n", "k:1: expected LINE out|in SPI KEY-AND-SALT, found 3 field(s)"},
-      {"line1 up 0x1001 " + kKey1 + "\n", "k:1: direction must be out or in"},
+      {"line1 up 0x1001 " + kKey1 + "\n",
+       "k:1: the direction field (2 characters) is neither \"out\" nor \"in\""},
       {"line1 out 255 " + kKey1 + "\n", "k:1: SPI must be a number from 256"},
       {"line1 out 0x1g " + kKey1 + "\n", "k:1: SPI must be a number from 256"},
       {"line1 out 0x100000000 " + kKey1 + "\n", "k:1: SPI must be a number from 256"},
@@ -54,15 +70,41 @@ TEST(StaticKeys, RefusalsSayWhereAndShowNoKey) {
       {"line1 in 0x1001 " + kKey1 + "\nline2 in 0x1001 " + kKey2 + "\n",
        "k:2: SPI 4097 is already another inbound SA's"},
       {"line1 out 0x1001 " + kKey1 + "\n", "k:0: line line1 has no in SA"},
-      {"-bad out 0x1001 " + kKey1 + "\n", "k:1: line name"},
+      {"-bad out 0x1001 " + kKey1 + "\n",
+       "k:1: the line name field (4 characters) is not a line name"},
   };
   for (const auto& c : cases) {
     auto r = parseStaticKeys(c.text, "k");
     ASSERT_FALSE(r) << c.text;
     EXPECT_EQ(r.error().rfind(c.want, 0), 0u) << r.error();
-    for (const std::string& k : {kKey1, kKey2}) {
-      EXPECT_EQ(r.error().find(k.substr(0, 16)), std::string::npos) << "key material in an error";
-    }
+    expectNoKeyMaterial(r.error());
+  }
+}
+
+// A key pasted into the wrong column: the message says which field and how
+// long it is, and shows none of it.
+TEST(StaticKeys, KeyInAnotherColumnIsNotShown) {
+  struct Case {
+    std::string text, want;
+  };
+  const Case cases[] = {
+      {kKey2 + " out 0x1001 " + kKey1 + "\n",
+       "k:1: the line name field (72 characters) is not a line name"},
+      {"0x" + kKey1 + " in 0x1001 " + kKey2 + "\n",
+       "k:1: the line name field (74 characters) is not a line name"},
+      {"line1 " + kKey1 + " 0x1001 " + kKey2 + "\n",
+       "k:1: the direction field (72 characters) is neither \"out\" nor \"in\""},
+      {"line1 out 0x1001 " + kKey1 + "\nline1 0x" + kKey2 + " 0x2001 " + kKey1 + "\n",
+       "k:2: the direction field (74 characters) is neither \"out\" nor \"in\""},
+      {"line1 out " + kKey1 + " " + kKey2 + "\n", "k:1: SPI must be a number from 256"},
+      {kKey1 + " " + kKey2 + " 0x1001\n",
+       "k:1: expected LINE out|in SPI KEY-AND-SALT, found 3 field(s)"},
+  };
+  for (const auto& c : cases) {
+    auto r = parseStaticKeys(c.text, "k");
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().rfind(c.want, 0), 0u) << r.error();
+    expectNoKeyMaterial(r.error());
   }
 }
 
@@ -111,6 +153,19 @@ TEST_F(StaticKeyFile, SymlinksDirectoriesAndMissingFilesAreRefused) {
   auto m = readStaticKeys(dir_ + "/none");
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().find("cannot open"), std::string::npos) << m.error();
+}
+
+TEST_F(StaticKeyFile, KeyInTheNameOrDirectionColumnIsNotShown) {
+  for (const std::string& text :
+       {kKey1 + " out 0x1001 " + kKey2 + "\n", "line1 " + kKey2 + " 0x1001 " + kKey1 + "\n"}) {
+    std::ofstream(path_) << text;
+    ASSERT_EQ(::chmod(path_.c_str(), 0600), 0);
+    auto r = readStaticKeys(path_);
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().rfind(path_ + ":1: the ", 0), 0u) << r.error();
+    EXPECT_NE(r.error().find("(72 characters)"), std::string::npos) << r.error();
+    expectNoKeyMaterial(r.error());
+  }
 }
 
 TEST_F(StaticKeyFile, LargerThanTheBoundIsRefused) {
