@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,31 +30,61 @@ using Clock = std::chrono::steady_clock;
 // Static outbound SAs: the sequence numbers a start may use are reserved in
 // the state directory before use, so that a restart never sends a sequence
 // number (the GCM IV) twice under the same key (docs/encryption.md, "Static
-// keys").  A block of 2^30: the peer infers the high bits of a sequence number
-// (RFC 4303 A2.2) only within 2^31 of what it last saw, and a restart resumes
-// at most 1.5 blocks above that (the reservation runs half a block ahead).
-constexpr uint64_t kSeqReserve = uint64_t{1} << 30;
+// keys").  Blocks of 2^24, renewed while half a block remains (every
+// kLifetimeCheck: 8 million packets of headroom per 250 ms); the fast path
+// never goes past the reservation (EspSa::setSeqLimit).  A restart resumes
+// above the last reservation, at most one block above what was sent: the
+// peer infers the high bits of a sequence number (RFC 4303 A2.2) only within
+// 2^32 of what it last saw, so 256 restarts in a row with nothing reaching
+// the peer are the limit.
+constexpr uint64_t kSeqReserve = uint64_t{1} << 24;
 
-std::string seqPath(const std::string& dir, const std::string& line, uint32_t spi) {
+// The reservation file of a line's outbound key: named after the key and salt
+// (a SHA-256 prefix), not the SPI, so that the same key under another SPI
+// goes on from the same reservation.
+std::string seqPath(const std::string& dir, const std::string& line, const engine::SaMaterial& m) {
   std::string name = line;
   for (char& c : name) {
     if (c == '/') {
       c = '_';
     }
   }
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", spi);
-  return dir + "/esp-seq-" + name + "-" + buf;
+  static constexpr char kTag[] = "mcgw-esp-seq";
+  std::array<uint8_t, sizeof kTag - 1 + 36> in{};
+  std::memcpy(in.data(), kTag, sizeof kTag - 1);
+  std::copy(m.key.begin(), m.key.end(), in.begin() + sizeof kTag - 1);
+  std::copy(m.salt.begin(), m.salt.end(), in.begin() + sizeof kTag - 1 + 32);
+  std::array<uint8_t, 32> d{};
+  unsigned len = 0;
+  EVP_Digest(in.data(), in.size(), d.data(), &len, EVP_sha256(), nullptr);
+  OPENSSL_cleanse(in.data(), in.size());
+  char hex[17];
+  for (size_t i = 0; i < 8; ++i) {
+    std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  }
+  return dir + "/esp-seq-" + name + "-" + hex;
 }
 
-// Reads the reservation (0 when none), writes the next one durably.
+// Reads the reservation (0 when there is no file; an error when there is one
+// that cannot be read: starting at 0 again could repeat an IV), writes the
+// next one durably (file and directory synced).  Returns where use may start.
 Result<uint64_t, std::string> reserveSeq(const std::string& path, uint64_t at_least) {
   uint64_t from = at_least;
-  if (std::ifstream in(path); in) {
+  if (core::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)); fd) {
+    char buf[32] = {};
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
     uint64_t v = 0;
-    if (in >> v && v > from) {
-      from = v;
+    const auto r = n > 0 ? std::from_chars(buf, buf + n, v) : std::from_chars_result{buf, {}};
+    if (n <= 0 || r.ec != std::errc() || r.ptr == buf || (r.ptr < buf + n && *r.ptr != '\n')) {
+      return unexpected("the sequence number reservation " + text::quote(path) +
+                        " cannot be read (remove it only together with the key)");
     }
+    from = std::max(from, v);
+  } else if (errno != ENOENT) {
+    return unexpected("cannot read " + text::quote(path) + ": " + std::strerror(errno));
+  }
+  if (from > UINT64_MAX - kSeqReserve) {
+    return unexpected("the sequence numbers of this key are used up: replace the key");
   }
   const uint64_t upto = from + kSeqReserve;
   // The state directory (LastGoodStore makes it too, later in the start).
@@ -69,6 +101,11 @@ Result<uint64_t, std::string> reserveSeq(const std::string& path, uint64_t at_le
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
       ::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     return unexpected("cannot write " + text::quote(path) + ": " + std::strerror(errno));
+  }
+  // The rename itself survives a power cut only once the directory is synced.
+  core::Fd d(::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d || ::fsync(d.get()) != 0) {
+    return unexpected("cannot sync " + text::quote(dir) + ": " + std::strerror(errno));
   }
   return from;
 }
@@ -118,6 +155,14 @@ void exportForTests(const config::LineConfig& lc, bool inbound, const engine::Sa
   if (!path || !*path) {
     return;
   }
+  static bool warned = false;
+  if (!warned) {
+    warned = true;
+    spdlog::warn(
+        "MCGW_TEST_EXPORT_ESP_KEYS is set: every SA's key is written to {} (tests only; "
+        "never in production)",
+        text::quote(path));
+  }
   core::Fd fd(::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!fd) {
     return;
@@ -142,6 +187,7 @@ void exportForTests(const config::LineConfig& lc, bool inbound, const engine::Sa
       key + "\",\"NULL\",\"\"\n";
   (void)!::write(fd.get(), row.data(), row.size());
   OPENSSL_cleanse(key.data(), key.size());
+  OPENSSL_cleanse(const_cast<char*>(row.data()), row.size());
 }
 
 const config::LineConfig* lineConfig(const config::Config& c, const std::string& id) {
@@ -238,16 +284,23 @@ Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
       }
       const StaticLineKeys& keys = k->second;
       // The same keys as before: the same SAs (sequence numbers and replay
-      // windows go on).
+      // windows go on; a new replay-window size waits for new keys or a
+      // restart: a fresh window would take captured packets once more).
       if (before && before->static_keys && before->out && before->out->spi() == keys.out.spi &&
-          !before->in.empty() && before->in.front()->spi() == keys.in.spi &&
-          before->enc.replay_window == line.enc.replay_window) {
+          !before->in.empty() && before->in.front()->spi() == keys.in.spi) {
         if (digestOf(keys.out) == before->digest_out && digestOf(keys.in) == before->digest_in) {
+          if (before->enc.replay_window != line.enc.replay_window) {
+            spdlog::warn(
+                "encryption: line {}: the new replay-window ({}) applies with new keys "
+                "or at the next start; the static SA keeps its window",
+                id, line.enc.replay_window);
+          }
           line.out = before->out;
           line.in = before->in;
           line.digest_out = before->digest_out;
           line.digest_in = before->digest_in;
           line.seq_reserved = before->seq_reserved;
+          line.seq_path = before->seq_path;
           out[id] = std::move(line);
           continue;
         }
@@ -256,13 +309,15 @@ Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
       line.digest_in = digestOf(keys.in);
       line.out = makeSa(false, id, keys.out, 0);
       line.in = {makeSa(true, id, keys.in, line.enc.replay_window)};
-      auto from = reserveSeq(seqPath(state_dir_, id, keys.out.spi), 0);
+      line.seq_path = seqPath(state_dir_, id, keys.out);
+      auto from = reserveSeq(line.seq_path, 0);
       if (!from) {
         return unexpected("peer " + p.name + " line " + l.name +
                           ": cannot reserve sequence numbers for its static SA: " + from.error());
       }
       line.out->startSeqAfter(*from);
       line.seq_reserved = *from + kSeqReserve;
+      line.out->setSeqLimit(line.seq_reserved);
       out[id] = std::move(line);
     }
   }
@@ -300,10 +355,10 @@ void EncryptionService::startAgreement(const config::Config& c) {
   }
   KeySink sink;
   sink.install_inbound = [this](const std::string& line, const SaMaterial& m) {
-    onInstall(line, m, true);
+    return onInstall(line, m, true);
   };
   sink.activate_outbound = [this](const std::string& line, const SaMaterial& m) {
-    onInstall(line, m, false);
+    return onInstall(line, m, false);
   };
   sink.retire_inbound = [this](const std::string& line, uint32_t spi) { onRetire(line, spi); };
   sink.lost = [this](const std::string& line, const std::string& why) { onLost(line, why); };
@@ -332,14 +387,42 @@ void EncryptionService::attach(core::EventLoop& loop) {
 void EncryptionService::setPaused(bool paused) {
   paused_ = paused;
   timer_.setEnabled(!paused);
+  if (agreement_) {
+    agreement_->setPaused(paused);
+  }
+  if (!paused && agreement_sync_) {
+    // A reload was applied: the key agreement takes its files and lines
+    // here, on the loop thread that runs it.
+    agreement_sync_ = false;
+    syncAgreement();
+  }
   if (!paused && dirty_) {
     changed();
+  }
+}
+
+void EncryptionService::syncAgreement() {
+  if (!agreement_) {
+    startAgreement(*config_);
+    return;
+  }
+  if (!keyLines(*config_).empty()) {
+    if (auto r = agreement_->reload(settings(*config_)); !r) {
+      // prepare() checked the files; they changed since.
+      agreement_error_ = r.error();
+      spdlog::error("encryption: the key agreement keeps its former files: {}", r.error());
+    }
+  }
+  if (auto r = agreement_->setLines(keyLines(*config_)); !r) {
+    agreement_error_ = r.error();
+    spdlog::error("encryption: {}", r.error());
   }
 }
 
 std::vector<std::string> EncryptionService::validate(const config::Config& next) const {
   std::vector<std::string> errors;
   std::set<std::string> read;
+  std::map<uint32_t, std::string> inbound_spis;  // the gateway's: unique across files
   for (const auto& p : next.peers) {
     if (!p.encryption || p.encryption->static_keys.empty() ||
         !read.insert(p.encryption->static_keys).second) {
@@ -355,10 +438,22 @@ std::vector<std::string> EncryptionService::validate(const config::Config& next)
         continue;
       }
       for (const auto& l : q.lines) {
-        if (q.encrypts(l) && !keys->count(l.name)) {
+        if (!q.encrypts(l)) {
+          continue;
+        }
+        auto k = keys->find(l.name);
+        if (k == keys->end()) {
           errors.push_back("peer " + q.name + ": static key file " +
                            text::quote(p.encryption->static_keys) + " has no SAs for line " +
                            l.name);
+          continue;
+        }
+        const std::string who = "peer " + q.name + " line " + l.name;
+        if (auto [it, fresh] = inbound_spis.emplace(k->second.in.spi, who); !fresh) {
+          char spi[16];
+          std::snprintf(spi, sizeof spi, "0x%08x", k->second.in.spi);
+          errors.push_back(who + ": inbound SPI " + spi + " is also " + it->second +
+                           "'s (inbound SPIs must differ across the gateway's static key files)");
         }
       }
     }
@@ -376,8 +471,10 @@ Result<bool, std::string> EncryptionService::prepare(const daemon::ReloadPlan& p
   if (!lines) {
     return unexpected(lines.error());
   }
-  if (agreement_ && !keyLines(*plan.next).empty()) {
-    if (auto r = agreement_->reload(settings(*plan.next)); !r) {
+  // The files only: the key agreement itself is paused with the gateway and
+  // takes the new settings when resumed (syncAgreement).
+  if (!keyLines(*plan.next).empty()) {
+    if (auto r = KeyAgreement::check(settings(*plan.next)); !r) {
       return unexpected("key agreement: " + r.error());
     }
   }
@@ -398,20 +495,14 @@ void EncryptionService::apply() {
   if (pending_config_) {
     config_ = std::move(pending_config_);
   }
-  if (agreement_) {
-    if (auto r = agreement_->setLines(keyLines(*config_)); !r) {
-      agreement_error_ = r.error();
-      spdlog::error("encryption: {}", r.error());
-    }
+  if (paused_) {
+    agreement_sync_ = true;  // setPaused(false), on the loop thread
   } else {
-    startAgreement(*config_);
+    syncAgreement();
   }
 }
 
 void EncryptionService::abort() {
-  if (agreement_ && pending_config_) {
-    (void)agreement_->reload(settings(*config_));
-  }
   std::lock_guard lock(mu_);
   pending_.reset();
   pending_config_.reset();
@@ -435,37 +526,56 @@ void EncryptionService::changed() {
   dirty_ = !republish_();
 }
 
-void EncryptionService::onInstall(const std::string& id, const SaMaterial& m, bool inbound) {
+bool EncryptionService::onInstall(const std::string& id, const SaMaterial& m, bool inbound) {
   {
     std::lock_guard lock(mu_);
     auto it = lines_.find(id);
     if (it == lines_.end()) {
       spdlog::warn("encryption: keys for line {} that is not encrypted; ignored", text::quote(id));
-      return;
+      return false;
     }
     Line& l = it->second;
-    const engine::SaMaterial sm{m.generation, m.spi, m.key, m.salt};
+    if (inbound) {
+      // Inbound SPIs are the gateway's, across lines (a static file's too):
+      // refused, the key agreement picks another in its next exchange.
+      for (const auto& [other, ol] : lines_) {
+        for (const auto& sa : ol.in) {
+          if (sa->spi() == m.spi) {
+            spdlog::warn(
+                "encryption: line {}: inbound SPI 0x{:08x} is in use by line {}; "
+                "refused",
+                id, m.spi, other);
+            return false;
+          }
+        }
+      }
+    }
+    engine::SaMaterial sm{m.generation, m.spi, m.key, m.salt};
     try {
       if (inbound) {
         l.in.push_back(makeSa(true, id, sm, l.enc.replay_window));
       } else {
+        auto sa = makeSa(false, id, sm, 0);
         if (l.out) {
           ++l.rekeys;
         }
-        l.out = makeSa(false, id, sm, 0);
+        l.out = std::move(sa);
         l.problem.clear();
       }
     } catch (const std::exception& e) {
+      OPENSSL_cleanse(sm.key.data(), sm.key.size());
       spdlog::error("encryption: line {}: cannot set up an SA: {}", text::quote(id), e.what());
-      return;
+      return false;
     }
     if (const config::LineConfig* lc = lineConfig(*config_, id)) {
       exportForTests(*lc, inbound, sm);
     }
+    OPENSSL_cleanse(sm.key.data(), sm.key.size());
     spdlog::info("encryption: line {}: {} SA 0x{:08x} (generation {}) installed", id,
                  inbound ? "inbound" : "outbound", m.spi, m.generation);
   }
   changed();
+  return true;
 }
 
 void EncryptionService::onRetire(const std::string& id, uint32_t spi) {
@@ -499,10 +609,13 @@ void EncryptionService::checkLifetimes() {
       if (l.static_keys) {
         // Keep the reservation ahead of the sequence numbers in use.
         if (l.out->lastSeq() + kSeqReserve / 2 > l.seq_reserved) {
-          auto r = reserveSeq(seqPath(state_dir_, id, l.out->spi()), l.seq_reserved);
+          // From the reservation's end, or past it when the fast path ran
+          // into the limit meanwhile (those numbers were never sent).
+          auto r = reserveSeq(l.seq_path, std::max(l.seq_reserved, l.out->lastSeq()));
           if (r) {
             l.seq_reserved = *r + kSeqReserve;
-          } else if (l.out->lastSeq() + (uint64_t{1} << 24) > l.seq_reserved) {
+            l.out->setSeqLimit(l.seq_reserved);
+          } else if (l.out->lastSeq() >= l.seq_reserved) {
             spdlog::error("encryption: line {}: {}; the static SA is no longer used", id,
                           r.error());
             l.problem = "cannot reserve sequence numbers: " + r.error();

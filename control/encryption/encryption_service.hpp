@@ -4,10 +4,13 @@
 // (TablesInput::sas) whenever they change; lifetimes watched, rekeys
 // started before an SA is used up; `mcgwctl sa rekey`; the status.
 //
-// Threads: the control loop's.  sas() is also read by a reload running off
-// the loop (ForwardingState::prepare), so the SA map is behind a mutex; while
-// the gateway is paused for such a reload, a change from the key agreement is
-// kept and published when the reload is over.
+// Threads: the control loop's.  A reload runs off the loop while the gateway
+// is paused: setPaused(true) pauses the key agreement and the lifetime timer
+// first, so nothing changes the SAs meanwhile; prepare() only checks the
+// agreement's files, and the agreement takes the applied config's files and
+// lines when resumed (setPaused(false), on the loop).  sas() and status()
+// are also read off the loop (ForwardingState::prepare, metrics), so the SA
+// map is behind a mutex.
 #pragma once
 
 #include <chrono>
@@ -91,6 +94,7 @@ class EncryptionService : public daemon::Subsystem {
     // file on reload) and the sequence numbers reserved (reserveSeq).
     std::array<uint8_t, 32> digest_out{}, digest_in{};
     uint64_t seq_reserved = 0;
+    std::string seq_path;  // the reservation file of the outbound key
   };
   using Lines = std::map<std::string, Line>;  // by "peer/line"
 
@@ -99,7 +103,8 @@ class EncryptionService : public daemon::Subsystem {
   KeyAgreementSettings settings(const config::Config& c) const;
   void changed();  // the SAs changed: publish now, or when resumed
   void checkLifetimes();
-  void onInstall(const std::string& line, const SaMaterial& m, bool inbound);
+  bool onInstall(const std::string& line, const SaMaterial& m, bool inbound);
+  void syncAgreement();  // the agreement takes config_'s files and lines
   void onRetire(const std::string& line, uint32_t spi);
   void onLost(const std::string& line, const std::string& why);
   std::shared_ptr<engine::EspSa> makeSa(bool inbound, const std::string& line,
@@ -119,6 +124,7 @@ class EncryptionService : public daemon::Subsystem {
   std::optional<Lines> pending_;
   config::ConfigPtr pending_config_;
   std::unique_ptr<KeyAgreement> agreement_;
+  bool agreement_sync_ = false;  // a reload applied; syncAgreement() when resumed
   std::string agreement_error_;  // why the key agreement does not run ("" when it does)
 };
 

@@ -177,7 +177,8 @@ std::string modeText(mode_t m) {
 
 // The private key, read only when no one but its owner may read it.
 Result<EVP_PKEY*, std::string> readPrivateKey(const std::string& path) {
-  core::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in its place must not hang the open.
+  core::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) {
     return unexpected(
         sysError("cannot open the private key file " + text::quote(path, kMaxPath), errno));
@@ -247,6 +248,10 @@ Result<std::shared_ptr<void>, std::string> makeContext(const KeyAgreementSetting
     return unexpected(
         sysError("cannot read the CA file " + text::quote(s.ca_file, kMaxPath), errno));
   }
+  // OpenSSL reads the files by name: a FIFO or a device would hang it.
+  if (!S_ISREG(st.st_mode)) {
+    return unexpected("the CA file " + text::quote(s.ca_file, kMaxPath) + " is not a regular file");
+  }
   if (SSL_CTX_load_verify_locations(raw, s.ca_file.c_str(), nullptr) != 1) {
     return unexpected("cannot load the CA file " + text::quote(s.ca_file, kMaxPath) + ": " +
                       sslErrors());
@@ -254,6 +259,10 @@ Result<std::shared_ptr<void>, std::string> makeContext(const KeyAgreementSetting
   if (::stat(s.certificate_file.c_str(), &st) != 0) {
     return unexpected(sysError(
         "cannot read the certificate file " + text::quote(s.certificate_file, kMaxPath), errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return unexpected("the certificate file " + text::quote(s.certificate_file, kMaxPath) +
+                      " is not a regular file");
   }
   if (SSL_CTX_use_certificate_chain_file(raw, s.certificate_file.c_str()) != 1) {
     return unexpected("cannot load the certificate file " +
@@ -476,6 +485,65 @@ Result<std::unique_ptr<KeyAgreement>, std::string> KeyAgreement::create(
   std::unique_ptr<KeyAgreement> ka(new KeyAgreement(loop, std::move(settings), std::move(sink)));
   ka->ctx_ = std::move(*ctx);
   return ka;
+}
+
+Result<bool, std::string> KeyAgreement::check(const KeyAgreementSettings& settings) {
+  auto ctx = makeContext(settings);
+  if (!ctx) {
+    return unexpected(ctx.error());
+  }
+  return true;
+}
+
+template <typename F>
+void KeyAgreement::forEachSource(F&& f) {
+  f(listen_retry_);
+  for (auto& l : listeners_) {
+    f(l->source);
+  }
+  auto conn = [&f](Conn& c) {
+    f(c.io);
+    f(c.timer);
+    f(c.more);
+  };
+  for (auto& [id, line] : lines_) {
+    f(line->retry);
+    f(line->rekey_timer);
+    for (auto& r : line->retiring) {
+      f(r.timer);
+    }
+    if (line->conn) {
+      conn(*line->conn);
+    }
+    for (auto& c : line->pending) {
+      conn(*c);
+    }
+  }
+}
+
+void KeyAgreement::setPaused(bool paused) {
+  if (paused == paused_) {
+    return;
+  }
+  paused_ = paused;
+  if (paused) {
+    // Only what is on now: a one-shot timer that fired stays off.
+    forEachSource([this](core::Source& s) {
+      if (s && s.enabled()) {
+        s.setEnabled(false);
+        held_.push_back(&s);
+      }
+    });
+    return;
+  }
+  // Nothing of the agreement ran meanwhile, so every held source still
+  // exists where it was.
+  forEachSource([this](core::Source& s) {
+    if (s && std::find(held_.begin(), held_.end(), &s) != held_.end()) {
+      s.setEnabled(true);
+    }
+  });
+  held_.clear();
 }
 
 Result<bool, std::string> KeyAgreement::reload(const KeyAgreementSettings& settings) {
@@ -1079,11 +1147,16 @@ bool KeyAgreement::deriveAndInstall(Conn* c, uint64_t generation, uint32_t clien
   c->line->last_generation = std::max(c->line->last_generation, generation);
   c->pending_inbound = inbound.spi;
   c->reserved_spi = 0;
-  if (sink_.install_inbound) {
-    sink_.install_inbound(c->line->spec.id, inbound);
-  }
+  const bool installed = !sink_.install_inbound || sink_.install_inbound(c->line->spec.id, inbound);
   OPENSSL_cleanse(c2s.key.data(), c2s.key.size());
   OPENSSL_cleanse(s2c.key.data(), s2c.key.size());
+  if (!installed) {
+    // Never READY for an SA that is not there: the peer keeps its SAs.
+    c->pending_inbound = 0;
+    releaseSpi(inbound.spi);
+    fail(c, "the fast path could not install the inbound SA", nullptr, true);
+    return false;
+  }
   c->phase = Conn::Phase::kAwaitReady;
   return true;
 }
@@ -1183,8 +1256,10 @@ bool KeyAgreement::handleMessage(Conn* c, const Message& m) {
 
 void KeyAgreement::onPeerReady(Conn* c) {
   Line& line = *c->line;
-  if (sink_.activate_outbound) {
-    sink_.activate_outbound(line.spec.id, c->outbound);
+  if (sink_.activate_outbound && !sink_.activate_outbound(line.spec.id, c->outbound)) {
+    OPENSSL_cleanse(c->outbound.key.data(), c->outbound.key.size());
+    fail(c, "the fast path could not switch to the new outbound SA", nullptr, true);
+    return;
   }
   const uint32_t old = line.inbound_spi;
   line.inbound_spi = c->pending_inbound;
@@ -1242,6 +1317,16 @@ void KeyAgreement::retireLater(Line& line, uint32_t spi) {
         std::erase_if(line.retiring, [spi](const Line::Retiring& x) { return x.spi == spi; });
       });
   line.retiring.push_back(std::move(r));
+  while (line.retiring.size() > kMaxRetiringPerLine) {
+    const uint32_t oldest = line.retiring.front().spi;
+    line.retiring.erase(line.retiring.begin());
+    releaseSpi(oldest);
+    spdlog::info("encryption: line {}: inbound SPI {:#010x} retired early ({} newer in grace)",
+                 line.spec.id, oldest, kMaxRetiringPerLine);
+    if (sink_.retire_inbound) {
+      sink_.retire_inbound(line.spec.id, oldest);
+    }
+  }
 }
 
 void KeyAgreement::retireAllNow(Line& line) {

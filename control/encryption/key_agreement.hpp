@@ -107,6 +107,9 @@ inline constexpr size_t kMaxPendingPerLine = 4;
 inline constexpr size_t kMaxPending = 64;
 inline constexpr size_t kMaxTxBuffer = 4096;
 inline constexpr uint32_t kMinSpi = 256;  // 1..255 are reserved (RFC 4303 §2.1)
+// Inbound SAs a line keeps in their grace period; a further switch retires
+// the oldest at once (a peer rekeying in a loop cannot pile up SAs).
+inline constexpr size_t kMaxRetiringPerLine = 2;
 
 struct KeyAgreementSettings {
   std::string ca_file;           // PEM, the CA(s) peers' certificates chain to
@@ -143,10 +146,13 @@ struct SaMaterial {
 // What the fast path is told.  Every member may be empty.  A SaMaterial is
 // valid during the call only (its key is wiped after): copy it, never log it.
 struct KeySink {
-  // Install an inbound SA (before the peer can send on it).
-  std::function<void(const std::string& line, const SaMaterial&)> install_inbound;
+  // Install an inbound SA (before the peer can send on it).  false: it could
+  // not be installed (the fast path's crypto sessions ran out, ...); the
+  // exchange fails and READY is never sent, so the peer keeps its SAs.
+  std::function<bool(const std::string& line, const SaMaterial&)> install_inbound;
   // Switch the line's outbound traffic to this SA (replaces the previous).
-  std::function<void(const std::string& line, const SaMaterial&)> activate_outbound;
+  // false: not switched; the connection ends and a new exchange follows.
+  std::function<bool(const std::string& line, const SaMaterial&)> activate_outbound;
   // Remove an inbound SA (the grace period after a switch is over, or the
   // line was removed).
   std::function<void(const std::string& line, uint32_t spi)> retire_inbound;
@@ -220,6 +226,15 @@ class KeyAgreement {
   // listeners and reconnects every line.
   Result<bool, std::string> reload(const KeyAgreementSettings& settings);
 
+  // Checks the files of `settings` as reload() would, without changing
+  // anything (a reload's prepare, off the loop thread).
+  static Result<bool, std::string> check(const KeyAgreementSettings& settings);
+
+  // Paused: none of the agreement's connections, listeners or timers run
+  // (a reload is under way: no SA is installed, no READY sent); they go on
+  // where they were when resumed.  Loop thread.
+  void setPaused(bool paused);
+
   // Starts a rekey of the line now: the client sends REKEY, the server
   // REKEY-REQUEST.  False when the line is unknown or has no established
   // connection; true (and nothing more) while an exchange is under way.
@@ -274,6 +289,8 @@ class KeyAgreement {
   void retireAllNow(Line& line);
   void setState(Line& line, LineState s);
   void closeNotify(Line& line);
+  template <typename F>
+  void forEachSource(F&& f);
 
   core::EventLoop* loop_;  // outlives this
   KeyAgreementSettings settings_;
@@ -285,6 +302,8 @@ class KeyAgreement {
   std::vector<uint32_t> inbound_spis_;  // every inbound SPI reserved or installed (all lines)
   size_t pending_ = 0;                  // accepted connections not adopted yet
   KeyAgreementCounters counters_;
+  bool paused_ = false;
+  std::vector<const core::Source*> held_;  // disabled by setPaused(true)
 };
 
 }  // namespace mcgw::encryption

@@ -34,6 +34,8 @@
   X(ESP_REPLAY, "esp-replay", "ESP packet already received or older than the replay window")     \
   X(ESP_MALFORMED, "esp-malformed", "ESP packet too short, misaligned or with bad padding")      \
   X(CLEAR_TEXT, "clear-text", "tunnel packet in clear text on an encrypted line")                \
-  X(ESP_ERROR, "esp-error", "OpenSSL failed to encrypt (never expected)")
+  X(ESP_ERROR, "esp-error", "the crypto engine failed to seal a packet (never expected)")        \
+  X(ESP_SEQ_LIMIT, "esp-seq-limit",                                                              \
+    "outbound SA past the sequence numbers reserved on disk (static keys)")
 
 #endif

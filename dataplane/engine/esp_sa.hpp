@@ -54,8 +54,16 @@ class EspSa {
   crypto::ReplayWindow* window() { return window_.get(); }
   const crypto::ReplayWindow* window() const { return window_.get(); }
 
-  // Outbound: the next sequence number (the first is 1).
-  uint64_t nextSeq() { return seq_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  // Outbound: the next sequence number (the first is 1); 0 past the limit
+  // (the packet must not be sent: static keys reserve their numbers).
+  uint64_t nextSeq() {
+    const uint64_t s = seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+    return s <= limit_.load(std::memory_order_relaxed) ? s : 0;
+  }
+  // The highest sequence number the SA may use (static keys: the end of
+  // the reservation on disk); no limit by default.
+  void setSeqLimit(uint64_t limit) { limit_.store(limit, std::memory_order_relaxed); }
+  uint64_t seqLimit() const { return limit_.load(std::memory_order_relaxed); }
   uint64_t lastSeq() const { return seq_.load(std::memory_order_relaxed); }
   // Before the SA is published: the first sequence number is seq + 1
   // (static keys go on from what an earlier run reserved).
@@ -78,6 +86,7 @@ class EspSa {
   std::vector<std::unique_ptr<crypto::Gcm>> gcm_;
   std::unique_ptr<crypto::ReplayWindow> window_;  // inbound only
   std::atomic<uint64_t> seq_{0};
+  std::atomic<uint64_t> limit_{UINT64_MAX};
   std::atomic<uint64_t> packets_{0}, bytes_{0};
 };
 

@@ -137,8 +137,13 @@ bool Pipeline::sealEsp(rte_mbuf* m, const LineEntry& line, uint8_t* out, size_t 
   }
   EspSa& sa = *line.esp;
   uint8_t* esp = out + line.esp_at;
+  const uint64_t seq = sa.nextSeq();
+  if (seq == 0) [[unlikely]] {  // never an IV the reservation does not cover
+    drop(m, DropReason::kESP_SEQ_LIMIT);
+    return false;
+  }
   const size_t n =
-      crypto::espSeal(sa.gcm(tx_queue_), sa.salt(), sa.spi(), sa.nextSeq(), 17, esp, payload_len);
+      crypto::espSeal(sa.gcm(tx_queue_), sa.salt(), sa.spi(), seq, 17, esp, payload_len);
   if (n == 0) [[unlikely]] {
     drop(m, DropReason::kESP_ERROR);
     return false;

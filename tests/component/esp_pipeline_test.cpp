@@ -523,6 +523,63 @@ TEST_P(EspPipelineTest, LargestInnerPacketIsTheDocumentedOne) {
   EXPECT_EQ(dropsOf(*ca_, DropReason::kTOO_BIG), 1u);
 }
 
+TEST_P(EspPipelineTest, TheOldSpiAfterARekeyIsDroppedAndCounted) {
+  // A packet gw-a sealed under the first keys, kept back.
+  const auto old_esp = through(*pa_, *a_, lan_a_, fromHostA(1, 80), wan_a_);
+  ASSERT_EQ(old_esp.size(), 1u);
+  // The rekey: gw-a sends with SPI 0x1002 under a new key; gw-b, its grace
+  // over, holds only the new inbound SA.
+  crypto::Key k2 = kab_;
+  k2[0] ^= 0xff;
+  const crypto::Salt s2{1, 2, 3, 4};
+  std::unique_ptr<TablesBuilder> ba, bb;
+  auto a2 = build(configText("a", "10.1.0", "02:00:00:00:0a:10", "203.0.113.1", "b", "203.0.113.10",
+                             "02:00:00:00:0b:02", "10.2.0.0/16", "net_ring0", "net_ring1", natt_),
+                  {{"lan0", {lan_a_.id, kLanAMac, 1}}, {"wan0", {wan_a_.id, kWanAMac, 1}}},
+                  "site-b/line1", 0x1002, k2, s2, kSpiBa, kba_, sba_, ba);
+  auto b2 = build(configText("b", "10.2.0", "02:00:00:00:0b:10", "203.0.113.10", "a", "203.0.113.1",
+                             "02:00:00:00:0a:02", "10.1.0.0/16", "net_ring2", "net_ring3", natt_),
+                  {{"lan0", {lan_b_.id, kLanBMac, 1}}, {"wan0", {wan_b_.id, kWanBMac, 1}}},
+                  "site-a/line1", kSpiBa, kba_, sba_, 0x1002, k2, s2, bb);
+  ASSERT_TRUE(a2 && b2);
+  const auto new_esp = through(*pa_, *a2, lan_a_, fromHostA(1, 80), wan_a_);
+  ASSERT_EQ(new_esp.size(), 1u);
+  EXPECT_EQ(new_esp[0][espOffset(new_esp[0], natt_) + 3], 0x02) << "SPI 0x1002";
+  EXPECT_EQ(through(*pb_, *b2, wan_b_, new_esp, lan_b_).size(), 1u);
+  EXPECT_TRUE(through(*pb_, *b2, wan_b_, old_esp, lan_b_).empty());
+  EXPECT_EQ(dropsOf(*cb_, DropReason::kESP_UNKNOWN_SPI), 1u);
+  EXPECT_EQ(dropsOf(*cb_, DropReason::kESP_AUTH), 0u);
+  a2.reset();
+  b2.reset();
+  ba->clear();
+  bb->clear();
+}
+
+TEST_P(EspPipelineTest, NothingIsSentPastTheReservedSequenceNumbers) {
+  // Static keys: the SA may use sequence numbers up to what is reserved on
+  // disk; past that a packet is dropped, never sent with an unreserved IV.
+  EspSa& sa = *a_->lines[0].esp;
+  sa.setSeqLimit(3);
+  auto esp = through(*pa_, *a_, lan_a_, fromHostA(5, 60), wan_a_);
+  ASSERT_EQ(esp.size(), 3u);
+  const size_t at = espOffset(esp[0], natt_);
+  for (size_t i = 0; i < esp.size(); ++i) {
+    const Bytes& f = esp[i];
+    const uint32_t seq = uint32_t(f[at + 4]) << 24 | uint32_t(f[at + 5]) << 16 |
+                         uint32_t(f[at + 6]) << 8 | f[at + 7];
+    EXPECT_EQ(seq, i + 1);
+  }
+  EXPECT_EQ(dropsOf(*ca_, DropReason::kESP_SEQ_LIMIT), 2u);
+  // The reservation renewed: sending goes on above what was skipped.
+  sa.setSeqLimit(100);
+  esp = through(*pa_, *a_, lan_a_, fromHostA(1, 60), wan_a_);
+  ASSERT_EQ(esp.size(), 1u);
+  EXPECT_EQ(esp[0][at + 7], 6) << "sequence numbers 4 and 5 were skipped, never reused";
+  // gw-b opens it (a gap is no replay).
+  EXPECT_EQ(through(*pb_, *b_, wan_b_, esp, lan_b_).size(), 1u);
+  EXPECT_EQ(dropsOf(*ca_, DropReason::kESP_SEQ_LIMIT), 2u);
+}
+
 TEST_P(EspPipelineTest, AnEncryptedLineWithoutAnSaCarriesNothing) {
   TearDown();
   with_sas_ = false;

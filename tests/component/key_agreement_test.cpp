@@ -205,10 +205,16 @@ class KeyAgreementTest : public ::testing::Test {
   KeySink sink(char side) {
     KeySink k;
     k.install_inbound = [this, side](const std::string& line, const SaMaterial& sa) {
+      if (refuse_install_ == side) {
+        ++refused_;
+        return false;  // as a fast path out of crypto sessions
+      }
       events_.push_back({side, Event::kInstall, line, sa, sa.spi, {}, Clock::now()});
+      return true;
     };
     k.activate_outbound = [this, side](const std::string& line, const SaMaterial& sa) {
       events_.push_back({side, Event::kActivate, line, sa, sa.spi, {}, Clock::now()});
+      return true;
     };
     k.retire_inbound = [this, side](const std::string& line, uint32_t spi) {
       events_.push_back({side, Event::kRetire, line, {}, spi, {}, Clock::now()});
@@ -319,6 +325,8 @@ class KeyAgreementTest : public ::testing::Test {
   std::unique_ptr<core::EventLoop> loop_;
   std::unique_ptr<KeyAgreement> a_, b_;
   std::vector<Event> events_;
+  char refuse_install_ = 0;  // the side whose sink refuses inbound SAs
+  int refused_ = 0;
 };
 
 TEST_F(KeyAgreementTest, BothSidesAgreeOnTheKeysOfBothDirections) {
@@ -413,6 +421,88 @@ TEST_F(KeyAgreementTest, RekeyMakesBeforeBreakAndRetiresAfterTheGrace) {
   expectMatchingSas(3);
   EXPECT_EQ(count(Event::kLost), 0u);
   EXPECT_FALSE(a_->rekey("no/such"));
+}
+
+TEST_F(KeyAgreementTest, AnInboundSaTheFastPathRefusesGetsNoReady) {
+  // B's fast path cannot install (its crypto sessions ran out): B must not
+  // send READY, so A never switches to an SPI B does not hold.
+  refuse_install_ = 'B';
+  startBoth(files("gw-a"), files("gw-b"));
+  ASSERT_TRUE(runUntil([&] { return refused_ >= 2; }));  // A retried
+  EXPECT_FALSE(find('A', Event::kActivate));
+  EXPECT_FALSE(find('B', Event::kActivate));
+  EXPECT_NE(statusB().state, LineState::kEstablished);
+  EXPECT_NE(statusB().last_error.find("could not install the inbound SA"), std::string::npos)
+      << statusB().last_error;
+  // Sessions back: the next attempt agrees keys.
+  refuse_install_ = 0;
+  ASSERT_TRUE(runUntil([&] { return bothAtGeneration(1); }))
+      << "A: " << statusA().last_error << " / B: " << statusB().last_error;
+  const uint64_t g = statusA().generation;
+  expectMatchingSas(g);
+}
+
+TEST_F(KeyAgreementTest, PausedAgreementInstallsNothingUntilResumed) {
+  startBoth(files("gw-a"), files("gw-b"));
+  ASSERT_TRUE(runUntil([&] { return bothAtGeneration(1); }));
+  // B is paused (its gateway reloads); A asks for new keys.
+  b_->setPaused(true);
+  const size_t before = events_.size();
+  ASSERT_TRUE(a_->rekey("b/l1"));
+  runFor(milliseconds(500));
+  EXPECT_FALSE(find('B', Event::kInstall, 2)) << "B installed an SA while paused";
+  EXPECT_FALSE(find('A', Event::kActivate, 2)) << "A switched while B was paused";
+  EXPECT_EQ(statusB().generation, 1u);
+  // A installed its inbound SA for generation 2 and waits for B.
+  EXPECT_LE(events_.size(), before + 1);
+  b_->setPaused(false);
+  ASSERT_TRUE(runUntil([&] { return bothAtGeneration(2); }))
+      << "A: " << statusA().last_error << " / B: " << statusB().last_error;
+  expectMatchingSas(2);
+  EXPECT_EQ(count(Event::kLost), 0u);
+}
+
+TEST_F(KeyAgreementTest, RekeysInALoopKeepAtMostTwoSasInGrace) {
+  auto sa = settings(files("gw-a"));
+  auto sb = settings(files("gw-b"));
+  sa.grace = sb.grace = milliseconds(60000);  // nothing leaves by the timer
+  a_ = make('A', sa);
+  b_ = make('B', sb);
+  ASSERT_TRUE(a_ && b_);
+  ASSERT_TRUE(runUntil([&] { return bothAtGeneration(1); }));
+  for (uint64_t g = 2; g <= 6; ++g) {
+    ASSERT_TRUE(a_->rekey("b/l1"));
+    ASSERT_TRUE(runUntil([&] { return bothAtGeneration(g); })) << g;
+  }
+  EXPECT_EQ(statusA().retiring_spis.size(), kMaxRetiringPerLine);
+  EXPECT_EQ(statusB().retiring_spis.size(), kMaxRetiringPerLine);
+  // Generations 1..3 went early (A and B: 3 each), in order.
+  size_t retired = 0;
+  for (const Event& e : events_) {
+    retired += e.kind == Event::kRetire ? 1 : 0;
+  }
+  EXPECT_EQ(retired, 6u);
+  const Event& first_a = events_[*find('A', Event::kInstall, 1)];
+  bool found = false;
+  for (const Event& e : events_) {
+    found = found || (e.side == 'A' && e.kind == Event::kRetire && e.spi == first_a.spi);
+  }
+  EXPECT_TRUE(found) << "A's generation-1 inbound SA was not retired";
+}
+
+TEST_F(KeyAgreementTest, AFifoInPlaceOfAFileIsRefusedWithoutHanging) {
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (int which = 0; which < 3; ++which) {
+    Files f = files("gw-a");
+    std::string& path = which == 0 ? f.ca : which == 1 ? f.cert : f.key;
+    path = fifo;
+    const auto t0 = Clock::now();
+    auto r = KeyAgreement::check(settings(f));
+    ASSERT_FALSE(r) << which;
+    EXPECT_NE(r.error().find("not a regular file"), std::string::npos) << r.error();
+    EXPECT_LT(Clock::now() - t0, milliseconds(2000));
+  }
 }
 
 TEST_F(KeyAgreementTest, RekeyIntervalTimer) {
@@ -737,9 +827,11 @@ TEST_F(KeyAgreementTest, Ipv6LinesInAPrivateNamespace) {
     std::vector<Event>* log = &events;
     sink.install_inbound = [log](const std::string& l, const SaMaterial& m) {
       log->push_back({'?', Event::kInstall, l, m, m.spi, {}, Clock::now()});
+      return true;
     };
     sink.activate_outbound = [log](const std::string& l, const SaMaterial& m) {
       log->push_back({'?', Event::kActivate, l, m, m.spi, {}, Clock::now()});
+      return true;
     };
     auto a = KeyAgreement::create(**loop, settings(files("gw-a")), sink);
     auto b = KeyAgreement::create(**loop, settings(files("gw-b")), sink);

@@ -50,11 +50,12 @@ constexpr Expected kExpected[] = {
     {R::kESP_MALFORMED, "esp-malformed"},
     {R::kCLEAR_TEXT, "clear-text"},
     {R::kESP_ERROR, "esp-error"},
+    {R::kESP_SEQ_LIMIT, "esp-seq-limit"},
 };
 
 TEST(DropReason, NamesAndOrderAreTheLiteralList) {
-  ASSERT_EQ(kDropReasonCount, 27u);
-  ASSERT_EQ(std::size(kExpected), 27u);
+  ASSERT_EQ(kDropReasonCount, 28u);
+  ASSERT_EQ(std::size(kExpected), 28u);
   for (size_t i = 0; i < std::size(kExpected); ++i) {
     EXPECT_EQ(static_cast<size_t>(kExpected[i].reason), i) << kExpected[i].name;
     EXPECT_EQ(toString(kExpected[i].reason), kExpected[i].name);
