@@ -39,16 +39,11 @@ using Clock = std::chrono::steady_clock;
 // the peer are the limit.
 constexpr uint64_t kSeqReserve = uint64_t{1} << 24;
 
-// The reservation file of a line's outbound key: named after the key and salt
-// (a SHA-256 prefix), not the SPI, so that the same key under another SPI
-// goes on from the same reservation.
-std::string seqPath(const std::string& dir, const std::string& line, const engine::SaMaterial& m) {
-  std::string name = line;
-  for (char& c : name) {
-    if (c == '/') {
-      c = '_';
-    }
-  }
+// The reservation file of an outbound key: named after the key and salt
+// alone (a SHA-256 prefix), so that the key goes on from the same
+// reservation whatever line, peer or SPI it is given (a key is used by one
+// SA only: staticKeyErrors).
+std::string seqPath(const std::string& dir, const engine::SaMaterial& m) {
   static constexpr char kTag[] = "mcgw-esp-seq";
   std::array<uint8_t, sizeof kTag - 1 + 36> in{};
   std::memcpy(in.data(), kTag, sizeof kTag - 1);
@@ -62,7 +57,58 @@ std::string seqPath(const std::string& dir, const std::string& line, const engin
   for (size_t i = 0; i < 8; ++i) {
     std::snprintf(hex + 2 * i, 3, "%02x", d[i]);
   }
-  return dir + "/esp-seq-" + name + "-" + hex;
+  return dir + "/esp-seq-" + hex;
+}
+
+using KeyFiles = std::map<std::string, std::map<std::string, StaticLineKeys>>;
+
+// What is wrong with the static keys the config uses (the files read into
+// `files`; a file missing there was reported by its reader): a line without
+// SAs in its file, an inbound SPI used twice on the gateway, a key used by
+// two SAs (their sequence numbers, the GCM nonces, would repeat).
+std::vector<std::string> staticKeyErrors(const config::Config& c, const KeyFiles& files) {
+  std::vector<std::string> errors;
+  std::map<uint32_t, std::string> spis;
+  std::map<std::array<uint8_t, 32>, std::string> keys;  // by SHA-256 of the key
+  for (const auto& q : c.peers) {
+    if (!q.encryption || q.encryption->static_keys.empty()) {
+      continue;
+    }
+    const std::string& path = q.encryption->static_keys;
+    auto f = files.find(path);
+    if (f == files.end()) {
+      continue;
+    }
+    for (const auto& l : q.lines) {
+      if (!q.encrypts(l)) {
+        continue;
+      }
+      auto k = f->second.find(l.name);
+      if (k == f->second.end()) {
+        errors.push_back("peer " + q.name + ": static key file " + text::quote(path) +
+                         " has no SAs for line " + l.name);
+        continue;
+      }
+      const std::string who = "peer " + q.name + " line " + l.name;
+      if (auto [it, fresh] = spis.emplace(k->second.in.spi, who); !fresh) {
+        char spi[16];
+        std::snprintf(spi, sizeof spi, "0x%08x", k->second.in.spi);
+        errors.push_back(who + ": inbound SPI " + spi + " is also " + it->second +
+                         "'s (inbound SPIs must differ across the gateway's static key files)");
+      }
+      for (const auto& [dir, m] :
+           {std::pair{"out", &k->second.out}, std::pair{"in", &k->second.in}}) {
+        std::array<uint8_t, 32> d{};
+        unsigned len = 0;
+        EVP_Digest(m->key.data(), m->key.size(), d.data(), &len, EVP_sha256(), nullptr);
+        if (auto [it, fresh] = keys.emplace(d, who + " (" + dir + ")"); !fresh) {
+          errors.push_back(who + ": the key of its " + dir + " SA is also " + it->second +
+                           "'s (every SA needs its own key: GCM nonces would repeat)");
+        }
+      }
+    }
+  }
+  return errors;
 }
 
 // Reads the reservation (0 when there is no file; an error when there is one
@@ -237,7 +283,31 @@ std::shared_ptr<engine::EspSa> EncryptionService::makeSa(bool inbound, const std
 Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
     const config::Config& c) const {
   Lines out;
-  std::map<std::string, std::map<std::string, StaticLineKeys>> files;
+  // The SAs in force: the lifetime timer renews reservations during a
+  // reload too (under mu_).
+  Lines current;
+  {
+    std::lock_guard lock(mu_);
+    current = lines_;
+  }
+  KeyFiles files;
+  for (const auto& p : c.peers) {
+    if (p.encryption && !p.encryption->static_keys.empty() &&
+        !files.count(p.encryption->static_keys)) {
+      auto keys = readStaticKeys(p.encryption->static_keys);
+      if (!keys) {
+        return unexpected("peer " + p.name + ": " + keys.error());
+      }
+      files[p.encryption->static_keys] = std::move(*keys);
+    }
+  }
+  if (auto errors = staticKeyErrors(c, files); !errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) {
+      all += (all.empty() ? "" : "; ") + e;
+    }
+    return unexpected(all);
+  }
   for (const auto& p : c.peers) {
     if (!p.encryption) {
       continue;
@@ -253,7 +323,7 @@ Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
       line.enc = *p.encryption;
       line.static_keys = !p.encryption->static_keys.empty();
       const Line* before = nullptr;
-      if (auto it = lines_.find(id); it != lines_.end()) {
+      if (auto it = current.find(id); it != current.end()) {
         before = &it->second;
       }
       if (!line.static_keys) {
@@ -270,13 +340,6 @@ Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
         continue;
       }
       const std::string& path = p.encryption->static_keys;
-      if (!files.count(path)) {
-        auto keys = readStaticKeys(path);
-        if (!keys) {
-          return unexpected("peer " + p.name + ": " + keys.error());
-        }
-        files[path] = std::move(*keys);
-      }
       auto k = files[path].find(l.name);
       if (k == files[path].end()) {
         return unexpected("peer " + p.name + ": static key file " + text::quote(path) +
@@ -305,11 +368,21 @@ Result<EncryptionService::Lines, std::string> EncryptionService::linesFor(
           continue;
         }
       }
+      line.seq_path = seqPath(state_dir_, keys.out);
+      for (const auto& [other, ol] : current) {
+        // The SA in force may renew the same reservation meanwhile: two
+        // counters on one key.
+        if (ol.static_keys && ol.out && ol.seq_path == line.seq_path) {
+          return unexpected("peer " + p.name + " line " + l.name +
+                            ": its outbound key is in use by the SA of line " + other +
+                            " until this reload; giving a static key another SPI or line needs "
+                            "a restart");
+        }
+      }
       line.digest_out = digestOf(keys.out);
       line.digest_in = digestOf(keys.in);
       line.out = makeSa(false, id, keys.out, 0);
       line.in = {makeSa(true, id, keys.in, line.enc.replay_window)};
-      line.seq_path = seqPath(state_dir_, id, keys.out);
       auto from = reserveSeq(line.seq_path, 0);
       if (!from) {
         return unexpected("peer " + p.name + " line " + l.name +
@@ -386,7 +459,8 @@ void EncryptionService::attach(core::EventLoop& loop) {
 
 void EncryptionService::setPaused(bool paused) {
   paused_ = paused;
-  timer_.setEnabled(!paused);
+  // timer_ keeps running: static SAs' reservations are renewed during a
+  // reload too (checkLifetimes does nothing else while paused).
   if (agreement_) {
     agreement_->setPaused(paused);
   }
@@ -421,8 +495,8 @@ void EncryptionService::syncAgreement() {
 
 std::vector<std::string> EncryptionService::validate(const config::Config& next) const {
   std::vector<std::string> errors;
+  KeyFiles files;
   std::set<std::string> read;
-  std::map<uint32_t, std::string> inbound_spis;  // the gateway's: unique across files
   for (const auto& p : next.peers) {
     if (!p.encryption || p.encryption->static_keys.empty() ||
         !read.insert(p.encryption->static_keys).second) {
@@ -433,30 +507,10 @@ std::vector<std::string> EncryptionService::validate(const config::Config& next)
       errors.push_back("peer " + p.name + ": " + keys.error());
       continue;
     }
-    for (const auto& q : next.peers) {
-      if (!q.encryption || q.encryption->static_keys != p.encryption->static_keys) {
-        continue;
-      }
-      for (const auto& l : q.lines) {
-        if (!q.encrypts(l)) {
-          continue;
-        }
-        auto k = keys->find(l.name);
-        if (k == keys->end()) {
-          errors.push_back("peer " + q.name + ": static key file " +
-                           text::quote(p.encryption->static_keys) + " has no SAs for line " +
-                           l.name);
-          continue;
-        }
-        const std::string who = "peer " + q.name + " line " + l.name;
-        if (auto [it, fresh] = inbound_spis.emplace(k->second.in.spi, who); !fresh) {
-          char spi[16];
-          std::snprintf(spi, sizeof spi, "0x%08x", k->second.in.spi);
-          errors.push_back(who + ": inbound SPI " + spi + " is also " + it->second +
-                           "'s (inbound SPIs must differ across the gateway's static key files)");
-        }
-      }
-    }
+    files[p.encryption->static_keys] = std::move(*keys);
+  }
+  for (auto& e : staticKeyErrors(next, files)) {
+    errors.push_back(std::move(e));
   }
   return errors;
 }
@@ -603,7 +657,7 @@ void EncryptionService::checkLifetimes() {
     std::lock_guard lock(mu_);
     const auto now = Clock::now();
     for (auto& [id, l] : lines_) {
-      if (!l.out) {
+      if (!l.out || (paused_ && !l.static_keys)) {
         continue;
       }
       if (l.static_keys) {
@@ -615,7 +669,7 @@ void EncryptionService::checkLifetimes() {
           if (r) {
             l.seq_reserved = *r + kSeqReserve;
             l.out->setSeqLimit(l.seq_reserved);
-          } else if (l.out->lastSeq() >= l.seq_reserved) {
+          } else if (l.out->lastSeq() >= l.seq_reserved && !paused_) {
             spdlog::error("encryption: line {}: {}; the static SA is no longer used", id,
                           r.error());
             l.problem = "cannot reserve sequence numbers: " + r.error();

@@ -384,6 +384,7 @@ struct KeyAgreement::Conn {
   core::Source timer;
   core::Source more;  // reads on after kReadsPerDispatch
   uint32_t io_events = 0;
+  const char* timeout_what = nullptr;  // what `timer` limits (armTimeout)
   Phase phase = Phase::kConnect;
   bool tls_up = false;
   bool want_write = false;    // OpenSSL needs the socket writable
@@ -445,6 +446,7 @@ struct KeyAgreement::Line {
   struct Retiring {
     uint32_t spi;
     core::Source timer;
+    bool confirmed;  // replaced after the peer's READY
   };
   std::vector<Retiring> retiring;
   std::chrono::milliseconds backoff{0};
@@ -536,17 +538,42 @@ void KeyAgreement::setPaused(bool paused) {
     });
     return;
   }
-  // Nothing of the agreement ran meanwhile, so every held source still
-  // exists where it was.
-  forEachSource([this](core::Source& s) {
-    if (s && std::find(held_.begin(), held_.end(), &s) != held_.end()) {
+  // Nothing of the agreement ran meanwhile (setLines, reload and rekey are
+  // refused while paused), so every held source still exists where it was.
+  auto held = [this](const core::Source& s) {
+    return std::find(held_.begin(), held_.end(), &s) != held_.end();
+  };
+  std::vector<Conn*> rearm;
+  for (auto& [id, line] : lines_) {
+    for (Conn* c : {line->conn.get()}) {
+      if (c != nullptr && c->timer && held(c->timer) && c->timeout_what != nullptr) {
+        rearm.push_back(c);
+      }
+    }
+    for (auto& c : line->pending) {
+      if (c->timer && held(c->timer) && c->timeout_what != nullptr) {
+        rearm.push_back(c.get());
+      }
+    }
+  }
+  forEachSource([&](core::Source& s) {
+    if (s && held(s)) {
       s.setEnabled(true);
     }
   });
   held_.clear();
+  // A connection's time limit starts again: its deadline may have passed
+  // during the pause, and the peer's answer waiting in the socket must not
+  // lose to it.
+  for (Conn* c : rearm) {
+    armTimeout(c, c->timeout_what);
+  }
 }
 
 Result<bool, std::string> KeyAgreement::reload(const KeyAgreementSettings& settings) {
+  if (paused_) {
+    return unexpected(std::string("the key agreement is paused"));
+  }
   auto ctx = makeContext(settings);
   if (!ctx) {
     return unexpected(ctx.error());
@@ -577,6 +604,9 @@ Result<bool, std::string> KeyAgreement::reload(const KeyAgreementSettings& setti
 }
 
 Result<bool, std::string> KeyAgreement::setLines(const std::vector<KeyLine>& lines) {
+  if (paused_) {
+    return unexpected(std::string("the key agreement is paused"));
+  }
   std::map<std::string, const KeyLine*> wanted;
   for (const KeyLine& l : lines) {
     const std::string what = "key agreement line " + text::quote(l.id);
@@ -714,6 +744,7 @@ void KeyAgreement::scheduleRetry(Line& line) {
 }
 
 void KeyAgreement::armTimeout(Conn* c, const char* what) {
+  c->timeout_what = what;
   c->timer = loop_->after(
       std::chrono::duration_cast<std::chrono::microseconds>(settings_.handshake_timeout),
       "key agreement timeout " + c->line->spec.id, [this, c, what] {
@@ -1154,7 +1185,8 @@ bool KeyAgreement::deriveAndInstall(Conn* c, uint64_t generation, uint32_t clien
     // Never READY for an SA that is not there: the peer keeps its SAs.
     c->pending_inbound = 0;
     releaseSpi(inbound.spi);
-    fail(c, "the fast path could not install the inbound SA", nullptr, true);
+    fail(c, "the fast path could not install the inbound SA",
+         &KeyAgreementCounters::install_failures, true);
     return false;
   }
   c->phase = Conn::Phase::kAwaitReady;
@@ -1258,14 +1290,15 @@ void KeyAgreement::onPeerReady(Conn* c) {
   Line& line = *c->line;
   if (sink_.activate_outbound && !sink_.activate_outbound(line.spec.id, c->outbound)) {
     OPENSSL_cleanse(c->outbound.key.data(), c->outbound.key.size());
-    fail(c, "the fast path could not switch to the new outbound SA", nullptr, true);
+    fail(c, "the fast path could not switch to the new outbound SA",
+         &KeyAgreementCounters::install_failures, true);
     return;
   }
   const uint32_t old = line.inbound_spi;
   line.inbound_spi = c->pending_inbound;
   c->pending_inbound = 0;
   if (old != 0 && old != line.inbound_spi) {
-    retireLater(line, old);
+    retireLater(line, old, true);
   }
   line.generation = c->generation;
   line.outbound_spi = c->outbound.spi;
@@ -1288,6 +1321,9 @@ void KeyAgreement::onPeerReady(Conn* c) {
 }
 
 bool KeyAgreement::rekey(const std::string& line_id) {
+  if (paused_) {
+    return false;
+  }
   auto it = lines_.find(line_id);
   if (it == lines_.end() || !it->second->conn || !it->second->conn->had_keys) {
     return false;
@@ -1304,8 +1340,8 @@ bool KeyAgreement::rekey(const std::string& line_id) {
   return true;
 }
 
-void KeyAgreement::retireLater(Line& line, uint32_t spi) {
-  Line::Retiring r{spi, {}};
+void KeyAgreement::retireLater(Line& line, uint32_t spi, bool confirmed) {
+  Line::Retiring r{spi, {}, confirmed};
   r.timer = loop_->after(
       std::chrono::duration_cast<std::chrono::microseconds>(settings_.grace),
       "key agreement grace " + line.spec.id, [this, &line, spi] {
@@ -1317,12 +1353,19 @@ void KeyAgreement::retireLater(Line& line, uint32_t spi) {
         std::erase_if(line.retiring, [spi](const Line::Retiring& x) { return x.spi == spi; });
       });
   line.retiring.push_back(std::move(r));
-  while (line.retiring.size() > kMaxRetiringPerLine) {
-    const uint32_t oldest = line.retiring.front().spi;
-    line.retiring.erase(line.retiring.begin());
+  // Over its cap, the oldest of the same kind goes now.
+  const size_t cap = confirmed ? kMaxRetiringPerLine : kMaxUnconfirmedPerLine;
+  while (std::count_if(line.retiring.begin(), line.retiring.end(),
+                       [confirmed](const Line::Retiring& x) { return x.confirmed == confirmed; }) >
+         static_cast<std::ptrdiff_t>(cap)) {
+    auto it =
+        std::find_if(line.retiring.begin(), line.retiring.end(),
+                     [confirmed](const Line::Retiring& x) { return x.confirmed == confirmed; });
+    const uint32_t oldest = it->spi;
+    line.retiring.erase(it);
     releaseSpi(oldest);
     spdlog::info("encryption: line {}: inbound SPI {:#010x} retired early ({} newer in grace)",
-                 line.spec.id, oldest, kMaxRetiringPerLine);
+                 line.spec.id, oldest, cap);
     if (sink_.retire_inbound) {
       sink_.retire_inbound(line.spec.id, oldest);
     }
@@ -1402,7 +1445,7 @@ void KeyAgreement::fail(Conn* c, const std::string& why, uint64_t KeyAgreementCo
   const bool own = line.conn.get() == c;
   if (c->pending_inbound != 0) {
     // The peer may have switched to it already: it goes after the grace.
-    retireLater(line, c->pending_inbound);
+    retireLater(line, c->pending_inbound, false);
     c->pending_inbound = 0;
   }
   if (c->reserved_spi != 0) {

@@ -107,9 +107,13 @@ inline constexpr size_t kMaxPendingPerLine = 4;
 inline constexpr size_t kMaxPending = 64;
 inline constexpr size_t kMaxTxBuffer = 4096;
 inline constexpr uint32_t kMinSpi = 256;  // 1..255 are reserved (RFC 4303 §2.1)
-// Inbound SAs a line keeps in their grace period; a further switch retires
-// the oldest at once (a peer rekeying in a loop cannot pile up SAs).
+// Inbound SAs a line keeps in their grace period: replaced by a completed
+// rekey (the peer switched away from them: a third retires the oldest at
+// once), and installed for an exchange that failed before the peer's READY
+// (the peer may be sending on one of them: more of them, the oldest retired
+// first).  A peer rekeying or reconnecting in a loop cannot pile up SAs.
 inline constexpr size_t kMaxRetiringPerLine = 2;
+inline constexpr size_t kMaxUnconfirmedPerLine = 4;
 
 struct KeyAgreementSettings {
   std::string ca_file;           // PEM, the CA(s) peers' certificates chain to
@@ -198,6 +202,7 @@ struct KeyAgreementCounters {
   uint64_t protocol_errors = 0;    // malformed, oversize, wrong version or out-of-turn frames
   uint64_t connection_errors = 0;  // resets, closes and connect failures
   uint64_t timeouts = 0;           // handshake or rekey not done in time
+  uint64_t install_failures = 0;   // the fast path refused an SA (exchange failed)
   uint64_t exchanges = 0;          // key exchanges completed (both READYs)
 };
 
@@ -232,7 +237,9 @@ class KeyAgreement {
 
   // Paused: none of the agreement's connections, listeners or timers run
   // (a reload is under way: no SA is installed, no READY sent); they go on
-  // where they were when resumed.  Loop thread.
+  // where they were when resumed, a connection's own time limit from the
+  // start again.  setLines, reload and rekey are refused while paused.  Loop
+  // thread.
   void setPaused(bool paused);
 
   // Starts a rekey of the line now: the client sends REKEY, the server
@@ -285,7 +292,8 @@ class KeyAgreement {
   void onPeerReady(Conn* c);
   uint32_t newSpi();  // 0: no randomness
   void releaseSpi(uint32_t spi);
-  void retireLater(Line& line, uint32_t spi);
+  // confirmed: replaced after the peer's READY (else: an exchange failed).
+  void retireLater(Line& line, uint32_t spi, bool confirmed);
   void retireAllNow(Line& line);
   void setState(Line& line, LineState s);
   void closeNotify(Line& line);

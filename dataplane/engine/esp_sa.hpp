@@ -56,9 +56,15 @@ class EspSa {
 
   // Outbound: the next sequence number (the first is 1); 0 past the limit
   // (the packet must not be sent: static keys reserve their numbers).
+  // At the limit no number is taken (at most one per worker racing past
+  // it), so the numbers skipped stay few.
   uint64_t nextSeq() {
+    const uint64_t limit = limit_.load(std::memory_order_relaxed);
+    if (seq_.load(std::memory_order_relaxed) >= limit) [[unlikely]] {
+      return 0;
+    }
     const uint64_t s = seq_.fetch_add(1, std::memory_order_relaxed) + 1;
-    return s <= limit_.load(std::memory_order_relaxed) ? s : 0;
+    return s <= limit ? s : 0;
   }
   // The highest sequence number the SA may use (static keys: the end of
   // the reservation on disk); no limit by default.

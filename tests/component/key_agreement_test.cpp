@@ -431,6 +431,9 @@ TEST_F(KeyAgreementTest, AnInboundSaTheFastPathRefusesGetsNoReady) {
   ASSERT_TRUE(runUntil([&] { return refused_ >= 2; }));  // A retried
   EXPECT_FALSE(find('A', Event::kActivate));
   EXPECT_FALSE(find('B', Event::kActivate));
+  EXPECT_FALSE(find('A', Event::kInstall)) << "A installs only after B's answer";
+  EXPECT_FALSE(find('B', Event::kRetire)) << "a refused SPI is never retired: it was never in";
+  EXPECT_GE(b_->counters().install_failures, 2u);
   EXPECT_NE(statusB().state, LineState::kEstablished);
   EXPECT_NE(statusB().last_error.find("could not install the inbound SA"), std::string::npos)
       << statusB().last_error;
@@ -453,12 +456,44 @@ TEST_F(KeyAgreementTest, PausedAgreementInstallsNothingUntilResumed) {
   EXPECT_FALSE(find('B', Event::kInstall, 2)) << "B installed an SA while paused";
   EXPECT_FALSE(find('A', Event::kActivate, 2)) << "A switched while B was paused";
   EXPECT_EQ(statusB().generation, 1u);
-  // A installed its inbound SA for generation 2 and waits for B.
-  EXPECT_LE(events_.size(), before + 1);
+  // A (the client) sent REKEY and waits for B's answer: nothing installed.
+  EXPECT_EQ(events_.size(), before);
   b_->setPaused(false);
   ASSERT_TRUE(runUntil([&] { return bothAtGeneration(2); }))
       << "A: " << statusA().last_error << " / B: " << statusB().last_error;
   expectMatchingSas(2);
+  EXPECT_EQ(count(Event::kLost), 0u);
+}
+
+TEST_F(KeyAgreementTest, APauseLongerThanTheTimeLimitDoesNotFailTheExchange) {
+  // A (client) waits for B's answer to REKEY with a 1 s limit; both
+  // gateways reload for 1.5 s (paused).  A resumes first: its limit starts
+  // again rather than firing at once, so B, resumed 300 ms later, still
+  // gets to answer.
+  auto sa = settings(files("gw-a"));
+  sa.handshake_timeout = milliseconds(1000);
+  auto sb = settings(files("gw-b"));
+  sb.handshake_timeout = milliseconds(10000);
+  a_ = make('A', sa);
+  b_ = make('B', sb);
+  ASSERT_TRUE(a_ && b_);
+  ASSERT_TRUE(runUntil([&] { return bothAtGeneration(1); }));
+  b_->setPaused(true);
+  ASSERT_TRUE(a_->rekey("b/l1"));
+  runFor(milliseconds(50));  // REKEY on its way
+  a_->setPaused(true);
+  EXPECT_FALSE(a_->rekey("b/l1")) << "refused while paused";
+  EXPECT_FALSE(a_->setLines({lineOfA()})) << "refused while paused";
+  runFor(milliseconds(1500));
+  a_->setPaused(false);
+  runFor(milliseconds(300));
+  EXPECT_EQ(a_->counters().timeouts, 0u) << "A's limit fired at once on resume";
+  b_->setPaused(false);
+  ASSERT_TRUE(runUntil([&] { return bothAtGeneration(2); }))
+      << "A: " << statusA().last_error << " / B: " << statusB().last_error;
+  expectMatchingSas(2);
+  EXPECT_EQ(a_->counters().timeouts, 0u);
+  EXPECT_EQ(b_->counters().timeouts, 0u);
   EXPECT_EQ(count(Event::kLost), 0u);
 }
 

@@ -100,7 +100,7 @@ class EncryptionServiceTest : public ::testing::Test {
   std::string reservation() const {
     std::string found;
     for (const auto& e : fs::directory_iterator(state_)) {
-      if (e.path().filename().string().rfind("esp-seq-site-b_line1-", 0) == 0) {
+      if (e.path().filename().string().rfind("esp-seq-", 0) == 0) {
         EXPECT_TRUE(found.empty()) << "two reservation files";
         found = e.path().string();
       }
@@ -193,8 +193,9 @@ TEST_F(EncryptionServiceTest, TheReservationIsRenewedAsNumbersAreUsed) {
   sa->startSeqAfter(2 * kBlock);
   EXPECT_EQ(sa->nextSeq(), 0u);
   EXPECT_EQ(sa->nextSeq(), 0u);
-  // ... and the renewal starts above the numbers the fast path took.
+  // ... and none is taken.
   const uint64_t taken = sa->lastSeq();
+  EXPECT_EQ(taken, 2 * kBlock);
   const auto end2 = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (sa->seqLimit() == 2 * kBlock && std::chrono::steady_clock::now() < end2) {
     (*loop)->runOnce(std::chrono::microseconds(50000));
@@ -203,16 +204,67 @@ TEST_F(EncryptionServiceTest, TheReservationIsRenewedAsNumbersAreUsed) {
   EXPECT_EQ(sa->nextSeq(), taken + 1);
 }
 
+// c.keys for site-c: its own keys unless told otherwise.
+const std::string kKeyC1 =
+    "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf01020304";
+const std::string kKeyC2 =
+    "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff05060708";
+
 TEST_F(EncryptionServiceTest, InboundSpisMustDifferAcrossKeyFiles) {
-  writeKeys("c.keys", 0x3001, 0x2001);  // the same inbound SPI as b.keys
+  const std::string c = (dir_ / "c.keys").string();
+  std::ofstream(c) << "line1 out 0x3001 " << kKeyC1 << "\nline1 in 0x2001 " << kKeyC2 << "\n";
+  ASSERT_EQ(::chmod(c.c_str(), 0600), 0);
   auto s = service(config());
   const auto errors = s->validate(*config("b.keys", "c.keys"));
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("inbound SPI 0x00002001 is also peer site-b line line1's"),
             std::string::npos)
       << errors[0];
-  writeKeys("c.keys", 0x3001, 0x4001);
+  // A start is refused the same way.
+  auto r = service(config("b.keys", "c.keys"))->start();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("inbound SPI 0x00002001"), std::string::npos) << r.error();
+  std::ofstream(c, std::ios::trunc)
+      << "line1 out 0x3001 " << kKeyC1 << "\nline1 in 0x4001 " << kKeyC2 << "\n";
   EXPECT_TRUE(s->validate(*config("b.keys", "c.keys")).empty());
+  EXPECT_TRUE(service(config("b.keys", "c.keys"))->start());
+}
+
+TEST_F(EncryptionServiceTest, AKeyUsedByTwoSasIsRefused) {
+  // site-c's outbound key is site-b's outbound key: both SAs would count
+  // their sequence numbers (the GCM nonces) from 1 under it.
+  const std::string c = (dir_ / "c.keys").string();
+  std::ofstream(c) << "line1 out 0x3001 " << kKeyOut << "\nline1 in 0x4001 " << kKeyC2 << "\n";
+  ASSERT_EQ(::chmod(c.c_str(), 0600), 0);
+  auto s = service(config());
+  const auto errors = s->validate(*config("b.keys", "c.keys"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("peer site-c line line1: the key of its out SA is also peer site-b "
+                           "line line1 (out)'s"),
+            std::string::npos)
+      << errors[0];
+  auto r = service(config("b.keys", "c.keys"))->start();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("every SA needs its own key"), std::string::npos) << r.error();
+  // The same key in the other direction too.
+  std::ofstream(c, std::ios::trunc)
+      << "line1 out 0x3001 " << kKeyC1 << "\nline1 in 0x4001 " << kKeyOut << "\n";
+  EXPECT_EQ(s->validate(*config("b.keys", "c.keys")).size(), 1u);
+}
+
+TEST_F(EncryptionServiceTest, AReloadCannotGiveAKeyInUseAnotherSpi) {
+  auto c = config();
+  auto s = service(c);
+  ASSERT_TRUE(s->start());
+  writeKeys("b.keys", 0x1009, 0x2001);  // the same outbound key, another SPI
+  auto next = config();
+  daemon::ReloadPlan plan = daemon::planReload(*c, *next);
+  plan.next = next;
+  auto r = s->prepare(plan);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("needs a restart"), std::string::npos) << r.error();
+  s->abort();
+  EXPECT_EQ(outbound(*s)->spi(), 0x1001u);
 }
 
 TEST_F(EncryptionServiceTest, AReloadWithTheSameKeysKeepsTheSas) {
