@@ -22,6 +22,8 @@ fi
 packages=(
   # toolchain
   build-essential g++-12 cmake ninja-build pkg-config git clang llvm clang-format libclang-rt-14-dev
+  # the man pages (docs/man/*.scd) are rendered by scdoc at build time
+  scdoc
   # libraries fixed by the design card, and the ones we chose
   libdpdk-dev dpdk libyang2-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   # ESP's AES-GCM engine: DPDK's intel-ipsec-mb PMD (crypto_aesni_gcm) and its library
