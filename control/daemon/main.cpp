@@ -23,6 +23,7 @@
 #include "control/api/server.hpp"
 #include "control/core/event_loop.hpp"
 #include "control/daemon/gateway.hpp"
+#include "control/daemon/journal_sink.hpp"
 #include "control/daemon/last_good.hpp"
 #include "control/daemon/preflight.hpp"
 #include "control/daemon/requests.hpp"
@@ -68,10 +69,20 @@ class EscapingSink : public spdlog::sinks::base_sink<std::mutex> {
   spdlog::sink_ptr inner_;
 };
 
+// Set when mcgwd logs to the journal (MCGW_CONFIG of each entry).
+std::shared_ptr<mcgw::daemon::JournalSink> g_journal;
+
 void setupLogging(const std::string& level) {
-  auto out = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(spdlog::color_mode::automatic);
-  // journald adds its own timestamp; a terminal gets one.
-  out->set_pattern(std::getenv("JOURNAL_STREAM") ? "<%l> %v" : "%Y-%m-%d %H:%M:%S.%e [%l] %v");
+  spdlog::sink_ptr out;
+  if (mcgw::daemon::stderrIsJournal()) {
+    // Structured entries (PRIORITY, MCGW_CONFIG); journald adds the time.
+    g_journal = std::make_shared<mcgw::daemon::JournalSink>();
+    g_journal->set_pattern("%v");
+    out = g_journal;
+  } else {
+    out = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(spdlog::color_mode::automatic);
+    out->set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
+  }
   auto logger = std::make_shared<spdlog::logger>("mcgwd", std::make_shared<EscapingSink>(out));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
@@ -288,6 +299,9 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(loaded.config->logging.level));
   }
 
+  if (g_journal && loaded.config) {
+    g_journal->setConfig(loaded.config->checksum.substr(0, 12));
+  }
   notify("STATUS=starting DPDK and ports");
   auto started = Gateway::start(config_path, std::move(loaded), argv[0],
                                 {log_level, state_dir, std::move(fallback)});
@@ -301,7 +315,13 @@ int main(int argc, char** argv) {
   Gateway& gw = **started;
 
   std::string last_summary = gw.summary();
+  std::string last_config;
   auto showState = [&] {
+    // The config in force names the journal entries from now on.
+    if (g_journal && gw.config()->checksum.substr(0, 12) != last_config) {
+      last_config = gw.config()->checksum.substr(0, 12);
+      g_journal->setConfig(last_config);
+    }
     if (std::string s = gw.summary(); s != last_summary) {
       spdlog::info("state: {}", s);
       notify("STATUS=" + s);
