@@ -35,6 +35,8 @@ packages=(
   systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl etcd-server etcd-client
   python3 python3-scapy nftables iptables tcpdump iputils-ping ethtool procps psmisc socat jq
   prometheus nfdump
+  # the Debian package (scripts/package.sh) and its checks in containers (packaging/)
+  dpkg-dev file lintian mmdebstrap systemd-container
 )
 
 missing=()

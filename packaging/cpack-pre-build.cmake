@@ -1,0 +1,21 @@
+# CPACK_PRE_BUILD_SCRIPTS of packaging/cpack.cmake: runs on CPack's staging
+# tree after the install step, before the .deb (and its md5sums) is made.
+file(GLOB_RECURSE mcgw_manpages "${CPACK_TEMPORARY_DIRECTORY}/usr/share/man/*")
+message(STATUS "mcgw: staging tree ${CPACK_TEMPORARY_DIRECTORY}")
+foreach(page IN LISTS mcgw_manpages)
+  if(NOT page MATCHES "\\.gz$")
+    execute_process(COMMAND gzip -9nf "${page}" COMMAND_ERROR_IS_FATAL ANY)
+  endif()
+endforeach()
+# Empty directories, deepest first.
+file(GLOB_RECURSE mcgw_dirs LIST_DIRECTORIES true "${CPACK_TEMPORARY_DIRECTORY}/*")
+list(SORT mcgw_dirs ORDER DESCENDING)
+foreach(dir IN LISTS mcgw_dirs)
+  if(IS_DIRECTORY "${dir}")
+    file(GLOB entries "${dir}/*")
+    if(NOT entries)
+      file(REMOVE "${dir}")
+      message(STATUS "mcgw: removed empty directory ${dir}")
+    endif()
+  endif()
+endforeach()
