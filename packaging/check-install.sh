@@ -17,15 +17,19 @@ while [ $# -gt 1 ]; do
 done
 deb=$(readlink -f "${1:?usage: check-install.sh [--root DIR] [--keep] mcgw_*.deb}")
 [ "$(id -u)" -eq 0 ] || { echo "check-install.sh: run as root (chroot)" >&2; exit 1; }
+created=0  # only a root this script made is deleted
 if [ -z "$root" ]; then
   root=$(mktemp -d /tmp/mcgw-pkgroot.XXXXXX)
   rmdir "$root"
+  created=1
 fi
 work=$(mktemp -d /tmp/mcgw-pkgcheck.XXXXXX)
 cleanup() {
   # Never rm -rf a tree with anything mounted in it (nothing is: every command
   # runs in systemd-nspawn's own mount namespace).
-  if [ "$keep" != 1 ] && ! grep -q " $root[/ ]" /proc/mounts; then rm -rf "$root"; fi
+  if [ "$created" = 1 ] && [ "$keep" != 1 ] && ! grep -q " $root[/ ]" /proc/mounts; then
+    rm -rf "$root"
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT

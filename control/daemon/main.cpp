@@ -136,8 +136,7 @@ std::optional<std::pair<mcgw::daemon::LoadedConfig, mcgw::daemon::Fallback>> sta
 
 // The config mcgwd starts with: the file, or (when the file is invalid) the
 // last good copy and why; nullopt (exit 78) when neither may be used.
-// --preflight decides exactly as the start does, so that the unit's
-// ExecStartPre lets through every start that would succeed.
+// --preflight chooses exactly as the start does.
 std::optional<std::pair<mcgw::daemon::LoadedConfig, std::optional<mcgw::daemon::Fallback>>>
 chooseConfig(const std::string& config_path, const std::string& state_dir, bool strict) {
   auto loaded = mcgw::daemon::loadConfig(config_path);
@@ -156,11 +155,18 @@ chooseConfig(const std::string& config_path, const std::string& state_dir, bool 
                         std::optional<mcgw::daemon::Fallback>(std::move(last_good->second)));
 }
 
+// The unit's ExecStartPre: exit 1 when a prerequisite is missing.  A config
+// that cannot be used is mcgwd's to refuse (exit 78, which the unit's
+// RestartPreventExitStatus sees only from the main process: an
+// ExecStartPre failing with 78 would be retried), so that case exits 0.
 int runPreflight(const std::string& path, const std::string& state_dir, bool strict) {
   auto chosen = chooseConfig(path, state_dir, strict);
   if (!chosen) {
-    std::fprintf(stderr, "preflight: config %s is invalid\n", path.c_str());
-    return kExitConfig;
+    std::fprintf(stderr,
+                 "preflight: config %s is invalid and no last good copy may be used: mcgwd "
+                 "will exit 78; prerequisites not checked\n",
+                 path.c_str());
+    return 0;
   }
   if (chosen->second) {
     std::fprintf(stderr, "preflight: config %s is invalid; mcgwd will start with %s\n",
