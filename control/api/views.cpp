@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "control/api/protocol.hpp"
+#include "control/encryption/encryption_service.hpp"
 #include "control/lines/mss_policy.hpp"
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/proto/tunnel.hpp"
@@ -59,20 +60,7 @@ json lineEncryption(const engine::ForwardingTables& t, const engine::LineEntry& 
     return {{"mode", "none"}};
   }
   const std::string key = l.peer + "/" + l.name;
-  auto sa = [](const engine::EspSa& a) {
-    json j = {{"spi", a.spi()},
-              {"generation", a.generation()},
-              {"age_s", ageSeconds(a.created())},
-              {"packets", a.packets()},
-              {"bytes", a.bytes()}};
-    if (const crypto::ReplayWindow* w = a.window()) {
-      j["replay_window"] = w->size();
-      j["highest_seq"] = w->highest();
-    } else {
-      j["last_seq"] = a.lastSeq();
-    }
-    return j;
-  };
+  auto sa = [](const engine::EspSa& a) { return encryption::espSaView(a); };
   json inbound = json::array();
   for (const auto& a : t.sas) {
     if (a->inbound() && a->line() == key) {

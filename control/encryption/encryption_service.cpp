@@ -173,16 +173,8 @@ int64_t ageS(Clock::time_point t) {
 }
 
 json saView(const engine::EspSa& a, const config::EncryptionConfig& enc, bool static_keys) {
-  json j = {{"spi", a.spi()},
-            {"generation", a.generation()},
-            {"age_s", ageS(a.created())},
-            {"packets", a.packets()},
-            {"bytes", a.bytes()}};
-  if (const crypto::ReplayWindow* w = a.window()) {
-    j["replay_window"] = w->size();
-    j["highest_seq"] = w->highest();
-  } else {
-    j["last_seq"] = a.lastSeq();
+  json j = espSaView(a);
+  if (a.window() == nullptr) {
     if (!static_keys) {
       const double age = static_cast<double>(ageS(a.created()));
       j["next_rekey_s"] = std::max(0.0, kRekeyAt * enc.lifetime_s - age);  // or earlier, by bytes
@@ -789,6 +781,22 @@ std::vector<std::string> EncryptionService::problems() const {
     out.push_back("line " + id + " is encrypted but has no keys (" + why + ")");
   }
   return out;
+}
+
+json espSaView(const engine::EspSa& a) {
+  json j = {{"spi", a.spi()},
+            {"generation", a.generation()},
+            {"age_s",
+             std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - a.created()).count()},
+            {"packets", a.packets()},
+            {"bytes", a.bytes()}};
+  if (const crypto::ReplayWindow* w = a.window()) {
+    j["replay_window"] = w->size();
+    j["highest_seq"] = w->highest();
+  } else {
+    j["last_seq"] = a.lastSeq();
+  }
+  return j;
 }
 
 }  // namespace mcgw::encryption

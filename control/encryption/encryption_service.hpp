@@ -38,6 +38,10 @@ namespace mcgw::encryption {
 inline constexpr double kRekeyAt = 0.85;
 inline constexpr std::chrono::milliseconds kLifetimeCheck{250};
 
+// One SA as status and show tunnels print it: SPI, generation, age,
+// packets, bytes, and the replay window (inbound) or last sequence number.
+nlohmann::json espSaView(const engine::EspSa& sa);
+
 class EncryptionService : public daemon::Subsystem {
  public:
   // republish: new tables with sas() (ForwardingState::publish); false when

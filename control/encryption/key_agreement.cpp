@@ -42,21 +42,6 @@ constexpr int kListenBacklog = 64;
 // Far beyond any real count of rekeys; a peer cannot make ours wrap.
 constexpr uint64_t kMaxGeneration = uint64_t{1} << 62;
 
-void putBe(uint8_t* p, uint64_t v, int n) {
-  for (int i = n - 1; i >= 0; --i) {
-    p[i] = static_cast<uint8_t>(v);
-    v >>= 8;
-  }
-}
-
-uint64_t getBe(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) {
-    v = (v << 8) | p[i];
-  }
-  return v;
-}
-
 std::string sysError(const std::string& what, int err) {
   return what + ": " + std::strerror(err);
 }

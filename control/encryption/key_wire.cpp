@@ -5,25 +5,6 @@
 
 namespace mcgw::encryption {
 
-namespace {
-
-void putBe(uint8_t* p, uint64_t v, int n) {
-  for (int i = n - 1; i >= 0; --i) {
-    p[i] = static_cast<uint8_t>(v);
-    v >>= 8;
-  }
-}
-
-uint64_t getBe(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) {
-    v = (v << 8) | p[i];
-  }
-  return v;
-}
-
-}  // namespace
-
 std::vector<uint8_t> encodeMessage(const Message& m) {
   size_t len = 0;
   switch (m.type) {

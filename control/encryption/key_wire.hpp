@@ -60,4 +60,19 @@ std::vector<uint8_t> encodeMessage(const Message& m);
 std::optional<Result<Message, std::string>> decodeMessage(std::span<const uint8_t> bytes,
                                                           size_t* used);
 
+// n bytes of v, big-endian (network order), and back.
+inline void putBe(uint8_t* p, uint64_t v, int n) {
+  for (int i = n - 1; i >= 0; --i) {
+    p[i] = static_cast<uint8_t>(v);
+    v >>= 8;
+  }
+}
+inline uint64_t getBe(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) {
+    v = (v << 8) | p[i];
+  }
+  return v;
+}
+
 }  // namespace mcgw::encryption
