@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
 #include <utility>
 
 namespace mcgw::core {
@@ -35,5 +37,23 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// Reads exactly n bytes into p (retrying on EINTR): 0, or the errno of the
+// failure (EIO when the file ended early).
+inline int readFully(int fd, void* p, size_t n) {
+  auto* out = static_cast<char*>(p);
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0 && errno == EINTR) {
+      continue;
+    }
+    if (r <= 0) {
+      return r < 0 ? errno : EIO;
+    }
+    got += static_cast<size_t>(r);
+  }
+  return 0;
+}
 
 }  // namespace mcgw::core

@@ -188,18 +188,10 @@ Result<EVP_PKEY*, std::string> readPrivateKey(const std::string& path) {
                       std::to_string(kMaxKeyFile) + " bytes");
   }
   std::vector<uint8_t> buf(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < buf.size()) {
-    const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      OPENSSL_cleanse(buf.data(), buf.size());
-      return unexpected(sysError("cannot read the private key file " + text::quote(path, kMaxPath),
-                                 n < 0 ? errno : EIO));
-    }
-    got += static_cast<size_t>(n);
+  if (const int e = core::readFully(fd.get(), buf.data(), buf.size()); e != 0) {
+    OPENSSL_cleanse(buf.data(), buf.size());
+    return unexpected(
+        sysError("cannot read the private key file " + text::quote(path, kMaxPath), e));
   }
   ERR_clear_error();
   BIO* bio = BIO_new_mem_buf(buf.data(), static_cast<int>(buf.size()));

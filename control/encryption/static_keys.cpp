@@ -219,17 +219,9 @@ Result<std::map<std::string, StaticLineKeys>, std::string> readStaticKeys(const 
                       std::to_string(kMaxKeyFileBytes) + " bytes");
   }
   std::string buf(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < buf.size()) {
-    const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      OPENSSL_cleanse(buf.data(), buf.size());
-      return unexpected("cannot read static key file " + text::quote(path));
-    }
-    got += static_cast<size_t>(n);
+  if (core::readFully(fd.get(), buf.data(), buf.size()) != 0) {
+    OPENSSL_cleanse(buf.data(), buf.size());
+    return unexpected("cannot read static key file " + text::quote(path));
   }
   auto r = parseStaticKeys(buf, path);
   OPENSSL_cleanse(buf.data(), buf.size());
