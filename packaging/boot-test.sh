@@ -48,7 +48,7 @@ trap cleanup EXIT
 
 if [ ! -x "$root/lib/systemd/systemd" ]; then
   t0=$(date +%s)
-  mmdebstrap --variant=apt --include=systemd,systemd-sysv,dbus bookworm "$root"
+  mmdebstrap --variant=apt --include=systemd,systemd-sysv,dbus,iproute2 bookworm "$root"
   echo "boot-test.sh: mmdebstrap took $(($(date +%s) - t0)) s"
 fi
 # The package and a config with net_null ports only (no hugepages, no NIC).
@@ -64,8 +64,13 @@ t0=$(date +%s)
 # --keep-unit --register=no: no system bus on this host (no systemd as PID 1).
 # --bind-ro=/sys/module: nspawn mounts only part of sysfs, and DPDK's EAL
 # stops with "Cannot init VFIO" when /sys/module is missing.
+# --capability: the unit's capabilities that nspawn does not give a container
+# by default (--private-network adds CAP_NET_ADMIN), so the af_xdp check
+# below runs mcgwd with exactly the unit's set.  --system-call-filter=bpf:
+# nspawn's own seccomp filter refuses bpf(2) (EPERM: "Couldn't load trivial
+# BPF program", whatever the unit says) unless it is allowed here.
 systemd-nspawn -b -D "$root" -M "$machine" --register=no --keep-unit --private-network \
-  --bind-ro=/sys/module --console=pipe </dev/null >"$root.console.log" 2>&1 &
+  --capability=CAP_IPC_LOCK,CAP_SYS_RAWIO --system-call-filter=bpf --bind-ro=/sys/module --console=pipe </dev/null >"$root.console.log" 2>&1 &
 nspawn=$!
 leader=
 for _ in $(seq 1 100); do
@@ -177,6 +182,42 @@ expect "exit 78 not restarted: $(prop ActiveState)/$(prop SubState), Result=$(pr
   test "$(prop ActiveState)/$(prop SubState)/$(prop NRestarts)" = failed/failed/0
 printf '%s\n' "$good" > "$root/etc/mcgw/mcgw.yaml"
 in_ct systemctl reset-failed mcgw.service 2>/dev/null || true
+
+# af_xdp ports under the whole unit (its capabilities, SystemCallFilter=,
+# MemoryDenyWriteExecute=, UMask=, ...): veth pairs in the container's
+# network namespace, mcgw's XDP program from the package, the API socket
+# given to a group (chown).  Healthy means both ports up with the XDP
+# program's maps reached (tests/lab/lab_capabilities_test.py has the rest).
+for i in 0 1; do
+  in_ct ip link add "xdp$i" type veth peer name "peer$i"
+  in_ct ip link set "xdp$i" up
+  in_ct ip link set "peer$i" up
+done
+cat > "$root/etc/mcgw/mcgw.yaml" <<'YAML'
+node: {name: gw-xdp, site: lab}
+eal: {hugepages: false, memory-mb: 256, mbufs: 8191}
+ports:
+  - {name: lan0, role: lan, vdev: "net_af_xdp0,iface=xdp0"}
+  - {name: wan0, role: wan, vdev: "net_af_xdp1,iface=xdp1"}
+api: {group: nogroup}
+YAML
+in_ct systemctl reset-failed mcgw.service 2>/dev/null || true   # StartLimitBurst=5
+in_ct systemctl restart mcgw.service || true
+for _ in $(seq 1 20); do
+  case "$(prop StatusText)" in healthy:*) break ;; esac
+  sleep 0.5
+done
+in_ct systemctl status mcgw.service --no-pager -n 12 || true
+expect "af_xdp under the unit: active (running), '$(prop StatusText)'" \
+  test "$(prop ActiveState)/$(prop SubState)/$(prop StatusText | cut -c1-23)" = "active/running/healthy: 2 ports (2 up)"
+[ "$(prop SubState)" = running ] || in_ct journalctl -u mcgw --no-pager -o cat -n 25 || true
+drivers=$(in_ct mcgwctl status --json | grep -o '"driver": *"[a-z_]*"' | sort -u | tr -d ' ')
+expect "af_xdp under the unit: ports are af_xdp ($drivers)" test "$drivers" = '"driver":"net_af_xdp"'
+sock=$(in_ct stat -c '%U:%G %a' /run/mcgw/mcgw.sock 2>&1 || true)
+expect "af_xdp under the unit: API socket $sock" test "$sock" = "root:nogroup 660"
+expect "af_xdp under the unit: no seccomp kill, no core dump" \
+  test "$(in_ct journalctl -u mcgw --no-pager -o cat | grep -c -i -E 'SIGSYS|core dumped|Bad system call')" = 0
+printf '%s\n' "$good" > "$root/etc/mcgw/mcgw.yaml"
 
 in_ct systemctl stop mcgw.service
 [ "$fail" = 0 ] && echo "boot-test.sh: PASS" || echo "boot-test.sh: FAILED"

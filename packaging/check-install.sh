@@ -41,13 +41,18 @@ if [ ! -d "$root/etc" ]; then
   echo "check-install.sh: mmdebstrap took $(($(date +%s) - t0)) s"
 fi
 cp "$deb" "$root/var/cache/"   # nspawn mounts a tmpfs on /tmp
-# A container without init and without network namespace of its own (apt
-# needs the archive): its own /proc, /sys and /dev, nothing mounted on the host.
-in_root() {
-  systemd-nspawn -q -D "$root" --register=no --keep-unit --pipe \
+# A container without init: its own /proc, /sys and /dev, nothing mounted on
+# the host, and its own network namespace (only lo), so no maintainer script
+# can touch the host's network.  Only the download of the dependencies
+# (in_root_net) shares the host's network: apt needs the archive.
+nspawn() { # --private-network or nothing, command...
+  local net=$1; shift
+  systemd-nspawn -q -D "$root" --register=no --keep-unit --pipe $net \
     env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@" </dev/null \
     2> >(grep -v 'Attempted to remove disk file system under' >&2)
 }
+in_root() { nspawn --private-network "$@"; }
+in_root_net() { nspawn "" "$@"; }
 
 # Every file and directory of the root, but not what apt, dpkg's bookkeeping,
 # logs and caches change anyway.
@@ -68,8 +73,12 @@ check() { # name, expected diff file
 # The dependencies first, so the snapshots differ only by mcgw itself.
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "check-install.sh: Depends: $depends"
-in_root apt-get update -q
-in_root apt-get satisfy -y -q --no-install-recommends "$depends"
+in_root_net apt-get update -q
+in_root_net apt-get satisfy -y -q --no-install-recommends --download-only "$depends"
+# Installed (maintainer scripts run) without the host's network.
+in_root apt-get satisfy -y -q --no-install-recommends --no-download "$depends"
+in_root sh -c 'test "$(ls /sys/class/net)" = lo' \
+  || { echo "check-install.sh: FAIL: maintainer scripts would see the host's network"; fail=1; }
 snapshot before
 
 in_root apt-get install -y -q --no-install-recommends "/var/cache/$(basename "$deb")"
@@ -110,6 +119,36 @@ echo "# edited by check-install.sh" >> "$root/etc/mcgw/mcgw.yaml"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -s /lib/systemd/system/mcgw.service "$root/etc/systemd/system/multi-user.target.wants/mcgw.service"
 cp "$root/etc/mcgw/mcgw.yaml" "$root/etc/mcgw/mcgw.yaml.bak"
+
+# An upgrade: the same package with a higher version (dpkg-deb -R, the
+# control file's Version bumped, dpkg-deb -b) over the edited, enabled
+# install.  The edited conffile is kept without a prompt or a .dpkg-* file
+# beside it, the enable symlink stays (and is now in deb-systemd-helper's
+# state), and nothing else changes on disk.
+version=$(dpkg-deb -f "$deb" Version)
+mkdir "$work/unpacked"
+dpkg-deb -R "$deb" "$work/unpacked"
+sed -i "s/^Version: .*/Version: $version+upgrade1/" "$work/unpacked/DEBIAN/control"
+dpkg-deb -b "$work/unpacked" "$root/var/cache/mcgw-upgrade.deb" >/dev/null
+snapshot before-upgrade
+in_root dpkg -i --force-confdef --force-confold /var/cache/mcgw-upgrade.deb
+rm -f "$root/var/cache/mcgw-upgrade.deb"
+snapshot upgraded
+# postinst's `deb-systemd-helper update-state` records the enable symlink the
+# operator made (so a later purge removes it): those two paths may appear.
+printf '%s\n' ./var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants \
+  ./var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/mcgw.service \
+  | sort -m - "$work/before-upgrade" | sort -u > "$work/expected-upgraded"
+check "upgrade changes no path (no .dpkg-dist/.dpkg-old, symlinks and state kept)" \
+  "$work/expected-upgraded" "$work/upgraded"
+cmp -s "$root/etc/mcgw/mcgw.yaml" "$root/etc/mcgw/mcgw.yaml.bak" \
+  || { echo "check-install.sh: FAIL: the upgrade changed the edited config"; fail=1; }
+[ -L "$root/etc/systemd/system/multi-user.target.wants/mcgw.service" ] \
+  || { echo "check-install.sh: FAIL: the upgrade lost the enable symlink"; fail=1; }
+upgraded=$(in_root dpkg-query -W -f='${Version} ${Status}' mcgw)
+[ "$upgraded" = "$version+upgrade1 install ok installed" ] \
+  || { echo "check-install.sh: FAIL: after the upgrade: $upgraded"; fail=1; }
+echo "check-install.sh: upgrade $version -> $upgraded: config edit and enable symlink kept"
 
 in_root apt-get remove -y -q mcgw
 snapshot removed
