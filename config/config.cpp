@@ -34,6 +34,60 @@ std::string siteOf(const Config& config, const MappedRange& m) {
   return "";
 }
 
+namespace {
+constexpr std::pair<std::string_view, uint8_t> kProtocols[] = {
+    {"icmp", 1}, {"tcp", 6}, {"udp", 17}, {"gre", 47}, {"esp", 50}, {"icmpv6", 58}, {"sctp", 132}};
+
+// Digits only (the model's pattern); saturates at `cap` + 1.
+uint32_t boundedNumber(std::string_view digits, uint32_t cap) {
+  uint32_t v = 0;
+  for (char ch : digits) {
+    if (ch < '0' || ch > '9') {
+      return cap + 1;
+    }
+    v = std::min<uint32_t>(v * 10 + static_cast<uint32_t>(ch - '0'), cap + 1);
+  }
+  return v;
+}
+}  // namespace
+
+std::optional<uint8_t> protocolNumber(std::string_view text) {
+  for (const auto& [name, number] : kProtocols) {
+    if (text == name) {
+      return number;
+    }
+  }
+  if (text.empty() || text == "any") {
+    return std::nullopt;
+  }
+  const uint32_t v = boundedNumber(text, 255);
+  return v <= 255 ? std::optional<uint8_t>(static_cast<uint8_t>(v)) : std::nullopt;
+}
+
+std::string protocolName(uint8_t protocol) {
+  for (const auto& [name, number] : kProtocols) {
+    if (protocol == number) {
+      return std::string(name);
+    }
+  }
+  return std::to_string(protocol);
+}
+
+std::pair<uint16_t, uint16_t> portRange(std::string_view text) {
+  if (text.empty()) {
+    return {0, 65535};
+  }
+  const auto dash = text.find('-');
+  const auto lo =
+      static_cast<uint16_t>(std::min<uint32_t>(boundedNumber(text.substr(0, dash), 65535), 65535));
+  if (dash == std::string_view::npos) {
+    return {lo, lo};
+  }
+  const auto hi =
+      static_cast<uint16_t>(std::min<uint32_t>(boundedNumber(text.substr(dash + 1), 65535), 65535));
+  return {lo, hi};
+}
+
 const PortConfig* Config::findPort(const std::string& name) const {
   for (const auto& p : ports) {
     if (p.name == name) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/net.hpp"
@@ -74,10 +75,74 @@ struct StaticRoute {
   bool operator==(const StaticRoute&) const = default;
 };
 
+// A tenant's policy rule (tenants[].policy.rule, docs/policy.md).  The
+// addresses are prefixes or address-plan objects ("vpc NAME", "site NAME",
+// "cloud NAME"), resolved when the tables are built.
+struct PolicyRule {
+  std::string name;
+  bool deny = false;
+  std::vector<std::string> source, destination;  // empty: any
+  std::optional<uint8_t> protocol;               // nullopt: any
+  uint16_t sport_lo = 0, sport_hi = 65535;
+  uint16_t dport_lo = 0, dport_hi = 65535;
+  std::optional<uint8_t> dscp;
+  bool operator==(const PolicyRule&) const = default;
+};
+
+// A policy rule's protocol as the config spells it: "any" → nullopt, a
+// name (tcp, udp, icmp, icmpv6, sctp, gre, esp) or a number.  A number
+// above 255 also gives nullopt (the semantic checks refuse it).
+std::optional<uint8_t> protocolNumber(std::string_view text);
+// Its name for display: "tcp", or the number ("47" is "gre").
+std::string protocolName(uint8_t protocol);
+// A port range as the config spells it: "443" or "8000-8100"; "" is
+// 0..65535.  Values above 65535 become 65535 (the semantic checks refuse
+// them, and a range whose low end is above its high end).
+std::pair<uint16_t, uint16_t> portRange(std::string_view text);
+
+// Policy rules of all tenants together (each has a counter in the fast path).
+inline constexpr size_t kMaxPolicyRules = 16384;
+
+struct TenantPolicy {
+  bool default_deny = false;
+  std::vector<PolicyRule> rules;  // in order: the first match decides
+  bool operator==(const TenantPolicy&) const = default;
+};
+
+// Meter rates as the config spells them (tenants[].bandwidth, docs/policy.md):
+// bits per second and bytes, parsed by policy::parseRate / parseSize.
+struct MeterRates {
+  std::string rate, peak_rate, burst, peak_burst;  // "" = default
+  bool operator==(const MeterRates&) const = default;
+};
+
+struct BandwidthLimit {
+  std::string line;  // "PEER/LINE", or "PEER" for each of its lines
+  MeterRates rates;
+  bool operator==(const BandwidthLimit&) const = default;
+};
+
+struct BandwidthWindow {
+  std::string name;
+  std::string line;
+  uint16_t start_minute = 0, end_minute = 0;  // of the day, UTC; end exclusive
+  MeterRates rates;
+  bool operator==(const BandwidthWindow&) const = default;
+};
+
+struct TenantBandwidth {
+  std::optional<uint8_t> yellow_dscp;
+  std::vector<BandwidthLimit> limits;
+  std::vector<BandwidthWindow> windows;
+  bool operator==(const TenantBandwidth&) const = default;
+};
+
 struct TenantConfig {
   std::string name;
   uint32_t vni = 0;
   std::vector<StaticRoute> routes;
+  TenantPolicy policy;
+  TenantBandwidth bandwidth;
   bool operator==(const TenantConfig&) const = default;
 };
 
@@ -315,6 +380,14 @@ struct PathMtuConfig {
 };
 
 // Prometheus metrics over HTTP (docs/monitoring.md).
+// Usage accounting (docs/policy.md).
+struct UsageConfig {
+  std::string directory;  // "" = <state dir>/usage
+  uint16_t interval_s = 60;
+  uint16_t retention_days = 31;
+  bool operator==(const UsageConfig&) const = default;
+};
+
 struct MetricsConfig {
   // "ADDRESS:PORT" or "[IPV6]:PORT" of the /metrics endpoint; empty: off.
   std::string listen;
@@ -338,9 +411,18 @@ struct FlowAuditConfig {
   bool operator==(const FlowAuditConfig&) const = default;
 };
 
+// The API over HTTPS with mutual TLS (api.https, docs/policy.md).
+struct HttpsApiConfig {
+  std::string listen;  // "" = off
+  std::string ca, certificate, private_key;
+  std::vector<std::string> allowed_clients;
+  bool operator==(const HttpsApiConfig&) const = default;
+};
+
 struct ApiConfig {
   std::string socket;
   std::string group;
+  HttpsApiConfig https;
   bool operator==(const ApiConfig&) const = default;
 };
 
@@ -384,6 +466,7 @@ struct Config {
   PathMtuConfig path_mtu;
   ApiConfig api;
   MetricsConfig metrics;
+  UsageConfig usage;
   KeyAgreementConfig encryption;
   FlowAuditConfig flow_audit;
   LoggingConfig logging;

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config/loader_detail.hpp"
@@ -119,7 +120,7 @@ Config buildConfig(lyd_node* tree) {
   }
 
   for (lyd_node* t : R::children(r.top("tenants"), "tenant")) {
-    TenantConfig tc{R::str(t, "name"), R::num<uint32_t>(t, "vni"), {}};
+    TenantConfig tc{R::str(t, "name"), R::num<uint32_t>(t, "vni"), {}, {}, {}};
     for (lyd_node* rt : R::children(R::child(t, "routes"), "route")) {
       StaticRoute sr;
       sr.prefix = R::prefix(R::str(rt, "prefix"));
@@ -128,6 +129,43 @@ Config buildConfig(lyd_node* tree) {
         sr.next_hop = R::addr(nh);
       }
       tc.routes.push_back(std::move(sr));
+    }
+    lyd_node* pol = R::child(t, "policy");
+    tc.policy.default_deny = R::str(pol, "default", "allow") == "deny";
+    for (lyd_node* ru : R::children(R::child(pol, "rules"), "rule")) {
+      PolicyRule pr;
+      pr.name = R::str(ru, "name");
+      pr.deny = R::str(ru, "action") == "deny";
+      pr.source = R::strs(ru, "source");
+      pr.destination = R::strs(ru, "destination");
+      pr.protocol = protocolNumber(R::str(ru, "protocol", "any"));
+      std::tie(pr.sport_lo, pr.sport_hi) = portRange(R::str(ru, "source-ports"));
+      std::tie(pr.dport_lo, pr.dport_hi) = portRange(R::str(ru, "destination-ports"));
+      if (R::child(ru, "dscp")) {
+        pr.dscp = R::num<uint8_t>(ru, "dscp");
+      }
+      tc.policy.rules.push_back(std::move(pr));
+    }
+    lyd_node* bw = R::child(t, "bandwidth");
+    if (R::child(bw, "yellow-dscp")) {
+      tc.bandwidth.yellow_dscp = R::num<uint8_t>(bw, "yellow-dscp");
+    }
+    auto rates = [](lyd_node* n) {
+      return MeterRates{R::str(n, "rate"), R::str(n, "peak-rate"), R::str(n, "burst"),
+                        R::str(n, "peak-burst")};
+    };
+    auto minute = [](const std::string& hhmm) {
+      return hhmm.size() == 5 ? static_cast<uint16_t>(std::stoi(hhmm.substr(0, 2)) * 60 +
+                                                      std::stoi(hhmm.substr(3, 2)))
+                              : uint16_t{0};
+    };
+    for (lyd_node* l : R::children(R::child(bw, "limits"), "limit")) {
+      tc.bandwidth.limits.push_back({R::str(l, "line"), rates(l)});
+    }
+    for (lyd_node* w : R::children(R::child(bw, "windows"), "window")) {
+      tc.bandwidth.windows.push_back({R::str(w, "name"), R::str(w, "line"),
+                                      minute(R::str(w, "start")), minute(R::str(w, "end")),
+                                      rates(w)});
     }
     c.tenants.push_back(std::move(tc));
   }
@@ -355,8 +393,21 @@ Config buildConfig(lyd_node* tree) {
   }
 
   lyd_node* api = r.top("api");
-  c.api = {R::str(api, "socket"), R::str(api, "group")};
+  c.api.socket = R::str(api, "socket");
+  c.api.group = R::str(api, "group");
+  if (lyd_node* h = R::child(api, "https")) {
+    c.api.https.listen = R::str(h, "listen");
+    c.api.https.ca = R::str(h, "ca", "/etc/mcgw/tls/api-ca.pem");
+    c.api.https.certificate = R::str(h, "certificate", "/etc/mcgw/tls/api.pem");
+    c.api.https.private_key = R::str(h, "private-key", "/etc/mcgw/tls/api.key");
+    c.api.https.allowed_clients = R::strs(h, "allowed-clients");
+  }
   c.metrics.listen = R::str(r.top("metrics"), "listen");
+  if (lyd_node* u = r.top("usage")) {
+    c.usage.directory = R::str(u, "directory");
+    c.usage.interval_s = R::num<uint16_t>(u, "interval-s", 60);
+    c.usage.retention_days = R::num<uint16_t>(u, "retention-days", 31);
+  }
   {
     lyd_node* e = r.top("encryption");
     const KeyAgreementConfig d;

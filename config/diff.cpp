@@ -102,6 +102,7 @@ std::string tenantDetail(const TenantConfig& a, const TenantConfig& b) {
   std::string d;
   field(d, "vni", a.vni, b.vni);
   field(d, "routes", a.routes, b.routes);
+  field(d, "policy", a.policy, b.policy);
   return d;
 }
 
@@ -200,8 +201,24 @@ std::vector<ConfigChange> diffConfigs(const Config& a, const Config& b) {
     field(d, "quality-interval-ms", a.path_mtu.quality_interval_ms, b.path_mtu.quality_interval_ms);
     out.push_back({"path-mtu", "", Kind::kChanged, d, false});
   }
-  if (!(a.api == b.api)) {
+  if (a.api.socket != b.api.socket || a.api.group != b.api.group) {
     out.push_back({"api", "", Kind::kChanged, "API socket", true});
+  }
+  if (!(a.api.https == b.api.https)) {
+    auto shown = [](const std::string& l) { return l.empty() ? std::string("off") : l; };
+    out.push_back({"api", "https", Kind::kChanged,
+                   "listen " + shown(a.api.https.listen) + " -> " + shown(b.api.https.listen),
+                   false});
+  }
+  if (!(a.usage == b.usage)) {
+    out.push_back({"usage", "", Kind::kChanged,
+                   "every " + std::to_string(a.usage.interval_s) + " s -> " +
+                       std::to_string(b.usage.interval_s) + " s, keep " +
+                       std::to_string(a.usage.retention_days) + " -> " +
+                       std::to_string(b.usage.retention_days) + " days, directory " +
+                       (a.usage.directory.empty() ? "default" : a.usage.directory) + " -> " +
+                       (b.usage.directory.empty() ? "default" : b.usage.directory),
+                   false});
   }
   if (!(a.metrics == b.metrics)) {
     auto shown = [](const std::string& l) { return l.empty() ? std::string("off") : l; };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <deque>
 #include <initializer_list>
 #include <map>
@@ -14,6 +15,7 @@
 #include "config/loader_detail.hpp"
 #include "config/prefix_index.hpp"
 #include "config/text.hpp"
+#include "config/units.hpp"
 
 namespace mcgw::config {
 
@@ -268,6 +270,201 @@ class Checker {
         if (r.next_hop && !lan_without_tenant_) {  // else that error comes first
           routeNextHop(t, *r.next_hop, rpath + "/next-hop");
         }
+      }
+      policy(t, path + "/policy");
+      bandwidth(t, path + "/bandwidth");
+    }
+  }
+
+  // A tenant's bandwidth (docs/policy.md): lines that carry the tenant,
+  // rates that parse with peak >= committed, windows that do not overlap.
+  void bandwidth(const TenantConfig& t, const std::string& path) {
+    auto lineRef = [&](const std::string& line, const std::string& at) {
+      const auto slash = line.find('/');
+      const std::string peer_name = line.substr(0, slash);
+      const PeerConfig* peer = c_.findPeer(peer_name);
+      if (!peer) {
+        error(at, "no peer " + q(peer_name) + " in peers");
+        return;
+      }
+      if (!peer->tenants.empty() &&
+          std::find(peer->tenants.begin(), peer->tenants.end(), t.name) == peer->tenants.end()) {
+        error(at, "peer " + q(peer_name) + " does not carry tenant " + q(t.name));
+        return;
+      }
+      if (slash != std::string::npos) {
+        const std::string name = line.substr(slash + 1);
+        if (std::none_of(peer->lines.begin(), peer->lines.end(),
+                         [&](const LineConfig& l) { return l.name == name; })) {
+          error(at, "peer " + q(peer_name) + " has no line " + q(name));
+        }
+      }
+    };
+    auto rates = [&](const MeterRates& r, const std::string& at) {
+      auto rate = parseRate(r.rate);
+      if (!rate) {
+        error(at + "/rate", rate.error());
+      }
+      if (!r.peak_rate.empty()) {
+        auto peak = parseRate(r.peak_rate);
+        if (!peak) {
+          error(at + "/peak-rate", peak.error());
+        } else if (rate && *peak < *rate) {
+          error(at + "/peak-rate", "peak-rate " + r.peak_rate + " is below rate " + r.rate);
+        }
+      }
+      for (const auto& [leaf, text] :
+           {std::pair{"burst", &r.burst}, {"peak-burst", &r.peak_burst}}) {
+        if (text->empty()) {
+          continue;
+        }
+        auto size = parseSize(*text);
+        if (!size) {
+          error(at + "/" + leaf, size.error());
+        } else if (*size < kMinBurstBytes) {
+          error(at + "/" + leaf, std::string(leaf) + " " + *text +
+                                     " is below one maximum-size frame (" +
+                                     std::to_string(kMinBurstBytes) + " bytes)");
+        }
+      }
+    };
+    for (const auto& l : t.bandwidth.limits) {
+      const std::string at = path + "/limits/limit" + keyPredicate("line", l.line);
+      lineRef(l.line, at + "/line");
+      rates(l.rates, at);
+    }
+    for (size_t i = 0; i < t.bandwidth.windows.size(); ++i) {
+      const BandwidthWindow& w = t.bandwidth.windows[i];
+      const std::string at = path + "/windows/window" + keyPredicate("name", w.name);
+      lineRef(w.line, at + "/line");
+      rates(w.rates, at);
+      if (w.start_minute == w.end_minute) {
+        error(at + "/end", "the window is empty: it ends when it starts");
+        continue;
+      }
+      for (size_t j = 0; j < i; ++j) {
+        const BandwidthWindow& o = t.bandwidth.windows[j];
+        if (o.line == w.line && windowsOverlap(o, w)) {
+          error(at, "overlaps window " + q(o.name) + " of " + q(o.line) + " (" +
+                        minuteText(o.start_minute) + " to " + minuteText(o.end_minute) + ")");
+          break;
+        }
+      }
+    }
+  }
+
+  static std::string minuteText(uint16_t m) {
+    char b[8];
+    std::snprintf(b, sizeof b, "%02u:%02u", m / 60u % 100u, m % 60u);
+    return b;
+  }
+
+  // Whether two daily windows share a minute (an end before its start runs
+  // past midnight).
+  static bool windowsOverlap(const BandwidthWindow& a, const BandwidthWindow& b) {
+    auto covers = [](const BandwidthWindow& w, unsigned m) {
+      return w.start_minute < w.end_minute ? m >= w.start_minute && m < w.end_minute
+                                           : m >= w.start_minute || m < w.end_minute;
+    };
+    for (unsigned m = 0; m < 24 * 60; ++m) {
+      if (covers(a, m) && covers(b, m)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A tenant's policy rules (docs/policy.md): what the model's patterns
+  // leave open.  Every rule has a counter: at most kMaxPolicyRules in all.
+  void policy(const TenantConfig& t, const std::string& path) {
+    policy_rules_ += t.policy.rules.size();
+    if (policy_rules_ > kMaxPolicyRules &&
+        policy_rules_ - t.policy.rules.size() <= kMaxPolicyRules) {
+      error(path, "tenant " + q(t.name) + " brings the policy rules of all tenants to " +
+                      std::to_string(policy_rules_) + "; at most " +
+                      std::to_string(kMaxPolicyRules) + " are allowed");
+    }
+    for (const auto& r : t.policy.rules) {
+      const std::string rpath = path + "/rules/rule" + keyPredicate("name", r.name);
+      if (Location loc = map_.find(rpath + "/protocol");
+          loc.raw.find_first_not_of("0123456789") == std::string::npos && !loc.raw.empty() &&
+          !r.protocol) {
+        error(rpath + "/protocol", "protocol " + text::quote(loc.raw) + " is not 0..255");
+      }
+      const bool ports_apply =
+          r.protocol && (*r.protocol == 6 || *r.protocol == 17 || *r.protocol == 132);
+      for (const char* leaf : {"source-ports", "destination-ports"}) {
+        Location loc = map_.find(rpath + "/" + leaf);
+        if (!loc.raw.empty() && loc.raw.find_first_not_of("0123456789-") == std::string::npos) {
+          checkPortRange(rpath + "/" + leaf, loc.raw, ports_apply);
+        }
+      }
+      std::array<bool, 2> src_family{}, dst_family{};
+      addressFamilies(rpath + "/source", src_family);
+      addressFamilies(rpath + "/destination", dst_family);
+      if (!r.source.empty() && !r.destination.empty() && !(src_family[0] && dst_family[0]) &&
+          !(src_family[1] && dst_family[1])) {
+        error(rpath, "rule " + q(r.name) +
+                         " can match nothing: its sources and destinations are of different "
+                         "address families");
+      }
+    }
+  }
+
+  void checkPortRange(const std::string& path, const std::string& raw, bool ports_apply) {
+    const auto dash = raw.find('-');
+    for (const std::string& part :
+         {raw.substr(0, dash), dash == std::string::npos ? std::string() : raw.substr(dash + 1)}) {
+      if (!part.empty() && (part.size() > 5 || std::stoul(part) > 65535)) {
+        error(path, "port " + text::quote(part) + " is not 0..65535");
+        return;
+      }
+    }
+    const auto [lo, hi] = portRange(raw);
+    if (lo > hi) {
+      error(path, "port range " + text::quote(raw) + " ends below its start");
+    } else if (!ports_apply) {
+      error(path, "ports need protocol tcp, udp or sctp (only those have ports)");
+    }
+  }
+
+  // The families a rule's addresses can match (prefixes: theirs; plan
+  // objects: both), and errors for prefixes that are not network prefixes
+  // and warnings for plan objects the config's plan does not have.
+  void addressFamilies(const std::string& path, std::array<bool, 2>& family) {
+    for (const auto& item : map_.items(path)) {
+      const std::string& raw = item.loc.raw;
+      const auto space = raw.find(' ');
+      if (space == std::string::npos) {
+        auto p = IpPrefix::parse(raw);
+        // A refused prefix still counts for its family (an unparsable one for
+        // both): one error each, not a second about the families.
+        if (!p) {
+          sink_.at(item.loc, item.path,
+                   "expected a prefix such as 10.1.0.0/16, found " + text::quote(raw));
+          family = {true, true};
+        } else {
+          if (p->hasHostBits()) {
+            sink_.at(item.loc, item.path,
+                     "expected a network prefix, found " + text::quote(raw) +
+                         " which has host bits set (did you mean '" + p->network().toString() +
+                         "'?)");
+          }
+          family[p->address.family == Family::V6 ? 1 : 0] = true;
+        }
+        continue;
+      }
+      family = {true, true};
+      const std::string kind = raw.substr(0, space), name = raw.substr(space + 1);
+      const auto& vpcs = c_.address_plan.vpcs;
+      const bool known = std::any_of(vpcs.begin(), vpcs.end(), [&](const VpcConfig& v) {
+        return (kind == "vpc" ? v.name : kind == "site" ? v.site : v.cloud) == name;
+      });
+      if (!known) {
+        warn_.at(item.loc, item.path,
+                 kind + " " + q(name) +
+                     " has no VPC in the config's address plan: the rule matches it only once the "
+                     "plan in force (its store) has one");
       }
     }
   }
@@ -1101,7 +1298,9 @@ class Checker {
   const SourceMap& map_;
   ErrorSink& sink_;
   ErrorSink& warn_;
-  bool lan_without_tenant_ = false;  // a lan port lacks the tenant it must name
+  bool lan_without_tenant_ = false;
+  size_t policy_rules_ =
+      0;  // of the tenants checked so far  // a lan port lacks the tenant it must name
 };
 
 }  // namespace

@@ -445,13 +445,21 @@ class TreeBuilder {
           "expected a '" + std::string(snode->name) + "' entry (a mapping), found " + found(entry));
       return;
     }
-    // Our lists have exactly one key leaf.
+    // Our lists have exactly one key leaf (unit.ConfigSchema checks the
+    // model); anything else is refused here rather than read wrongly.
     const lysc_node* key_schema = nullptr;
+    int keys = 0;
     for (const lysc_node* c = lysc_node_child(snode); c; c = c->next) {
       if (lysc_is_key(c)) {
-        key_schema = c;
-        break;
+        key_schema = key_schema ? key_schema : c;
+        ++keys;
       }
+    }
+    if (keys != 1) {
+      sink_.at(eloc, path,
+               "internal error: list '" + std::string(snode->name) + "' has " +
+                   std::to_string(keys) + " keys in the model (one is supported)");
+      return;
     }
     const std::string key_name = key_schema->name;
     const YamlNode* key_node = entry.find(key_name);

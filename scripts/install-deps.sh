@@ -31,6 +31,8 @@ packages=(
   libgtest-dev libgmock-dev libsystemd-dev nlohmann-json3-dev libcli11-dev libutfcpp-dev
   libbpf-dev bpftool libssl-dev libmnl-dev libpcap-dev libelf-dev zlib1g-dev libcurl4-openssl-dev
   prometheus-cpp-dev libfixbuf-dev
+  # the controller API over HTTPS (control/api/https_api.cpp): header-only, with OpenSSL
+  libcpp-httplib-dev
   # runtime peers and tools used by tests and the lab
   systemd iproute2 frr frr-pythontools bird2 keepalived tshark iperf3 curl etcd-server etcd-client
   python3 python3-scapy nftables iptables tcpdump iputils-ping ethtool procps psmisc socat jq

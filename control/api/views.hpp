@@ -20,6 +20,7 @@
 #include "control/kernel/neighbor_resolver.hpp"
 #include "control/lines/underlay_lines.hpp"
 #include "control/plan/plan_follower.hpp"
+#include "control/policy/usage.hpp"
 #include "control/ports/port_set.hpp"
 #include "control/vrrp/vrrp_service.hpp"
 #include "dataplane/engine/dataplane.hpp"
@@ -42,6 +43,7 @@ struct GatewayState {
   const capture::CaptureService* capture = nullptr;
   const flows::FlowAudit* flows = nullptr;  // flow audit (IPFIX)
   const encryption::EncryptionService* encryption = nullptr;
+  const usage::UsageLedger* usage = nullptr;  // usage accounting (docs/policy.md)
 };
 
 // Why the gateway is degraded (empty: healthy); `ports` is ports.status().

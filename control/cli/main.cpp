@@ -8,6 +8,7 @@
 // unreachable; other commands: 0 done, 1 refused, 2 daemon unreachable; a
 // bad command line: 64.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -20,6 +21,8 @@
 #include "control/capture/capture_cli.hpp"
 #include "control/cli/status_view.hpp"
 #include "control/plan/plan_cli.hpp"
+#include "control/policy/policy_cli.hpp"
+#include "control/policy/usage_cli.hpp"
 #include "control/vrrp/vrrp_cli.hpp"
 
 using nlohmann::json;
@@ -156,6 +159,18 @@ int main(int argc, char** argv) {
   show_routes->add_option("--source", route_source,
                           "Only routes of this source (local, connected, static, frr, plan)");
   show_routes->add_option("--prefix", route_prefix, "Only prefixes inside this one");
+  auto* show_policy =
+      show->add_subcommand("policy", "Tenant policy rules and the packets each allowed or denied");
+  show_policy->add_flag("--json", as_json, "JSON (schema mcgw.policy/1)");
+  std::string policy_tenant;
+  show_policy->add_option("--tenant", policy_tenant, "Only this tenant's policy");
+  auto* show_usage = show->add_subcommand(
+      "usage", "Bytes and packets per tenant per line and direction (usage accounting)");
+  show_usage->add_flag("--json", as_json, "JSON (schema mcgw.usage/1)");
+  std::string usage_since, usage_tenant;
+  show_usage->add_option("--since", usage_since,
+                         "From this time on: 2026-12-05T01:00:00Z, or an age: 30m, 1h, 2d");
+  show_usage->add_option("--tenant", usage_tenant, "Only this tenant's lines");
   auto* show_neighbors = show->add_subcommand(
       "neighbors", "Next-hop MACs the fast path uses (kernel-resolved and static)");
   show_neighbors->add_flag("--json", as_json, "JSON (schema mcgw.neighbors/1)");
@@ -174,6 +189,24 @@ int main(int argc, char** argv) {
   line_cmd->add_option("STATE", line_state, "up or down")
       ->required()
       ->check(CLI::IsMember({"up", "down"}));
+
+  auto* policy_cmd = app.add_subcommand(
+      "policy", "Tenant bandwidth changed live (not kept across restarts; docs/policy.md)");
+  policy_cmd->require_subcommand(1);
+  std::string pol_tenant, pol_line, pol_rate, pol_peak, pol_burst, pol_peak_burst;
+  auto* policy_set = policy_cmd->add_subcommand(
+      "set", "Give a tenant a rate into a line (PEER/LINE) or each line of a peer (PEER) now");
+  policy_set->add_option("TENANT", pol_tenant, "Tenant")->required();
+  policy_set->add_option("--line", pol_line, "PEER/LINE, or PEER for each of its lines")
+      ->required();
+  policy_set->add_option("--rate", pol_rate, "Committed rate in bit/s: 50M, 2.5G, 40G")->required();
+  policy_set->add_option("--peak-rate", pol_peak, "Peak rate (default: the rate)");
+  policy_set->add_option("--burst", pol_burst, "Committed burst in bytes: 64k, 1MiB");
+  policy_set->add_option("--peak-burst", pol_peak_burst, "Peak burst in bytes");
+  auto* policy_clear = policy_cmd->add_subcommand(
+      "clear", "End a live rate: the tenant's config rates for that line apply again");
+  policy_clear->add_option("TENANT", pol_tenant, "Tenant")->required();
+  policy_clear->add_option("--line", pol_line, "PEER/LINE or PEER, as it was set")->required();
 
   std::string sa_peer, sa_line;
   auto* sa_cmd = app.add_subcommand("sa", "ESP security associations of encrypted lines");
@@ -256,6 +289,41 @@ int main(int argc, char** argv) {
       const char* request;
       std::string (*render)(json);
     };
+    if (*show_usage) {
+      json args = json::object();
+      if (!usage_since.empty()) {
+        if (auto s = mcgw::usage::parseSince(usage_since, std::chrono::system_clock::now()); !s) {
+          std::fprintf(stderr, "mcgwctl: %s\n", forTerminal(s.error()).c_str());
+          return kUsage;
+        }
+        args["since"] = usage_since;  // mcgwd parses it again against its own clock
+      }
+      if (!usage_tenant.empty()) {
+        args["tenant"] = usage_tenant;
+      }
+      auto r = request(socket, "show-usage", rc, args);
+      if (!r) {
+        return rc;
+      }
+      const json& res = (*r)["result"];
+      std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n"
+                            : forTerminal(mcgw::usage::renderUsage(res)));
+      return kOk;
+    }
+    if (*show_policy) {
+      json args = json::object();
+      if (!policy_tenant.empty()) {
+        args["tenant"] = policy_tenant;
+      }
+      auto r = request(socket, "show-policy", rc, args);
+      if (!r) {
+        return rc;
+      }
+      const json& res = (*r)["result"];
+      std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n"
+                            : forTerminal(mcgw::policyview::renderPolicy(res)));
+      return kOk;
+    }
     if (*show_routes) {
       json args = json::object();
       for (const auto& [key, value] :
@@ -301,6 +369,28 @@ int main(int argc, char** argv) {
         std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n" : forTerminal(v.render(res)));
         return kOk;
       }
+    }
+    if (*policy_set || *policy_clear) {
+      json args = {{"tenant", pol_tenant}, {"line", pol_line}};
+      if (*policy_clear) {
+        args["clear"] = true;
+      } else {
+        args["rate"] = pol_rate;
+        for (const auto& [key, value] :
+             {std::pair<const char*, std::string*>{"peak_rate", &pol_peak},
+              {"burst", &pol_burst},
+              {"peak_burst", &pol_peak_burst}}) {
+          if (!value->empty()) {
+            args[key] = *value;
+          }
+        }
+      }
+      auto r = request(socket, "policy-set", rc, args);
+      if (!r) {
+        return rc;
+      }
+      std::cout << forTerminal((*r)["result"].value("message", "")) << "\n";
+      return kOk;
     }
     if (*sa_rekey) {
       auto r = request(socket, "sa-rekey", rc, {{"peer", sa_peer}, {"line", sa_line}});

@@ -158,12 +158,17 @@ Result<bool, std::string> ForwardingState::updateNeighbors(const config::Config&
 }
 
 void ForwardingState::makeLive(std::unique_ptr<engine::ForwardingTables> tables) {
+  if (before_publish_) {
+    before_publish_();
+  }
   for (uint16_t slot : builder_.freshLineSlots()) {
     dataplane_.resetLineSlot(slot);
   }
   for (uint16_t slot : builder_.freshTunnelSlots()) {
     dataplane_.resetTunnelSlot(slot);
   }
+  dataplane_.resetPolicySlots(builder_.freshPolicySlots());
+  dataplane_.resetTenantLineSlots(builder_.freshTenantLineSlots());
   for (uint16_t slot : builder_.freshMappedSlots()) {
     dataplane_.resetMappedSlot(slot);
   }

@@ -67,6 +67,9 @@ class ForwardingState : public Subsystem {
                                         const std::vector<config::IpAddress>& addresses);
   // Where the tables' ESP SAs come from (the encryption subsystem); none:
   // no SAs (an encrypted line carries nothing).
+  // Called just before every publication (usage accounting reads the
+  // counters of slots that a new table may give afresh).
+  void setBeforePublish(std::function<void()> f) { before_publish_ = std::move(f); }
   void setSaSource(std::function<std::map<std::string, engine::LineSas>()> source) {
     sa_source_ = std::move(source);
   }
@@ -118,6 +121,7 @@ class ForwardingState : public Subsystem {
   std::vector<std::string> not_translated_;  // last logged
   std::vector<config::IpAddress> accepted_;  // setAccepted
   std::function<std::map<std::string, engine::LineSas>()> sa_source_;
+  std::function<void()> before_publish_;
 };
 
 }  // namespace mcgw::daemon

@@ -2,6 +2,7 @@
 
 #include "control/metrics/metrics.hpp"
 #include "control/plan/in_force.hpp"
+#include "control/policy/policy_view.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -233,6 +234,9 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   gw->kernel_->setSiteReachable(gw->vrrp_->siteReachableNow());
   gw->capture_ = std::make_unique<capture::CaptureService>(gw->config_, *gw->dataplane_);
   gw->flows_ = std::make_unique<flows::FlowAudit>(gw->config_, *gw->dataplane_);
+  gw->policy_ =
+      std::make_unique<policyview::PolicyService>(gw->config_, *gw->dataplane_, gw->state_dir_);
+  gw->forwarding_->setBeforePublish([g] { g->policy_->sampleUsage(); });
   gw->encryption_ = std::make_unique<encryption::EncryptionService>(
       gw->config_, gw->dataplane_->workers(), gw->state_dir_, [g] {
         auto r = g->forwarding_->publish(*g->config_);
@@ -256,6 +260,7 @@ Result<std::unique_ptr<Gateway>, std::vector<std::string>> Gateway::start(
   if (auto r = gw->forwarding_->publish(*gw->config_); !r) {
     return fail(r.error());
   }
+  gw->policy_->refresh();  // the meters of the first tables' (tenant, line) pairs
   spdlog::info("fast path: {} worker(s), {} tunnel(s), {} line(s)", gw->dataplane_->workers(),
                gw->dataplane_->tables()->tunnels.size(), gw->dataplane_->tables()->lines.size());
   return gw;
@@ -282,9 +287,9 @@ Gateway::~Gateway() {
 }
 
 api::GatewayState Gateway::state() const {
-  return {*config_,       *dataplane_,  *ports_,          *kernel_,    *neighbors_,
-          *lines_,        *forwarding_, frr_.get(),       plan_.get(), vrrp_.get(),
-          capture_.get(), flows_.get(), encryption_.get()};
+  return {*config_,       *dataplane_,  *ports_,           *kernel_,         *neighbors_,
+          *lines_,        *forwarding_, frr_.get(),        plan_.get(),      vrrp_.get(),
+          capture_.get(), flows_.get(), encryption_.get(), &policy_->usage()};
 }
 
 DaemonFacts Gateway::facts() const {
@@ -304,9 +309,9 @@ std::vector<Subsystem*> Gateway::subsystems() const {
   // Metrics and the flow audit can fail too (a listen address or a
   // collector that cannot be opened): before the forwarding tables.
   // Encryption before the tables: they are built with its prepared SAs.
-  return {capture_.get(), ports_.get(),     lines_.get(),      frr_.get(),
-          metrics_.get(), flows_.get(),     encryption_.get(), forwarding_.get(),
-          kernel_.get(),  neighbors_.get(), vrrp_.get()};
+  return {capture_.get(), ports_.get(),  lines_.get(),      frr_.get(),
+          metrics_.get(), flows_.get(),  encryption_.get(), forwarding_.get(),
+          policy_.get(),  kernel_.get(), neighbors_.get(),  vrrp_.get()};
 }
 
 void Gateway::attach(core::EventLoop& loop) {
@@ -317,11 +322,13 @@ void Gateway::attach(core::EventLoop& loop) {
   vrrp_->attach(loop);
   metrics_->attach(loop);
   flows_->attach(loop);
+  policy_->attach(loop);
   encryption_->attach(loop);
   capture_->attach(loop);
 }
 
 void Gateway::stop() {
+  policy_->closeUsage();   // the last usage records written
   vrrp_->shutdown();       // priority 0: the Backup takes over after its skew time
   frr_->withdrawOnStop();  // and the remote sites route around this gateway
 }
@@ -334,6 +341,7 @@ void Gateway::setPaused(bool paused) {
   metrics_->setPaused(paused);
   capture_->setPaused(paused);
   flows_->setPaused(paused);
+  policy_->setPaused(paused);
   encryption_->setPaused(paused);
   if (plan_) {
     plan_->setPaused(paused);
@@ -542,6 +550,15 @@ json Gateway::tunnels() const {
 json Gateway::routes(const engine::RouteFilter& filter) const {
   return api::routesView(state(), filter);
 }
+json Gateway::policy(const std::string& tenant) const {
+  const engine::CountersSnapshot c = dataplane_->counters();
+  json v = policyview::policyView(dataplane_->tables(), c, tenant);
+  for (auto& t : v["tenants"]) {
+    t["bandwidth"] = policy_->bandwidthView(c, t["name"].get<std::string>());
+  }
+  return v;
+}
+
 json Gateway::counters() const {
   return api::countersView(state());
 }

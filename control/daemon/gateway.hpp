@@ -32,6 +32,7 @@
 #include "control/lines/underlay_lines.hpp"
 #include "control/metrics/metrics_service.hpp"
 #include "control/plan/plan_follower.hpp"
+#include "control/policy/policy_service.hpp"
 #include "control/ports/port_set.hpp"
 #include "control/vrrp/vrrp_service.hpp"
 #include "dataplane/engine/dataplane.hpp"
@@ -123,6 +124,16 @@ class Gateway {
   nlohmann::json tunnels() const;
   nlohmann::json routes(const engine::RouteFilter& filter = {}) const;
   nlohmann::json counters() const;
+  // Tenant policy rules and their counters ("" = every tenant).
+  nlohmann::json policy(const std::string& tenant) const;
+  // `policy-set`: a tenant's live rate on PEER/LINE or PEER (rates null:
+  // back to the config's); `who` is logged.
+  Result<std::string, std::string> setRate(const std::string& tenant, const std::string& line,
+                                           const std::optional<config::MeterRates>& rates,
+                                           const std::string& who) {
+    return policy_->setRate(tenant, line, rates, who);
+  }
+  const usage::UsageLedger& usage() const { return policy_->usage(); }
   nlohmann::json neighbors() const;
   nlohmann::json vrrp() const { return vrrp_->view(); }
   // `mcgwctl capture`: the request checked and resolved (or why not), then
@@ -190,6 +201,7 @@ class Gateway {
   std::unique_ptr<metrics::MetricsService> metrics_;
   std::unique_ptr<capture::CaptureService> capture_;
   std::unique_ptr<flows::FlowAudit> flows_;
+  std::unique_ptr<policyview::PolicyService> policy_;
   std::unique_ptr<encryption::EncryptionService> encryption_;
   metrics::ConfigFileWatch file_watch_;  // mcgw_config_file_differs
   core::EventLoop* loop_ = nullptr;

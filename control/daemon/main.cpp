@@ -17,9 +17,11 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "config/loader.hpp"
 #include "config/text.hpp"
+#include "control/api/https_api.hpp"
 #include "control/api/server.hpp"
 #include "control/core/event_loop.hpp"
 #include "control/daemon/gateway.hpp"
@@ -352,13 +354,66 @@ int main(int argc, char** argv) {
   }
   server.attach(loop);
 
+  // The same API over HTTPS with mutual TLS for an SDN controller
+  // (api.https, docs/policy.md "Controller API"): requests arrive on its own
+  // threads and run on the loop (viaLoop); refused while a reload runs.
+  bool reloading = false;
+  std::unique_ptr<mcgw::api::HttpsApi> https;
+  std::optional<mcgw::config::HttpsApiConfig> https_config;  // what `https` runs with
+  std::thread https_stopper;                                 // stops a replaced server off the loop
+  const auto https_handler = mcgw::api::viaLoop(
+      loop,
+      [&](const std::string& cmd, const json& args, const std::string& client) {
+        if (reloading) {  // the gateway is not thread-safe while a reload runs off the loop
+          throw mcgw::api::Busy("a reload is under way; try again");
+        }
+        json r = mcgw::daemon::handleRequest(
+            gw, cmd, args, [&gw] { return reload(gw); }, "HTTPS client " + client);
+        showState();
+        return r;
+      },
+      std::chrono::seconds(5));
+  std::function<void()> startHttps = [&] {
+    https_config = gw.config()->api.https;
+    if (https_config->listen.empty()) {
+      return;  // off
+    }
+    auto api = mcgw::api::HttpsApi::start(*https_config, https_handler);
+    if (!api) {
+      spdlog::error("HTTPS API: not started: {}", api.error());
+      return;
+    }
+    https = std::move(*api);
+    spdlog::info("HTTPS API on {}", https_config->listen);
+  };
+  startHttps();
+  // After a reload: a changed api.https starts the server again.  The old
+  // one stops off the loop (stop() waits for requests in flight, which wait
+  // for the loop), then the new one starts on the loop.
+  auto restartHttps = [&] {
+    if (https_config && *https_config == gw.config()->api.https && https) {
+      return;
+    }
+    if (!https) {
+      startHttps();
+      return;
+    }
+    std::shared_ptr<mcgw::api::HttpsApi> old(std::move(https));
+    if (https_stopper.joinable()) {
+      https_stopper.join();
+    }
+    https_stopper = std::thread([old, &loop, &startHttps] {
+      old->stop();
+      loop.post([&startHttps] { startHttps(); });
+    });
+  };
+
   // Reloads run off the loop (a big file takes seconds to load and build):
   // the loop keeps its timers, the watchdog and signals, while nothing else
   // touches the gateway, which is not thread-safe: its sources (one call
   // pauses them all), the state check and the API wait (the kernel queues
   // what arrives) and resume after.
   mcgw::core::Source state_check;
-  bool reloading = false;
   bool stop_after_reload = false;
   bool hangup_after_reload = false;
   std::function<void()> sighupReload;
@@ -372,6 +427,7 @@ int main(int argc, char** argv) {
       reloading = false;
       state_check.setEnabled(true);
       server.setPaused(false);
+      restartHttps();
       showState();  // before then(), which may start the next reload
       then(error);  // may start the next reload (a plan revision held back)
       if (stop_after_reload) {
@@ -534,7 +590,11 @@ int main(int argc, char** argv) {
     exit_code = kExitFailure;
   }
   loop.finishOffLoop();  // a reload under way ends before the gateway does
-  gw.stop();             // VRRP priority 0, BGP announcements withdrawn
+  https.reset();         // requests in flight get their answer (504 at worst)
+  if (https_stopper.joinable()) {
+    https_stopper.join();
+  }
+  gw.stop();  // VRRP priority 0, BGP announcements withdrawn
   if (probe) {
     probe->report();
     const auto longest = mcgw::core::EventLoop::longestRun();

@@ -4,6 +4,7 @@
 
 #include "config/text.hpp"
 #include "control/api/server.hpp"
+#include "control/policy/usage_cli.hpp"
 
 namespace mcgw::daemon {
 
@@ -27,10 +28,16 @@ Result<std::string, std::string> stringArg(const json& args, const char* command
   return args[name].get<std::string>();
 }
 
+// What a command may need besides its arguments.
+struct Context {
+  const std::function<ReloadOutcome()>& reload;
+  const std::string& who;
+};
+
 struct Command {
   const char* name;
   std::vector<std::string> args;  // the arguments it takes
-  std::function<json(Gateway&, const json&, const std::function<ReloadOutcome()>&)> run;
+  std::function<json(Gateway&, const json&, const Context&)> run;
 };
 
 // An argument the command does not take, or "".
@@ -81,6 +88,102 @@ json rekeySa(Gateway& gw, const json& args) {
     return api::errorResponse(r.error());
   }
   return ok({{"message", *r}});
+}
+
+// `policy-set`: a tenant's live rate on a line (or each line of a peer),
+// or with "clear": true back to the config's.  Strings of at most 128
+// bytes; the rates are parsed by the bandwidth code (docs/policy.md).
+json policySet(Gateway& gw, const json& args, const std::string& who) {
+  constexpr const char* kUsage =
+      " (policy-set takes {\"tenant\": NAME, \"line\": \"PEER/LINE\"|\"PEER\", \"rate\": "
+      "\"40G\", \"peak_rate\", \"burst\", \"peak_burst\"} or {\"tenant\", \"line\", \"clear\": "
+      "true})";
+  auto tenant = stringArg(args, "policy-set", "tenant");
+  auto line = stringArg(args, "policy-set", "line");
+  for (const auto* r : {&tenant, &line}) {
+    if (!*r) {
+      return api::errorResponse(r->error() + kUsage);
+    }
+  }
+  std::optional<config::MeterRates> rates;
+  const bool clear = args.contains("clear");
+  if (clear && (!args["clear"].is_boolean() || !args["clear"].get<bool>())) {
+    return api::errorResponse(std::string("policy-set: \"clear\" must be true") + kUsage);
+  }
+  if (!clear) {
+    config::MeterRates r;
+    for (auto [key, out] : {std::pair{"rate", &r.rate}, std::pair{"peak_rate", &r.peak_rate},
+                            std::pair{"burst", &r.burst}, std::pair{"peak_burst", &r.peak_burst}}) {
+      if (!args.contains(key)) {
+        continue;
+      }
+      auto v = stringArg(args, "policy-set", key);
+      if (!v) {
+        return api::errorResponse(v.error() + kUsage);
+      }
+      *out = *v;
+    }
+    if (r.rate.empty()) {
+      return api::errorResponse(std::string("policy-set: argument \"rate\" is missing") + kUsage);
+    }
+    rates = r;
+  } else if (args.contains("rate") || args.contains("peak_rate") || args.contains("burst") ||
+             args.contains("peak_burst")) {
+    return api::errorResponse(std::string("policy-set: \"clear\" takes no rates") + kUsage);
+  }
+  for (const std::string* s :
+       {&*tenant, &*line, rates ? &rates->rate : &*line, rates ? &rates->peak_rate : &*line,
+        rates ? &rates->burst : &*line, rates ? &rates->peak_burst : &*line}) {
+    if (s->size() > 128) {
+      return api::errorResponse("policy-set: an argument is longer than 128 bytes");
+    }
+  }
+  auto r = gw.setRate(*tenant, *line, rates, who);
+  if (!r) {
+    return api::errorResponse("policy-set: " + r.error());
+  }
+  return ok({{"message", *r}});
+}
+
+// `show usage`: totals since mcgwd started, or since a time (RFC 3339, or
+// an age such as 1h), optionally one tenant's (a removed tenant's usage
+// may still be asked for).
+json showUsage(Gateway& gw, const json& args) {
+  std::optional<std::chrono::sys_seconds> since;
+  std::string tenant;
+  for (const char* name : {"since", "tenant"}) {
+    if (args.contains(name) &&
+        (!args[name].is_string() || args[name].get<std::string>().size() > 128)) {
+      return api::errorResponse(std::string("show-usage: argument \"") + name +
+                                "\" must be a string of at most 128 bytes");
+    }
+  }
+  if (args.contains("since")) {
+    auto s = usage::parseSince(args["since"].get<std::string>(), std::chrono::system_clock::now());
+    if (!s) {
+      return api::errorResponse("show-usage: " + s.error());
+    }
+    since = *s;
+  }
+  if (args.contains("tenant")) {
+    tenant = args["tenant"].get<std::string>();
+  }
+  return ok(gw.usage().usageView(since, tenant));
+}
+
+// `show policy`, optionally only one tenant's (which must exist).
+json showPolicy(Gateway& gw, const json& args) {
+  std::string tenant;
+  if (args.contains("tenant")) {
+    if (!args["tenant"].is_string()) {
+      return api::errorResponse("show-policy: argument \"tenant\" must be a string");
+    }
+    tenant = args["tenant"].get<std::string>();
+    if (!gw.config()->findTenant(tenant)) {
+      return api::errorResponse("show-policy: no tenant " + text::quote(tenant));
+    }
+  }
+  return ok(gw.policy(tenant));
 }
 
 // `show routes`, optionally only one tenant's, one source's, or the
@@ -143,12 +246,23 @@ const std::vector<Command>& commands() {
        {"tenant", "source", "prefix"},
        [](Gateway& gw, const json& args, const auto&) { return showRoutes(gw, args); }},
       view<&Gateway::counters>("show-counters"),
+      {"policy-set",
+       {"tenant", "line", "rate", "peak_rate", "burst", "peak_burst", "clear"},
+       [](Gateway& gw, const json& args, const Context& ctx) {
+         return policySet(gw, args, ctx.who);
+       }},
+      {"show-usage",
+       {"since", "tenant"},
+       [](Gateway& gw, const json& args, const auto&) { return showUsage(gw, args); }},
+      {"show-policy",
+       {"tenant"},
+       [](Gateway& gw, const json& args, const auto&) { return showPolicy(gw, args); }},
       view<&Gateway::neighbors>("show-neighbors"),
       view<&Gateway::vrrp>("show-vrrp"),
       {"reload",
        {},
-       [](Gateway&, const json&, const std::function<ReloadOutcome()>& reload) {
-         ReloadOutcome outcome = reload();
+       [](Gateway&, const json&, const Context& ctx) {
+         ReloadOutcome outcome = ctx.reload();
          if (!outcome.ok) {
            return api::errorResponse("reload " + outcome.summary, outcome.errors);
          }
@@ -179,7 +293,7 @@ const std::vector<std::string>& requestCommands() {
 }  // namespace
 
 json handleRequest(Gateway& gw, const std::string& command, const json& args,
-                   const std::function<ReloadOutcome()>& reload) {
+                   const std::function<ReloadOutcome()>& reload, const std::string& who) {
   for (const auto& c : commands()) {
     if (command != c.name) {
       continue;
@@ -187,7 +301,7 @@ json handleRequest(Gateway& gw, const std::string& command, const json& args,
     if (auto e = unexpectedArg(args, c); !e.empty()) {
       return api::errorResponse(e);
     }
-    return c.run(gw, args, reload);
+    return c.run(gw, args, Context{reload, who});
   }
   std::string known;
   for (const auto& n : requestCommands()) {

@@ -14,8 +14,11 @@
 namespace mcgw::daemon {
 
 // The response body to one command.  reload is how this process reloads
-// (mcgwd brackets Gateway::reload() with systemd notifications).
+// (mcgwd brackets Gateway::reload() with systemd notifications); who is the
+// client, as changes are logged ("local socket", or the HTTPS client's
+// certificate name).
 nlohmann::json handleRequest(Gateway& gw, const std::string& command, const nlohmann::json& args,
-                             const std::function<ReloadOutcome()>& reload);
+                             const std::function<ReloadOutcome()>& reload,
+                             const std::string& who = "local socket");
 
 }  // namespace mcgw::daemon

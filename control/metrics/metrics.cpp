@@ -144,6 +144,24 @@ std::vector<MetricInfo> buildCatalog() {
       {"mcgw_tunnel_active_lines", kGauge, "peer, tenant, vni", "Lines the tunnel sends on now"},
       {"mcgw_mapped_packets_total", kCounter, "name, tenant, direction",
        "Packets translated by a mapped range: out (source mapped), in (destination unmapped)"},
+      // Tenant policy (docs/policy.md).
+      {"mcgw_policy_packets_total", kCounter, "tenant, rule, action",
+       "Packets a policy rule decided; rule \"(default)\": no rule matched"},
+      {"mcgw_policy_isolation_packets_total", kCounter, "tenant",
+       "Packets without a route whose destination belongs to another tenant only (dropped)"},
+      // Usage accounting (docs/policy.md).
+      {"mcgw_tenant_line_packets_total", kCounter, "tenant, peer, line, direction",
+       "The tenant's tunnel packets into (tx) and out of (rx) the line; kept across reloads"},
+      {"mcgw_tenant_line_bytes_total", kCounter, "tenant, peer, line, direction",
+       "The tenant's tunnel bytes (on the wire) into (tx) and out of (rx) the line; kept across "
+       "reloads"},
+      {"mcgw_tenant_line_meter_packets_total", kCounter, "tenant, peer, line, colour",
+       "Packets the tenant's meter on the line marked yellow or red"},
+      {"mcgw_usage_write_errors_total", kCounter, "",
+       "Failed writes of usage files (retried at the next interval)"},
+      {"mcgw_usage_dropped_intervals_total", kCounter, "",
+       "Usage intervals dropped unwritten (too many waiting)"},
+      {"mcgw_usage_pending_intervals", kGauge, "", "Usage intervals waiting to be written"},
       // Packet capture.
       {"mcgw_capture_active", kGauge, "", "1 while mcgwctl capture runs"},
       {"mcgw_capture_packets_total", kCounter, "", "Packets written to captures"},
@@ -425,6 +443,22 @@ void lineFamilies(FamilyBuilder& b, const api::GatewayState& s, const engine::Fo
     }
     b.add("mcgw_tunnel_active_lines", k, active);
   }
+  for (const auto& te : t.tenants) {
+    if (te.policy) {
+      for (const auto& r : te.policy->rules) {
+        b.add("mcgw_policy_packets_total",
+              {{"tenant", te.name}, {"rule", r.name}, {"action", r.deny ? "deny" : "allow"}},
+              static_cast<double>(c.policy[r.slot]));
+      }
+      b.add("mcgw_policy_packets_total",
+            {{"tenant", te.name},
+             {"rule", "(default)"},
+             {"action", te.policy->default_deny ? "deny" : "allow"}},
+            static_cast<double>(c.policy[te.policy->default_slot]));
+    }
+    b.add("mcgw_policy_isolation_packets_total", {{"tenant", te.name}},
+          static_cast<double>(c.policy[te.isolation_slot]));
+  }
   for (const auto& m : t.mapped) {
     for (const auto& [dir, v] :
          {std::pair{"out", c.mapped_out[m.slot]}, {"in", c.mapped_in[m.slot]}}) {
@@ -590,6 +624,11 @@ std::vector<prometheus::MetricFamily> collect(const api::GatewayState& s,
     b.add("mcgw_capture_active", {}, flag(v.value("active", false)));
     b.add("mcgw_capture_packets_total", {}, num(v, "written"));
     b.add("mcgw_capture_dropped_total", {}, num(v, "dropped"));
+  }
+  if (s.usage) {
+    for (const auto& m : s.usage->metricSamples()) {
+      b.add(m.name, m.labels, m.value);
+    }
   }
   frrFamilies(b, s);
   vrrpFamilies(b, s);

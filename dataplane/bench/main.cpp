@@ -45,7 +45,9 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "dataplane/bench/meter_bench.hpp"
 #include "dataplane/bench/packets.hpp"
+#include "dataplane/bench/policy_bench.hpp"
 #include "dataplane/bench/route_scale.hpp"
 #include "dataplane/crypto/esp.hpp"
 #include "dataplane/engine/counters.hpp"
@@ -1740,7 +1742,10 @@ int main(int argc, char** argv) {
   size_t big_routes = 1'000'000;
   uint64_t seed = 1;
   unsigned workers = 1;
-  std::vector<std::string> names{"all", "mss", "fib-load", "fib-churn"};
+  std::vector<std::string> names{"all", "mss", "fib-load", "fib-churn", "meter"};
+  for (const auto& p : mcgw::bench::policyScenarioNames()) {
+    names.push_back(p);
+  }
   RouteScaleOptions scale;
   std::vector<ScaleRow> scale_rows;
   for (const auto& s : kScenarios) {
@@ -1762,6 +1767,15 @@ int main(int argc, char** argv) {
   help +=
       "\n  fib-load: 1M IPv4 + 200k IPv6 routes into one tenant (create, then apply): s and MiB"
       "\n  fib-churn: route changes per second applied while a second thread looks up"
+      "\n  meter: tenant bandwidth metering and DSCP remarking per packet against meter-off "
+      "(runs alone)"
+      "\n  policy-0, policy-1k, policy-10k: fillKey4 alone, and with classify4 over 1,000 and "
+      "10,000 policy rules (rte_acl), bursts of 32, --repeat rounds interleaved (run without "
+      "the other scenarios)"
+      "\n  policy-cache-1k, policy-cache-10k: the same through a warm per-worker verdict cache "
+      "(4,096 flows again and again)"
+      "\n  policy-miss-1k, policy-miss-10k: through the verdict cache, every packet a new flow "
+      "(rte_acl + the cache's own cost)"
       "\n  (fib-load and fib-churn run alone, not in all; esp-encap and esp-decap run only when "
       "named, with 1 route)";
   app.add_option("--scenario", scenarios, help)
@@ -1812,6 +1826,15 @@ int main(int argc, char** argv) {
     return std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
   };
   const bool route_scale = has("fib-load") || has("fib-churn");
+  if (has("meter") && scenarios.size() != 1) {
+    std::fprintf(stderr, "mcgw-bench: meter runs alone\n");
+    return 2;
+  }
+  const bool policy = std::any_of(scenarios.begin(), scenarios.end(), isPolicyScenario);
+  if (policy && !std::all_of(scenarios.begin(), scenarios.end(), isPolicyScenario)) {
+    std::fprintf(stderr, "mcgw-bench: the policy scenarios run without the others\n");
+    return 2;
+  }
   if (route_scale && scenarios.size() != 1) {
     std::fprintf(stderr, "mcgw-bench: fib-load and fib-churn run alone\n");
     return 2;
@@ -1858,6 +1881,20 @@ int main(int argc, char** argv) {
     const mcgw::crypto::EngineChoice choice = mcgw::crypto::initEngine();
     note(std::string("mcgw-bench: AES-GCM engine ") + mcgw::crypto::engineName() +
          (choice.reason.empty() ? "" : " (" + choice.reason + ")"));
+  }
+  if (policy) {
+    policyBench({scenarios, packets, repeat, seed});
+    rte_eal_cleanup();
+    return 0;
+  }
+  if (has("meter")) {
+    MeterBenchOptions mo;
+    mo.packets = packets;
+    mo.rounds = repeat;
+    mo.seed = seed;
+    meterBench(mo);
+    rte_eal_cleanup();
+    return 0;
   }
   if (route_scale) {
     std::printf("mcgw-bench %s: EAL -m %u, %s\n", scenario.c_str(), memory_mb,

@@ -96,6 +96,15 @@ struct alignas(64) WorkerCounters {
   // Per mapped range (its slot): packets whose source was mapped on the way
   // into a tunnel, and whose destination was unmapped on the way out of one.
   std::array<Counter, kMaxMapped> mapped_out, mapped_in;
+  // Per policy counter slot (policy_tables.hpp): packets a rule, a tenant's
+  // default or its isolation decided.
+  std::array<Counter, kMaxPolicySlots> policy;
+  // Per (tenant, line) slot: the tenant's packets and bytes into (tx) and
+  // out of (rx) the line, as the line counters count them (the tunnel
+  // packet on the wire, Ethernet header included), and the packets its
+  // meter coloured yellow (remarked) and red (dropped).
+  std::array<PacketsBytes, kMaxTenantLines> usage_tx, usage_rx;
+  std::array<Counter, kMaxTenantLines> meter_yellow, meter_red;
 #define MCGW_COUNTER_MEMBER(name, ...) Counter name;
   MCGW_EVENT_COUNTERS(MCGW_COUNTER_MEMBER)
 #undef MCGW_COUNTER_MEMBER

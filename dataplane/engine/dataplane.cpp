@@ -37,6 +37,7 @@ struct Dataplane::Worker {
   std::atomic<bool> running{false};
   rte_ring* misses = nullptr;  // single producer (the worker), single consumer (control)
   rte_ring* flows = nullptr;   // flow-audit samples: the same
+  std::unique_ptr<policy::WorkerMeters> meters;  // its token buckets of every meter
   ~Worker() {
     rte_ring_free(misses);
     rte_ring_free(flows);
@@ -54,9 +55,12 @@ Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
   if (!dp->qsbr_ || rte_rcu_qsbr_init(dp->qsbr_, n) != 0) {
     return unexpected(std::string("cannot set up RCU for the workers"));
   }
+  dp->meters_ = std::make_unique<policy::MeterTable>(n, rte_get_tsc_hz(),
+                                                     [d = dp.get()] { d->synchronize(); });
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>();
     w->dp = dp.get();
+    w->meters = std::make_unique<policy::WorkerMeters>(*dp->meters_, i);
     w->index = i;
     w->lcore = lcores.empty() ? -1 : lcores[i];
     const std::string ring = "mcgw_miss" + std::to_string(i);
@@ -129,7 +133,7 @@ int Dataplane::run(void* arg) {
   WorkerCounters& c = *w->counters;
   {
     Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_,
-                      w->misses, w->flows);
+                      w->misses, w->flows, w->meters.get());
     const ForwardingTables* last = nullptr;
     rte_rcu_qsbr_thread_register(dp->qsbr_, w->index);
     rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
@@ -247,6 +251,15 @@ CountersSnapshot Dataplane::counters() const {
       s.mapped_out[i] += c.mapped_out[i].get();
       s.mapped_in[i] += c.mapped_in[i].get();
     }
+    for (size_t i = 0; i < kMaxPolicySlots; ++i) {
+      s.policy[i] += c.policy[i].get();
+    }
+    for (size_t i = 0; i < kMaxTenantLines; ++i) {
+      add(s.usage_tx[i], c.usage_tx[i]);
+      add(s.usage_rx[i], c.usage_rx[i]);
+      s.meter_yellow[i] += c.meter_yellow[i].get();
+      s.meter_red[i] += c.meter_red[i].get();
+    }
 #define MCGW_SUM_COUNTER(name, ...) s.name += c.name.get();
     MCGW_EVENT_COUNTERS(MCGW_SUM_COUNTER)
 #undef MCGW_SUM_COUNTER
@@ -280,6 +293,15 @@ CountersSnapshot Dataplane::counters() const {
   for (size_t i = 0; i < kMaxMapped; ++i) {
     s.mapped_out[i] -= std::min(s.mapped_out[i], baseline_->mapped_out[i]);
     s.mapped_in[i] -= std::min(s.mapped_in[i], baseline_->mapped_in[i]);
+  }
+  for (size_t i = 0; i < kMaxPolicySlots; ++i) {
+    s.policy[i] -= std::min(s.policy[i], baseline_->policy[i]);
+  }
+  for (size_t i = 0; i < kMaxTenantLines; ++i) {
+    sub(s.usage_tx[i], baseline_->usage_tx[i]);
+    sub(s.usage_rx[i], baseline_->usage_rx[i]);
+    s.meter_yellow[i] -= std::min(s.meter_yellow[i], baseline_->meter_yellow[i]);
+    s.meter_red[i] -= std::min(s.meter_red[i], baseline_->meter_red[i]);
   }
   return s;
 }
@@ -340,6 +362,29 @@ void Dataplane::resetMappedSlot(uint16_t slot) {
   CountersSnapshot now = counters();
   baseline_->mapped_out[slot] += now.mapped_out[slot];
   baseline_->mapped_in[slot] += now.mapped_in[slot];
+}
+
+void Dataplane::resetTenantLineSlots(const std::vector<uint16_t>& slots) {
+  if (slots.empty()) {
+    return;
+  }
+  CountersSnapshot now = counters();
+  for (uint16_t slot : slots) {
+    rebase(baseline_->usage_tx[slot], now.usage_tx[slot]);
+    rebase(baseline_->usage_rx[slot], now.usage_rx[slot]);
+    baseline_->meter_yellow[slot] += now.meter_yellow[slot];
+    baseline_->meter_red[slot] += now.meter_red[slot];
+  }
+}
+
+void Dataplane::resetPolicySlots(const std::vector<uint16_t>& slots) {
+  if (slots.empty()) {
+    return;
+  }
+  CountersSnapshot now = counters();
+  for (uint16_t slot : slots) {
+    baseline_->policy[slot] += now.policy[slot];
+  }
 }
 
 }  // namespace mcgw::engine

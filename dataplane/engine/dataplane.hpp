@@ -19,6 +19,7 @@
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/engine/pipeline.hpp"
 #include "dataplane/engine/tables.hpp"
+#include "dataplane/policy/meter.hpp"
 
 struct rte_rcu_qsbr;
 struct rte_mempool;
@@ -44,6 +45,12 @@ struct CountersSnapshot {
   std::array<PB, kMaxTunnels> tunnel_tx{}, tunnel_rx{};
   PB lan_rx, lan_tx, wan_rx, wan_tx, to_kernel, from_kernel;
   std::array<uint64_t, kMaxMapped> mapped_out{}, mapped_in{};  // packets, by mapped range slot
+  std::vector<uint64_t> policy = std::vector<uint64_t>(kMaxPolicySlots);  // packets, by policy slot
+  // By (tenant, line) slot.
+  std::vector<PB> usage_tx = std::vector<PB>(kMaxTenantLines),
+                  usage_rx = std::vector<PB>(kMaxTenantLines);
+  std::vector<uint64_t> meter_yellow = std::vector<uint64_t>(kMaxTenantLines),
+                        meter_red = std::vector<uint64_t>(kMaxTenantLines);
 #define MCGW_SNAPSHOT_MEMBER(name, ...) uint64_t name = 0;
   MCGW_EVENT_COUNTERS(MCGW_SNAPSHOT_MEMBER)
 #undef MCGW_SNAPSHOT_MEMBER
@@ -107,6 +114,14 @@ class Dataplane {
   void resetLineSlot(uint16_t slot);
   void resetTunnelSlot(uint16_t slot);
   void resetMappedSlot(uint16_t slot);
+  void resetPolicySlots(const std::vector<uint16_t>& slots);
+  void resetTenantLineSlots(const std::vector<uint16_t>& slots);
+
+  // The tenants' meters by (tenant, line) slot (docs/policy.md,
+  // "Bandwidth"): rates the control thread changes live, seen by the
+  // workers at their next packet of the slot.
+  policy::MeterTable& meters() { return *meters_; }
+  const policy::MeterTable& meters() const { return *meters_; }
 
   CountersSnapshot counters() const;
 
@@ -134,6 +149,7 @@ class Dataplane {
   std::atomic<ForwardingTables*> current_{nullptr};
   std::atomic<bool> stop_{false};
   LiveState health_;
+  std::unique_ptr<policy::MeterTable> meters_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // Counter values at the time a slot was (re)assigned.
   std::unique_ptr<CountersSnapshot> baseline_;

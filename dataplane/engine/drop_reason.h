@@ -36,6 +36,10 @@
   X(CLEAR_TEXT, "clear-text", "tunnel packet in clear text on an encrypted line")                \
   X(ESP_ERROR, "esp-error", "the crypto engine failed to seal a packet (never expected)")        \
   X(ESP_SEQ_LIMIT, "esp-seq-limit",                                                              \
-    "outbound SA past the sequence numbers reserved on disk (static keys)")
+    "outbound SA past the sequence numbers reserved on disk (static keys)")                      \
+  X(POLICY_DENY, "policy-deny", "a tenant policy rule (or the tenant's default) denied it")      \
+  X(TENANT_ISOLATION, "tenant-isolation",                                                        \
+    "no route, and the destination belongs to another tenant only")                              \
+  X(RATE_LIMIT, "rate-limit", "red: above the tenant's peak rate into the line")
 
 #endif

@@ -11,8 +11,11 @@
 //              the lookup key
 //   lookup     the tenant FIB for the whole burst at once        -
 //              (TenantFib::find4Bulk / find6Bulk)
+//   policy     tenants with rules, not to the gateway itself:    denied → drop (policy-deny)
+//              the classifier for the burst (pipeline_policy.cpp)
 //   route      local?, TTL, ECMP member, then either             local → kernel; TTL → ICMP;
-//              tunnel: line, MSS clamp, path MTU, encap → WAN     no route / tunnel / neighbour
+//              tunnel: line, meter, MSS clamp, path MTU, encap    no route / tunnel / neighbour
+//              → WAN                                            → drop; red → drop (rate-limit)
 //              LAN: neighbour MAC, port MTU → LAN                 → drop; too big → slow path
 //
 // Counters of the way a burst goes (RX and TX by port kind, line and
@@ -164,13 +167,15 @@ inline size_t maxInnerFrame(const LineEntry& line, size_t mtu) {
 }  // namespace
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
-                   const LiveState* health, rte_ring* misses, rte_ring* flows)
+                   const LiveState* health, rte_ring* misses, rte_ring* flows,
+                   policy::WorkerMeters* meters)
     : tx_queue_(tx_queue),
       pool_(pool),
       counters_(counters),
       health_(health),
       misses_(misses),
-      flows_(flows) {
+      flows_(flows),
+      meters_(meters) {
   for (auto& b : tx_) {
     b = static_cast<rte_eth_dev_tx_buffer*>(
         rte_zmalloc("mcgw_txbuf", RTE_ETH_TX_BUFFER_SIZE(kBurst), RTE_CACHE_LINE_SIZE));
@@ -245,6 +250,7 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
                             int32_t rx_port) {
   gateway_nh_ = nullptr;
   decap_memo_.vtep_valid = decap_memo_.tunnel_valid = false;
+  burst_tsc_ = rte_rdtsc();                 // the meters' clock for the burst
   std::array<Packet, kBurst>& ps = burst_;  // every field is written before it is read
   unsigned k = 0;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i) {
@@ -262,6 +268,9 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
     }
   }
   lookup(t, ps.data(), k);
+  if (t.any_policy) {
+    k = policy(t, ps.data(), k);
+  }
   // Flow audit off: this one branch per burst is all it costs.  On, a
   // burst without a sample (at 1-in-1000, 31 in 32) only counts down.
   if (const uint32_t every = health_->flow_sampling.load(std::memory_order_relaxed); every != 0)
@@ -431,8 +440,9 @@ void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, u
     }
   }
   const TunnelEntry& tunnel = t.tunnels[r.tenant];
-  const uint16_t line_slot = t.lines[decap.line].slot;
-  runs_[kRunLineRx].add(counters_->line_rx[line_slot], m->pkt_len);
+  const LineEntry& rx_line = t.lines[decap.line];
+  runs_[kRunLineRx].add(counters_->line_rx[rx_line.slot], m->pkt_len);
+  runs_[kRunUsageRx].add(counters_->usage_rx[tunnel.tenant_line[rx_line.pos]], m->pkt_len);
   rte_pktmbuf_adj(m, static_cast<uint16_t>(r.inner_offset));
   if (m->data_len > r.inner.size()) {  // bytes past the outer UDP datagram
     rte_pktmbuf_trim(m, static_cast<uint16_t>(m->data_len - r.inner.size()));
@@ -449,7 +459,7 @@ void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, u
   p.origin = Origin::kTunnel;
   p.v6 = type == proto::kEtherTypeIpv6;
   p.hashed = false;  // the NIC hashed the outer headers
-  p.hop = uint32_t{tunnel.peer} << 16 | line_slot;
+  p.hop = uint32_t{tunnel.peer} << 16 | rx_line.slot;
   return true;
 }
 
@@ -613,6 +623,11 @@ inline void Pipeline::route(const ForwardingTables& t, Packet& p) {
     return;
   }
   if (nh_index == TenantFib::kNoRoute) {
+    if (te.isolation && isolated(te, l3, p.l3_len, p.v6)) [[unlikely]] {
+      counters_->policy[te.isolation_slot].add();
+      drop(m, DropReason::kTENANT_ISOLATION);
+      return;
+    }
     drop(m, DropReason::kNO_ROUTE);
     return;
   }
@@ -842,6 +857,30 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     chosen = &t.lines[healthy[n == 1 ? 0 : (flow_hash >> 16) % n]];
   }
   const LineEntry& line = *chosen;
+  const uint16_t tenant_line = tunnel.tenant_line[line.pos];
+  // The tenant's meter on the line (RFC 2698, colour-blind, on the inner
+  // IP packet): red is dropped, yellow remarked.  An unmetered slot costs a
+  // load and a branch.  Not for the gateway's own ICMP errors.
+  if (meters_ && origin != Origin::kGateway) {
+    auto* inner = rte_pktmbuf_mtod(m, uint8_t*);
+    const auto colour =
+        meters_->check(tenant_line, burst_tsc_, static_cast<uint32_t>(m->data_len - kEth));
+    if (colour != policy::Colour::kGreen) [[unlikely]] {
+      if (colour == policy::Colour::kRed) {
+        counters_->meter_red[tenant_line].add();
+        drop(m, DropReason::kRATE_LIMIT);
+        return;
+      }
+      counters_->meter_yellow[tenant_line].add();
+      if (const int16_t dscp = t.tenants[tenant].yellow_dscp; dscp >= 0) {
+        if (inner[12] == 0x08) {
+          policy::remarkDscp4(inner + kEth, static_cast<uint8_t>(dscp));
+        } else {
+          policy::remarkDscp6(inner + kEth, static_cast<uint8_t>(dscp));
+        }
+      }
+    }
+  }
   // For flow audit: not for a packet the gateway made (an ICMP error about
   // a LAN-to-LAN packet would make its sample look like one into a tunnel).
   if (origin != Origin::kGateway) {
@@ -865,22 +904,20 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     Fragments frags;
     const size_t n = tooBig(t, m, inner_mtu, tenant, rx_port, origin, frags);
     for (size_t i = 0; i < n; ++i) {
-      encapsulateOn(t, frags[i], tunnel, line, flow_hash, mapping);
+      encapsulateOn(t, frags[i], tunnel, line, flow_hash, mapping, tenant_line);
     }
     return;
   }
-  encapsulateOn(t, m, tunnel, line, flow_hash, mapping);
+  encapsulateOn(t, m, tunnel, line, flow_hash, mapping, tenant_line);
 }
 
 // The line's outer headers (encoded once with the tables) copied in front
 // of the inner frame; per packet only lengths, TOS / traffic class, the UDP
 // source port, the VNI and the checksums are written, at the offsets the
 // line's entry gives.
-[[gnu::always_inline]] inline void Pipeline::encapsulateOn(const ForwardingTables& t, rte_mbuf* m,
-                                                           const TunnelEntry& tunnel,
-                                                           const LineEntry& line,
-                                                           uint32_t flow_hash,
-                                                           const TenantMapping* mapping) {
+[[gnu::always_inline]] inline void Pipeline::encapsulateOn(
+    const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel, const LineEntry& line,
+    uint32_t flow_hash, const TenantMapping* mapping, uint16_t tenant_line) {
   if (mapping) [[unlikely]] {
     mapSource(m, *mapping);
   }
@@ -941,6 +978,7 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   }
   runs_[kRunTunnelTx].add(counters_->tunnel_tx[tunnel.slot], inner_len);
   runs_[kRunLineTx].add(counters_->line_tx[line.slot], m->pkt_len);
+  runs_[kRunUsageTx].add(counters_->usage_tx[tenant_line], m->pkt_len);
   transmit(t, line.port, m);
 }
 

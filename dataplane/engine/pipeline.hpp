@@ -31,6 +31,9 @@
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/engine/flow_sample.hpp"
 #include "dataplane/engine/tables.hpp"
+#include "dataplane/policy/acl.hpp"
+#include "dataplane/policy/meter.hpp"
+#include "dataplane/policy/verdict_cache.hpp"
 #include "dataplane/proto/icmp_error.hpp"
 
 struct rte_mbuf;
@@ -143,8 +146,11 @@ class Pipeline {
   // misses: where unresolved neighbours are reported (may be null).
   // flows: where flow-audit samples go (null: with sampling on, each
   // sample counts as ring full).
+  // meters: the worker's token buckets of the tenants' meters (null: no
+  // metering).
   Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters, const LiveState* health,
-           rte_ring* misses = nullptr, rte_ring* flows = nullptr);
+           rte_ring* misses = nullptr, rte_ring* flows = nullptr,
+           policy::WorkerMeters* meters = nullptr);
   ~Pipeline();  // frees whatever is still buffered
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -195,6 +201,12 @@ class Pipeline {
   bool receive(const ForwardingTables& t, rte_mbuf* m, uint16_t rx_port, Packet& p);
   bool checkL3(const ForwardingTables& t, Packet& p);
   void lookup(const ForwardingTables& t, Packet* ps, unsigned n);
+  // Tenant policy (pipeline_policy.cpp): the burst's packets of tenants
+  // with rules classified, denied ones dropped; returns how many remain
+  // (compacted in place).
+  unsigned policy(const ForwardingTables& t, Packet* ps, unsigned n);
+  // A packet without a route: whether it was headed for another tenant.
+  bool isolated(const TenantEntry& te, const uint8_t* l3, uint32_t len, bool v6);
   void route(const ForwardingTables& t, Packet& p);
   // route() for a burst while flow audit samples 1-in-every (flow_sample.hpp).
   void routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, uint32_t every);
@@ -211,7 +223,8 @@ class Pipeline {
   // mapping: the tenant's mapped ranges when the packet's source is to be
   // mapped (it did not come out of a tunnel), else null.
   void encapsulateOn(const ForwardingTables& t, rte_mbuf* m, const TunnelEntry& tunnel,
-                     const LineEntry& line, uint32_t flow_hash, const TenantMapping* mapping);
+                     const LineEntry& line, uint32_t flow_hash, const TenantMapping* mapping,
+                     uint16_t tenant_line);
   // The 1:1 translations of the mapped ranges (proto/prefix_map.hpp).
   void mapSource(rte_mbuf* m, const TenantMapping& mapping);
   void unmapDestination(uint8_t* ip, size_t len, bool v6, const TenantMapping& mapping);
@@ -282,8 +295,17 @@ class Pipeline {
       }
     }
   };
-  enum RunKind : uint8_t { kRunRx, kRunLineRx, kRunTunnelRx, kRunTunnelTx, kRunLineTx, kRunTx };
-  std::array<Run, 6> runs_;
+  enum RunKind : uint8_t {
+    kRunRx,
+    kRunLineRx,
+    kRunTunnelRx,
+    kRunTunnelTx,
+    kRunLineTx,
+    kRunTx,
+    kRunUsageRx,
+    kRunUsageTx
+  };
+  std::array<Run, 8> runs_;
   void flushRuns() {
     for (Run& r : runs_) {
       r.flush();
@@ -295,6 +317,17 @@ class Pipeline {
   Mac gateway_mac_{};
   DecapMemo decap_memo_;
   std::array<Packet, kBurst> burst_;  // the stages' context, reused burst after burst
+  // The policy stage's keys and answers, by position in the burst.
+  struct PolicyScratch {
+    std::array<policy::Key4, kBurst> key4;
+    std::array<policy::Key6, kBurst> key6;
+    std::array<const uint8_t*, kBurst> keys;
+    std::array<uint32_t, kBurst> ids;
+    std::array<uint8_t, kBurst> at;    // the packet of keys[i]
+    std::array<uint8_t, kBurst> drop;  // 1: denied
+    policy::VerdictCache verdicts;     // this worker's answers by policy serial and key
+  };
+  PolicyScratch policy_scratch_;
 
   uint16_t tx_queue_;
   rte_mempool* pool_;
@@ -307,6 +340,10 @@ class Pipeline {
   // peer << 16 | line slot that the last encapsulation used.
   static constexpr uint32_t kNoHop = 0xffffffffu;
   rte_ring* flows_ = nullptr;
+  // Tenant bandwidth (docs/policy.md): this worker's meters, and the TSC
+  // read once per burst that they are checked at.
+  policy::WorkerMeters* meters_ = nullptr;
+  uint64_t burst_tsc_ = 0;
   uint32_t sample_left_ = 1;
   uint32_t last_hop_ = kNoHop;
   struct Held {

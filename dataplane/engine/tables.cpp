@@ -579,7 +579,11 @@ const char* const kBusy = "another change of the forwarding tables is under way"
 // ------------------------------------------------------------ TablesBuilder
 
 TablesBuilder::TablesBuilder()
-    : line_slots_(kMaxLines), tunnel_slots_(kMaxTunnels), mapped_slots_(kMaxMapped) {}
+    : line_slots_(kMaxLines),
+      tunnel_slots_(kMaxTunnels),
+      mapped_slots_(kMaxMapped),
+      tenant_line_slots_(kMaxTenantLines),
+      policy_(std::make_unique<PolicyBuilder>()) {}
 
 TablesBuilder::~TablesBuilder() = default;
 
@@ -599,7 +603,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   // Counter slots are assigned as the lines and tunnels come; a failure
   // puts the maps back.
   const SlotMap saved_lines = line_slots_, saved_tunnels = tunnel_slots_,
-                saved_mapped = mapped_slots_;
+                saved_mapped = mapped_slots_, saved_tenant_lines = tenant_line_slots_;
+  std::vector<uint16_t> fresh_tenant_lines;
+  std::vector<std::string> tenant_line_names;
   std::vector<std::unique_ptr<Tenant>> created;
   std::vector<Tenant*> staged;
   auto fail = [&](std::string why) -> Result<std::unique_ptr<ForwardingTables>, std::string> {
@@ -607,6 +613,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     line_slots_ = saved_lines;
     tunnel_slots_ = saved_tunnels;
     mapped_slots_ = saved_mapped;
+    tenant_line_slots_ = saved_tenant_lines;
     return unexpected(std::move(why));
   };
 
@@ -690,6 +697,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
     TenantEntry te;
     te.name = tc.name;
     te.vni = tc.vni;
+    te.yellow_dscp = tc.bandwidth.yellow_dscp ? int16_t{*tc.bandwidth.yellow_dscp} : int16_t{-1};
     for (const auto& pc : c.ports) {
       if (pc.role != config::PortRole::kLan || pc.tenant != tc.name) {
         continue;
@@ -778,6 +786,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       }
       line_names.push_back(key);
       le.slot = *slot;
+      le.pos = static_cast<uint8_t>(line_indexes.size());
       le.peer = peer.name;
       le.name = lc.name;
       le.mtu = lc.mtu;
@@ -879,6 +888,21 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       te.ecmp = peer.line_mode == config::LineMode::kEcmp;
       te.n_lines = static_cast<uint8_t>(line_indexes.size());
       std::copy(line_indexes.begin(), line_indexes.end(), te.lines.begin());
+      for (size_t li = 0; li < line_indexes.size(); ++li) {
+        const LineEntry& le = t->lines[line_indexes[li]];
+        const std::string tl = tc.name + "/" + peer.name + "/" + le.name;
+        bool tl_fresh = false;
+        auto tl_slot = tenant_line_slots_.assign(tl, &tl_fresh);
+        if (!tl_slot) {
+          return fail("more than " + std::to_string(kMaxTenantLines) + " (tenant, line) pairs");
+        }
+        if (tl_fresh) {
+          fresh_tenant_lines.push_back(*tl_slot);
+        }
+        tenant_line_names.push_back(tl);
+        te.tenant_line[li] = *tl_slot;
+        t->tenant_lines.push_back({tc.name, peer.name, le.name, *tl_slot});
+      }
       te.inner_dst = toMac(peer.inner_mac);
       te.mss_insert = peer.mss_insert;
       te.name = key;
@@ -892,6 +916,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   }
   line_slots_.retain(line_names);
   tunnel_slots_.retain(tunnel_names);
+  tenant_line_slots_.retain(tenant_line_names);
   t->vtep4.build(vtep4);
   t->esp_in.build(esp_in);
   t->vtep6.build(vtep6);
@@ -984,12 +1009,24 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   for (auto& tenant : created) {
     tenant->rib.commit();
   }
+  // Tenant policy (policy_tables.hpp): kept by the builder only on commit.
+  auto policies = policy_->build(c);
+  if (!policies) {
+    return fail(policies.error());
+  }
+  for (size_t ti = 0; ti < t->tenants.size(); ++ti) {
+    t->tenants[ti].policy = (*policies)[ti].rules;
+    t->tenants[ti].isolation = (*policies)[ti].isolation;
+    t->tenants[ti].isolation_slot = (*policies)[ti].isolation_slot;
+    t->any_policy = t->any_policy || (*policies)[ti].rules != nullptr;
+  }
   if (auto r = commitTenants(kept, synchronize); !r) {
     staged.clear();  // commitTenants put the RIBs back itself
     return fail(r.error());
   }
 
   // Commit: nothing below fails.
+  policy_->commit();
   for (auto& tenant : created) {
     std::string name = tenant->rib.name();
     tenants_[name] = std::move(tenant);
@@ -1031,6 +1068,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
   fresh_lines_ = std::move(fresh_lines);
   fresh_tunnels_ = std::move(fresh_tunnels);
   fresh_mapped_ = std::move(fresh_mapped);
+  fresh_tenant_lines_ = std::move(fresh_tenant_lines);
   generation_ = t->generation;
 
   // Receive queues, spread round-robin over the workers.

@@ -27,6 +27,7 @@
 #include "dataplane/engine/esp_sa.hpp"
 #include "dataplane/engine/fib.hpp"
 #include "dataplane/engine/flat_index.hpp"
+#include "dataplane/engine/policy_tables.hpp"
 #include "dataplane/engine/routes.hpp"
 #include "dataplane/proto/prefix_map.hpp"
 #include "dataplane/proto/tunnel.hpp"
@@ -40,6 +41,9 @@ inline constexpr size_t kMaxLines = 256;     // counter slots
 inline constexpr size_t kMaxTunnels = 1024;  // counter slots
 inline constexpr size_t kMaxLinesPerPeer = 8;
 inline constexpr size_t kMaxMapped = 4096;  // counter slots: the YANG's most mapped ranges
+// (tenant, line) pairs: a tunnel's line has a slot for its tenant's meter
+// and usage counters (docs/policy.md).
+inline constexpr size_t kMaxTenantLines = 8192;
 inline constexpr uint16_t kNoTenant = 0xffff;
 
 using Mac = std::array<uint8_t, 6>;
@@ -89,6 +93,7 @@ struct LineEntry {
   EspSa* esp = nullptr;    // owned by the snapshot's `sas`
   std::string peer, name;  // "peer", "line"
   config::IpAddress next_hop;
+  uint8_t pos = 0;  // its index among its peer's lines (and in each tunnel's `lines`)
 };
 
 struct TunnelEntry {
@@ -100,6 +105,9 @@ struct TunnelEntry {
   bool mss_insert = false;  // add an MSS option to SYNs without one
   uint8_t n_lines = 0;
   std::array<uint16_t, kMaxLinesPerPeer> lines{};  // indexes into lines, in preference order
+  // The (tenant, line) slot of each of those lines: its meter (the tenant's
+  // rate into the line) and its usage counters.
+  std::array<uint16_t, kMaxLinesPerPeer> tenant_line{};
   Mac inner_dst{};
   // The same tenant's tunnels (indexes into tunnels) to the other gateways
   // of the peer's site (peers[].site), in config order: where the traffic
@@ -143,6 +151,20 @@ struct TenantEntry {
   // Null when the tenant has no mapped range here: the fast path pays one
   // branch per direction.
   std::shared_ptr<const TenantMapping> mapping;
+  // Its policy rules (null: none, everything allowed: one branch per
+  // packet), and the other tenants' destinations that tell a packet
+  // without a route which was headed for another tenant (policy_tables.hpp).
+  std::shared_ptr<const TenantPolicy> policy;
+  std::shared_ptr<const TenantIsolation> isolation;
+  uint16_t isolation_slot = 0;
+  // Bandwidth: the DSCP a yellow packet gets (-1: unchanged).
+  int16_t yellow_dscp = -1;
+};
+
+// A (tenant, line) pair: the tenant's traffic into and out of one line.
+struct TenantLineEntry {
+  std::string tenant, peer, line;
+  uint16_t slot = 0;
 };
 
 // One receive queue a worker polls.
@@ -235,6 +257,7 @@ class ForwardingTables {
   FlatIndex<uint64_t, uint16_t> tunnel_by_vni;  // key: peer << 32 | VNI
   std::vector<std::vector<RxQueue>> poll;       // per worker
   std::vector<MappedEntry> mapped;              // every tenant's, in the input's order
+  std::vector<TenantLineEntry> tenant_lines;    // every tunnel's lines
   // ESP: every SA the snapshot names (it keeps them alive), inbound SAs by
   // SPI with the index of their line, and whether any line is encrypted
   // (a WAN packet is looked at for ESP only then).
@@ -245,6 +268,7 @@ class ForwardingTables {
   };
   FlatIndex<uint32_t, SaHit> esp_in;
   bool any_encrypted = false;
+  bool any_policy = false;  // a tenant has policy rules: the burst stage runs
   uint32_t idle_sleep_max_us = 200;
 
   // The MAC of a neighbour on a port (4 or 16 bytes at `address`).
@@ -411,6 +435,9 @@ class TablesBuilder {
   const std::vector<uint16_t>& freshLineSlots() const { return fresh_lines_; }
   const std::vector<uint16_t>& freshTunnelSlots() const { return fresh_tunnels_; }
   const std::vector<uint16_t>& freshMappedSlots() const { return fresh_mapped_; }
+  const std::vector<uint16_t>& freshPolicySlots() const { return policy_->freshSlots(); }
+  const std::vector<uint16_t>& freshTenantLineSlots() const { return fresh_tenant_lines_; }
+  const SlotMap& tenantLineSlots() const { return tenant_line_slots_; }
 
   // For `show routes`, status and tests (the writer's side: not while a
   // build runs on another thread).
@@ -433,7 +460,10 @@ class TablesBuilder {
  private:
   SlotMap line_slots_;
   SlotMap tunnel_slots_;
-  SlotMap mapped_slots_;  // mapped ranges by name
+  SlotMap mapped_slots_;       // mapped ranges by name
+  SlotMap tenant_line_slots_;  // "tenant/peer/line"
+  std::vector<uint16_t> fresh_tenant_lines_;
+  std::unique_ptr<PolicyBuilder> policy_;
   std::vector<uint16_t> fresh_lines_, fresh_tunnels_, fresh_mapped_;
   uint64_t generation_ = 0;
   std::map<std::string, std::unique_ptr<Tenant>> tenants_;

@@ -399,7 +399,7 @@ TEST(UntrustedConfigs, ErrorsAreCountedBeyondABound) {
 
 const std::string kTopKeys =
     "node, eal, ports, tenants, peers, bgp, vrrp, address-plan, fast-path, path-mtu, api, "
-    "encryption, metrics, flow-audit, logging, startup";
+    "encryption, usage, metrics, flow-audit, logging, startup";
 
 void expectNotAConfig(const std::string& content, const std::string& message,
                       const std::vector<std::string>& secrets) {

@@ -51,11 +51,14 @@ constexpr Expected kExpected[] = {
     {R::kCLEAR_TEXT, "clear-text"},
     {R::kESP_ERROR, "esp-error"},
     {R::kESP_SEQ_LIMIT, "esp-seq-limit"},
+    {R::kPOLICY_DENY, "policy-deny"},
+    {R::kTENANT_ISOLATION, "tenant-isolation"},
+    {R::kRATE_LIMIT, "rate-limit"},
 };
 
 TEST(DropReason, NamesAndOrderAreTheLiteralList) {
-  ASSERT_EQ(kDropReasonCount, 28u);
-  ASSERT_EQ(std::size(kExpected), 28u);
+  ASSERT_EQ(kDropReasonCount, 31u);
+  ASSERT_EQ(std::size(kExpected), 31u);
   for (size_t i = 0; i < std::size(kExpected); ++i) {
     EXPECT_EQ(static_cast<size_t>(kExpected[i].reason), i) << kExpected[i].name;
     EXPECT_EQ(toString(kExpected[i].reason), kExpected[i].name);

@@ -30,7 +30,7 @@ std::vector<std::string> strings(const std::vector<IpPrefix>& prefixes) {
 
 Config planConfig() {
   Config c;
-  c.tenants.push_back({"blue", 100, {}});
+  c.tenants.push_back({"blue", 100, {}, {}, {}});
   c.address_plan.pools.push_back({"main", {P("10.0.0.0/8")}, 16, {}});
   return c;
 }

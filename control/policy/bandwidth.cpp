@@ -1,0 +1,243 @@
+#include "control/policy/bandwidth.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include "config/text.hpp"
+
+namespace mcgw::policyview {
+
+namespace {
+
+using nlohmann::json;
+
+// Minutes since midnight UTC.
+unsigned minuteOfDay(Bandwidth::Clock::time_point now) {
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  return static_cast<unsigned>(((s % 86400) + 86400) % 86400 / 60);
+}
+
+bool covers(const config::BandwidthWindow& w, unsigned m) {
+  return w.start_minute < w.end_minute ? m >= w.start_minute && m < w.end_minute
+                                       : m >= w.start_minute || m < w.end_minute;
+}
+
+std::string hhmm(uint16_t m) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%02u:%02u", m / 60u % 100u, m % 60u);
+  return b;
+}
+
+const config::TenantConfig* tenantOf(const config::Config& c, const std::string& name) {
+  return c.findTenant(name);
+}
+
+// Whether `spec` (PEER or PEER/LINE) names a line that carries the tenant.
+Result<bool, std::string> checkLine(const config::Config& c, const std::string& tenant,
+                                    const std::string& spec) {
+  const auto slash = spec.find('/');
+  const std::string peer_name = spec.substr(0, slash);
+  const config::PeerConfig* peer = c.findPeer(peer_name);
+  if (!peer) {
+    return unexpected("no peer " + text::quote(peer_name));
+  }
+  if (!peer->tenants.empty() &&
+      std::find(peer->tenants.begin(), peer->tenants.end(), tenant) == peer->tenants.end()) {
+    return unexpected("peer " + text::quote(peer_name) + " does not carry tenant " +
+                      text::quote(tenant));
+  }
+  if (slash != std::string::npos) {
+    const std::string line = spec.substr(slash + 1);
+    if (std::none_of(peer->lines.begin(), peer->lines.end(),
+                     [&](const config::LineConfig& l) { return l.name == line; })) {
+      return unexpected("peer " + text::quote(peer_name) + " has no line " + text::quote(line));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<policy::Rate, std::string> Bandwidth::toRate(const config::MeterRates& r) {
+  auto cir = config::parseRate(r.rate);
+  if (!cir) {
+    return unexpected(cir.error());
+  }
+  uint64_t pir = *cir;
+  if (!r.peak_rate.empty()) {
+    auto p = config::parseRate(r.peak_rate);
+    if (!p) {
+      return unexpected(p.error());
+    }
+    pir = *p;
+  }
+  uint64_t cbs = 0, pbs = 0;
+  for (auto [text, out] : {std::pair{&r.burst, &cbs}, std::pair{&r.peak_burst, &pbs}}) {
+    if (!text->empty()) {
+      auto s = config::parseSize(*text);
+      if (!s) {
+        return unexpected(s.error());
+      }
+      *out = *s;
+    }
+  }
+  return policy::Rate::fromBits(*cir, pir, cbs, pbs);
+}
+
+void Bandwidth::setConfig(config::ConfigPtr config) {
+  std::lock_guard lock(mutex_);
+  config_ = std::move(config);
+  for (auto it = live_.begin(); it != live_.end();) {
+    const auto& [tenant, line] = it->first;
+    if (!tenantOf(*config_, tenant) || !checkLine(*config_, tenant, line)) {
+      spdlog::warn("bandwidth: the live rate of tenant {} on {} ends: the config has no such {}",
+                   tenant, line, tenantOf(*config_, tenant) ? "line" : "tenant");
+      it = live_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Result<std::string, std::string> Bandwidth::set(const std::string& tenant, const std::string& line,
+                                                const std::optional<config::MeterRates>& rates,
+                                                const std::string& who, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (!tenantOf(*config_, tenant)) {
+    return unexpected("no tenant " + text::quote(tenant));
+  }
+  if (auto ok = checkLine(*config_, tenant, line); !ok) {
+    return unexpected(ok.error());
+  }
+  const auto key = std::make_pair(tenant, line);
+  if (!rates) {
+    if (live_.erase(key) == 0) {
+      return unexpected("tenant " + text::quote(tenant) + " has no live rate on " +
+                        text::quote(line));
+    }
+    spdlog::info("bandwidth: {} cleared the live rate of tenant {} on {}", who, tenant, line);
+    return "tenant " + tenant + " on " + line + ": back to the config's rates";
+  }
+  auto rate = toRate(*rates);
+  if (!rate) {
+    return unexpected(rate.error());
+  }
+  live_[key] = {*rates, who, now};
+  const std::string peak = rates->peak_rate.empty() ? rates->rate : rates->peak_rate;
+  spdlog::info("bandwidth: {} set tenant {} on {} to rate {} peak {}{}{}", who, tenant, line,
+               rates->rate, peak, rates->burst.empty() ? "" : " burst " + rates->burst,
+               rates->peak_burst.empty() ? "" : " peak-burst " + rates->peak_burst);
+  return "tenant " + tenant + " on " + line + ": rate " + rates->rate + ", peak " + peak;
+}
+
+std::optional<Bandwidth::InForce> Bandwidth::inForce(const std::string& tenant,
+                                                     const std::string& peer,
+                                                     const std::string& line,
+                                                     Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  return inForceLocked(tenant, peer, line, now);
+}
+
+std::optional<Bandwidth::InForce> Bandwidth::inForceLocked(const std::string& tenant,
+                                                           const std::string& peer,
+                                                           const std::string& line,
+                                                           Clock::time_point now) const {
+  const std::string specs[] = {peer + "/" + line, peer};
+  auto make = [](const config::MeterRates& r, std::string source) -> std::optional<InForce> {
+    auto rate = toRate(r);
+    if (!rate) {
+      return std::nullopt;  // checked when it came in: not expected
+    }
+    return InForce{*rate, r, std::move(source)};
+  };
+  for (const auto& spec : specs) {
+    if (auto it = live_.find({tenant, spec}); it != live_.end()) {
+      return make(it->second.rates, "live by " + it->second.who);
+    }
+  }
+  const config::TenantConfig* t = tenantOf(*config_, tenant);
+  if (!t) {
+    return std::nullopt;
+  }
+  const unsigned m = minuteOfDay(now);
+  for (const auto& spec : specs) {
+    for (const auto& w : t->bandwidth.windows) {
+      if (w.line == spec && covers(w, m)) {
+        return make(w.rates, "window " + hhmm(w.start_minute) + "-" + hhmm(w.end_minute) + " UTC");
+      }
+    }
+  }
+  for (const auto& spec : specs) {
+    for (const auto& l : t->bandwidth.limits) {
+      if (l.line == spec) {
+        return make(l.rates, "config");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void Bandwidth::apply(const std::vector<engine::TenantLineEntry>& pairs, policy::MeterTable& meters,
+                      Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  std::map<uint16_t, policy::Rate> want;
+  for (const auto& p : pairs) {
+    if (auto f = inForceLocked(p.tenant, p.peer, p.line, now)) {
+      want[p.slot] = f->rate;
+    }
+  }
+  std::vector<policy::MeterTable::Change> changes;
+  for (const auto& [slot, rate] : want) {
+    auto it = applied_.find(slot);
+    if (it == applied_.end() || !(it->second == rate)) {
+      changes.push_back({slot, rate, {}});
+    }
+  }
+  for (const auto& [slot, rate] : applied_) {
+    if (!want.count(slot)) {
+      changes.push_back({slot, std::nullopt, {}});
+    }
+  }
+  if (changes.empty()) {
+    return;
+  }
+  if (auto r = meters.apply(changes); !r) {
+    spdlog::error("bandwidth: the meters could not be changed: {}", r.error());
+    return;
+  }
+  applied_ = std::move(want);
+}
+
+json Bandwidth::view(const std::vector<engine::TenantLineEntry>& pairs,
+                     const engine::CountersSnapshot& counters, const std::string& tenant,
+                     Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  json out = json::array();
+  for (const auto& p : pairs) {
+    if (p.tenant != tenant) {
+      continue;
+    }
+    json e = {{"peer", p.peer},
+              {"line", p.line},
+              {"yellow_packets", counters.meter_yellow[p.slot]},
+              {"red_packets", counters.meter_red[p.slot]}};
+    if (auto f = inForceLocked(p.tenant, p.peer, p.line, now)) {
+      e["rate_bps"] = f->rate.cir * 8;
+      e["peak_rate_bps"] = f->rate.pir * 8;
+      e["burst_bytes"] = f->rate.cbs;
+      e["peak_burst_bytes"] = f->rate.pbs;
+      e["rate"] = config::formatRate(f->rate.cir * 8);
+      e["peak_rate"] = config::formatRate(f->rate.pir * 8);
+      e["source"] = f->source;
+    } else {
+      e["source"] = "unmetered";
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace mcgw::policyview

@@ -1,0 +1,1090 @@
+// Tenant policy in the fast path (docs/policy.md): the real Pipeline over
+// tables from the real TablesBuilder (net_ring ports, EAL --no-huge), with
+// packets written out here and each one's verdict worked out here: which
+// packets leave (by their tag, the inner IPv4 ID or IPv6 flow label), which
+// are dropped and why, and which policy counter slot each one moves, in
+// both directions (LAN -> tunnel, and tunnel -> LAN for t1).  Then
+// the PolicyBuilder's caching and counter slots across builds, a build that
+// fails, and `show policy --json` (control/policy/policy_view.cpp).
+//
+//   lan0 (t1) 10.1.0.1/24, 2001:db8:1::1/64   rules: web-b7, block-b7,
+//                                               no-ssh; default allow
+//   lan1 (t2) 10.5.0.1/24, 2001:db8:5::1/64   rules: web, dns6; default deny
+//   lan2 (t3) 10.7.0.1/24                      no policy
+//   wan0 203.0.113.1/24 ── site-b 203.0.113.10 (VXLAN, VNI 5001/5002/5003)
+//   t1: 10.2/16, 2001:db8:2::/48, 10.60.5/24 to site-b; VPC b-train 10.2.7/24
+//   t2: 10.2/16, 2001:db8:6::/48, 10.60/16 to site-b
+//   t3: 10.2/16 to site-b
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/loader.hpp"
+#include "control/policy/policy_view.hpp"
+#include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/drop_reason.hpp"
+#include "dataplane/engine/pipeline.hpp"
+#include "dataplane/engine/tables.hpp"
+#include "tests/support/eal.hpp"
+#include "tests/support/ring_port.hpp"
+
+namespace mcgw::engine {
+namespace {
+
+const auto* const kEal =
+    ::testing::AddGlobalTestEnvironment(new test::EalEnvironment("policy_pipeline_test", 1024));
+
+using Bytes = std::vector<uint8_t>;
+using Ip4 = std::array<uint8_t, 4>;
+using Ip6 = std::array<uint8_t, 16>;
+using nlohmann::json;
+
+constexpr size_t kEth = 14;
+// Outer Ethernet, IPv4, UDP and VXLAN, then the inner Ethernet header.
+constexpr size_t kInnerIp = 50 + kEth;
+
+const Mac kLanMac[3] = {
+    {0x02, 0, 0, 0, 0x01, 0x01}, {0x02, 0, 0, 0, 0x05, 0x01}, {0x02, 0, 0, 0, 0x07, 0x01}};
+const Mac kWanMac = {0x02, 0, 0, 0, 0x02, 0x01};
+const Mac kHostMac = {0x02, 0, 0, 0, 0x01, 0x10};
+
+const Ip4 kHost4[3] = {{10, 1, 0, 10}, {10, 5, 0, 10}, {10, 7, 0, 10}};
+
+// The tenants' policies as the config writes them.
+const char* const kT1Policy = R"(    policy:
+      rules:
+        - name: web-b7
+          action: allow
+          destination: [vpc b-train]
+          protocol: tcp
+          destination-ports: "443"
+        - name: block-b7
+          action: deny
+          destination: [vpc b-train]
+        - name: no-ssh
+          action: deny
+          protocol: tcp
+          destination-ports: "22"
+)";
+const char* const kT2Policy = R"(    policy:
+      default: deny
+      rules:
+        - name: web
+          action: allow
+          protocol: tcp
+          destination-ports: "443"
+        - name: dns6
+          action: allow
+          destination: ["2001:db8:6::/48"]
+          protocol: udp
+          destination-ports: "53"
+)";
+
+// The config with each tenant's policy text (after its routes).
+std::string configText(const std::string& t1, const std::string& t2, const std::string& t3 = "") {
+  return R"(node:
+  name: gw-a
+  site: site-a
+eal:
+  hugepages: false
+ports:
+  - name: lan0
+    role: lan
+    vdev: net_ring0
+    addresses: [10.1.0.1/24, "2001:db8:1::1/64"]
+    tenant: t1
+    neighbors:
+      - address: 10.1.0.10
+        mac: 02:00:00:00:01:10
+      - address: "2001:db8:1::10"
+        mac: 02:00:00:00:01:10
+  - name: lan1
+    role: lan
+    vdev: net_ring1
+    addresses: [10.5.0.1/24, "2001:db8:5::1/64"]
+    tenant: t2
+  - name: lan2
+    role: lan
+    vdev: net_ring2
+    addresses: [10.7.0.1/24]
+    tenant: t3
+  - name: wan0
+    role: wan
+    vdev: net_ring3
+    addresses: [203.0.113.1/24]
+    neighbors:
+      - address: 203.0.113.10
+        mac: 02:00:00:00:02:10
+address-plan:
+  clouds:
+    - name: aws
+      regions:
+        - name: r1
+          vpcs:
+            - {name: b-train, prefixes: [10.2.7.0/24], tenant: t1, site: site-b}
+tenants:
+  - name: t1
+    vni: 5001
+    routes:
+      - prefix: 10.2.0.0/16
+        peer: site-b
+      - prefix: "2001:db8:2::/48"
+        peer: site-b
+      - prefix: 10.60.5.0/24
+        peer: site-b
+)" + t1 + R"(  - name: t2
+    vni: 5002
+    routes:
+      - prefix: 10.2.0.0/16
+        peer: site-b
+      - prefix: "2001:db8:6::/48"
+        peer: site-b
+      - prefix: 10.60.0.0/16
+        peer: site-b
+)" + t2 + R"(  - name: t3
+    vni: 5003
+    routes:
+      - prefix: 10.2.0.0/16
+        peer: site-b
+)" + t3 + R"(peers:
+  - name: site-b
+    lines:
+      - name: l1
+        port: wan0
+        local-vtep: 203.0.113.1
+        remote-vtep: 203.0.113.10
+)";
+}
+
+config::ConfigPtr loadConfig(const std::string& text) {
+  auto c = config::loadConfigText(text, "policy_pipeline_test.yaml");
+  if (!c.ok()) {
+    std::string e;
+    for (const auto& x : c.error()) {
+      e += x.toString() + "\n";
+    }
+    ADD_FAILURE() << e;
+    return nullptr;
+  }
+  return *c;
+}
+
+// ---------------------------------------------------------------- packets
+
+void put16(Bytes& b, size_t at, uint16_t v) {
+  b[at] = static_cast<uint8_t>(v >> 8);
+  b[at + 1] = static_cast<uint8_t>(v);
+}
+uint16_t get16(const Bytes& b, size_t at) {
+  return static_cast<uint16_t>(b[at] << 8 | b[at + 1]);
+}
+
+Ip6 ip6(const char* text) {
+  Ip6 a{};
+  EXPECT_EQ(inet_pton(AF_INET6, text, a.data()), 1) << text;
+  return a;
+}
+Ip4 ip4(const char* text) {
+  Ip4 a{};
+  EXPECT_EQ(inet_pton(AF_INET, text, a.data()), 1) << text;
+  return a;
+}
+
+uint16_t checksum(const Bytes& b, size_t from, size_t len) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i + 1 < len; i += 2) {
+    sum += static_cast<uint32_t>(b[from + i] << 8 | b[from + i + 1]);
+  }
+  while (sum >> 16) {
+    sum = (sum & 0xffff) + (sum >> 16);
+  }
+  return static_cast<uint16_t>(~sum);
+}
+
+// TCP (an ACK, no options), UDP or an ICMP echo with a few bytes of data.
+constexpr uint8_t kTcp = 6, kUdp = 17, kIcmp = 1, kIcmp6 = 58;
+Bytes l4(uint8_t proto, uint16_t sport, uint16_t dport) {
+  Bytes b;
+  if (proto == kTcp) {
+    b.assign(20, 0);
+    put16(b, 0, sport);
+    put16(b, 2, dport);
+    b[12] = 0x50;
+    b[13] = 0x10;
+    put16(b, 14, 8192);
+  } else if (proto == kUdp) {
+    b.assign(8, 0);
+    put16(b, 0, sport);
+    put16(b, 2, dport);
+  } else {
+    b = {proto == kIcmp6 ? uint8_t{128} : uint8_t{8}, 0, 0, 0, 0, 1, 0, 1};
+  }
+  for (int i = 0; i < 12; ++i) {
+    b.push_back(static_cast<uint8_t>(i * 5));
+  }
+  if (proto == kUdp) {
+    put16(b, 4, static_cast<uint16_t>(b.size()));
+  }
+  return b;
+}
+
+Bytes frame4(int lan, const Ip4& dst, uint8_t proto, uint16_t sport, uint16_t dport, uint16_t tag) {
+  const Bytes p = l4(proto, sport, dport);
+  Bytes f(kLanMac[lan].begin(), kLanMac[lan].end());
+  f.insert(f.end(), kHostMac.begin(), kHostMac.end());
+  f.push_back(0x08);
+  f.push_back(0x00);
+  Bytes ip = {0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0};
+  ip.insert(ip.end(), kHost4[lan].begin(), kHost4[lan].end());
+  ip.insert(ip.end(), dst.begin(), dst.end());
+  put16(ip, 2, static_cast<uint16_t>(20 + p.size()));
+  put16(ip, 4, tag);
+  put16(ip, 10, checksum(ip, 0, 20));
+  f.insert(f.end(), ip.begin(), ip.end());
+  f.insert(f.end(), p.begin(), p.end());
+  return f;
+}
+
+Bytes frame6(int lan, const Ip6& dst, uint8_t proto, uint16_t sport, uint16_t dport, uint16_t tag) {
+  const Bytes p = l4(proto, sport, dport);
+  Bytes f(kLanMac[lan].begin(), kLanMac[lan].end());
+  f.insert(f.end(), kHostMac.begin(), kHostMac.end());
+  f.push_back(0x86);
+  f.push_back(0xdd);
+  Bytes ip = {0x60, 0, static_cast<uint8_t>(tag >> 8), static_cast<uint8_t>(tag), 0, 0, proto, 64};
+  put16(ip, 4, static_cast<uint16_t>(p.size()));
+  const Ip6 src = lan == 0 ? ip6("2001:db8:1::10") : ip6("2001:db8:5::10");
+  ip.insert(ip.end(), src.begin(), src.end());
+  ip.insert(ip.end(), dst.begin(), dst.end());
+  f.insert(f.end(), ip.begin(), ip.end());
+  f.insert(f.end(), p.begin(), p.end());
+  return f;
+}
+
+// The tag of a frame that left wan0: its inner packet's.
+std::optional<uint16_t> tagOf(const Bytes& f) {
+  if (f.size() < kInnerIp + 40 || get16(f, 12) != 0x0800 || f[kEth + 9] != 17) {
+    return std::nullopt;
+  }
+  if (get16(f, kInnerIp - 2) == 0x0800) {
+    return get16(f, kInnerIp + 4);
+  }
+  if (get16(f, kInnerIp - 2) == 0x86dd) {
+    return get16(f, kInnerIp + 2);
+  }
+  return std::nullopt;
+}
+
+// The tag of a frame that left a LAN port.
+std::optional<uint16_t> lanTagOf(const Bytes& f) {
+  if (f.size() >= kEth + 40 && get16(f, 12) == 0x86dd) {
+    return get16(f, kEth + 2);
+  }
+  if (f.size() >= kEth + 20 && get16(f, 12) == 0x0800) {
+    return get16(f, kEth + 4);
+  }
+  return std::nullopt;
+}
+
+// A frame from site-b's VTEP to wan0: VXLAN (VNI `vni`) around the IP
+// packet of `lan_frame` (its Ethernet header replaced).
+Bytes fromSiteB(uint32_t vni, const Bytes& lan_frame) {
+  const Mac peer = {0x02, 0, 0, 0, 0x02, 0x10};
+  const Mac inner_src = {0x02, 0, 0, 0, 0x0b, 0x01};
+  Bytes inner(kLanMac[0].begin(), kLanMac[0].end());
+  inner.insert(inner.end(), inner_src.begin(), inner_src.end());
+  inner.insert(inner.end(), lan_frame.begin() + 12, lan_frame.end());
+  Bytes u = {0xc3,
+             0x50,
+             0x12,
+             0xb5,
+             0,
+             0,
+             0,
+             0,
+             0x08,
+             0,
+             0,
+             0,
+             static_cast<uint8_t>(vni >> 16),
+             static_cast<uint8_t>(vni >> 8),
+             static_cast<uint8_t>(vni),
+             0};
+  put16(u, 4, static_cast<uint16_t>(u.size() + inner.size()));
+  u.insert(u.end(), inner.begin(), inner.end());
+  Bytes ip = {0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 203, 0, 113, 10, 203, 0, 113, 1};
+  put16(ip, 2, static_cast<uint16_t>(20 + u.size()));
+  put16(ip, 10, checksum(ip, 0, 20));
+  Bytes f(kWanMac.begin(), kWanMac.end());
+  f.insert(f.end(), peer.begin(), peer.end());
+  f.push_back(0x08);
+  f.push_back(0x00);
+  f.insert(f.end(), ip.begin(), ip.end());
+  f.insert(f.end(), u.begin(), u.end());
+  return f;
+}
+
+// A frame4 / frame6 the other way: from `src` (site-b's side) to lan0's
+// host.
+Bytes reply4(const Ip4& src, uint8_t proto, uint16_t sport, uint16_t dport, uint16_t tag) {
+  Bytes f = frame4(0, src, proto, sport, dport, tag);
+  std::swap_ranges(f.begin() + kEth + 12, f.begin() + kEth + 16, f.begin() + kEth + 16);
+  return f;  // the header checksum is the same: a sum
+}
+Bytes reply6(const Ip6& src, uint8_t proto, uint16_t sport, uint16_t dport, uint16_t tag) {
+  Bytes f = frame6(0, src, proto, sport, dport, tag);
+  std::swap_ranges(f.begin() + kEth + 8, f.begin() + kEth + 24, f.begin() + kEth + 24);
+  return f;
+}
+
+// ------------------------------------------------------------ expectations
+
+// Slot names: "t1/no-ssh", "t1/(default)", "t1/(isolation)".
+struct Case {
+  std::string kind;
+  int lan = 0;
+  Bytes frame;
+  std::optional<DropReason> drop;  // none: leaves wan0
+  std::vector<std::string> slots;  // the policy slots it moves by one
+  bool from_wan = false;           // VXLAN from site-b to `lan`'s host (leaves `lan`)
+};
+using Make = std::function<Case(uint16_t tag)>;
+
+// The slot of a name in the tables.
+uint16_t slotOf(const ForwardingTables& t, const std::string& name) {
+  const auto slash = name.find('/');
+  const std::string tenant = name.substr(0, slash), what = name.substr(slash + 1);
+  for (const TenantEntry& te : t.tenants) {
+    if (te.name != tenant) {
+      continue;
+    }
+    if (what == "(isolation)") {
+      return te.isolation_slot;
+    }
+    EXPECT_TRUE(te.policy) << name;
+    if (!te.policy) {
+      return 0;
+    }
+    if (what == "(default)") {
+      return te.policy->default_slot;
+    }
+    for (size_t i = 0; i < te.policy->rules.size(); ++i) {
+      if (te.policy->rules[i].name == what) {
+        EXPECT_EQ(te.policy->rules[i].slot, te.policy->slot_of_rule[i]);
+        return te.policy->slot_of_rule[i];
+      }
+    }
+  }
+  ADD_FAILURE() << "no slot " << name;
+  return 0;
+}
+
+// Every packet kind of the config above with its verdict.
+std::vector<std::pair<std::string, Make>> kinds() {
+  std::vector<std::pair<std::string, Make>> k;
+  auto add4 = [&](const char* kind, int lan, const char* dst, uint8_t proto, uint16_t dport,
+                  std::optional<DropReason> drop, std::vector<std::string> slots) {
+    const Ip4 d = ip4(dst);
+    k.emplace_back(kind, [=](uint16_t tag) {
+      return Case{kind, lan, frame4(lan, d, proto, 40000, dport, tag), drop, slots};
+    });
+  };
+  auto add6 = [&](const char* kind, int lan, const char* dst, uint8_t proto, uint16_t dport,
+                  std::optional<DropReason> drop, std::vector<std::string> slots) {
+    const Ip6 d = ip6(dst);
+    k.emplace_back(kind, [=](uint16_t tag) {
+      return Case{kind, lan, frame6(lan, d, proto, 40000, dport, tag), drop, slots};
+    });
+  };
+  const auto deny = DropReason::kPOLICY_DENY;
+  const auto iso = DropReason::kTENANT_ISOLATION;
+  const auto none = DropReason::kNO_ROUTE;
+  const std::nullopt_t pass = std::nullopt;
+  // t1: first match wins; default allow (counted too).
+  add4("t1 tcp 22 denied", 0, "10.2.3.4", kTcp, 22, deny, {"t1/no-ssh"});
+  add4("t1 tcp 443 default", 0, "10.2.3.4", kTcp, 443, pass, {"t1/(default)"});
+  add4("t1 tcp 443 to b-train allowed", 0, "10.2.7.9", kTcp, 443, pass, {"t1/web-b7"});
+  add4("t1 tcp 22 to b-train blocked", 0, "10.2.7.9", kTcp, 22, deny, {"t1/block-b7"});
+  add4("t1 udp 53 to b-train blocked", 0, "10.2.7.9", kUdp, 53, deny, {"t1/block-b7"});
+  add4("t1 udp 22 default", 0, "10.2.3.4", kUdp, 22, pass, {"t1/(default)"});
+  add4("t1 icmp default", 0, "10.2.3.4", kIcmp, 0, pass, {"t1/(default)"});
+  add6("t1 v6 tcp 22 denied", 0, "2001:db8:2::5", kTcp, 22, deny, {"t1/no-ssh"});
+  add6("t1 v6 udp 22 default", 0, "2001:db8:2::5", kUdp, 22, pass, {"t1/(default)"});
+  add6("t1 v6 tcp 443 default", 0, "2001:db8:2::5", kTcp, 443, pass, {"t1/(default)"});
+  // t1 without a route: another tenant's only (isolation), a prefix two
+  // tenants share (no-route), nobody's (no-route).  The policy stage saw
+  // them first: allowed by default.
+  add4("t1 to t2's LAN", 0, "10.5.0.9", kUdp, 9, iso, {"t1/(default)", "t1/(isolation)"});
+  add4("t1 to t3's LAN", 0, "10.7.0.9", kTcp, 80, iso, {"t1/(default)", "t1/(isolation)"});
+  add6("t1 v6 to t2's LAN", 0, "2001:db8:5::9", kUdp, 9, iso, {"t1/(default)", "t1/(isolation)"});
+  add6("t1 v6 to t2's route", 0, "2001:db8:6::9", kUdp, 9, iso, {"t1/(default)", "t1/(isolation)"});
+  add4("t1 to a prefix t2 shares", 0, "10.60.9.9", kUdp, 9, none, {"t1/(default)"});
+  add4("t1 to nowhere", 0, "10.99.0.1", kUdp, 9, none, {"t1/(default)"});
+  add6("t1 v6 to nowhere", 0, "2001:db8:99::1", kUdp, 9, none, {"t1/(default)"});
+  // Into t1 from the tunnel: the same rules, source and destination as
+  // they are (site-b's 10.2.3.4 to the LAN host).
+  auto in4 = [&](const char* kind, const char* src, uint8_t proto, uint16_t sport, uint16_t dport,
+                 std::optional<DropReason> drop, std::vector<std::string> slots) {
+    const Ip4 s = ip4(src);
+    k.emplace_back(kind, [=](uint16_t tag) {
+      Case c{kind, 0, fromSiteB(5001, reply4(s, proto, sport, dport, tag)), drop, slots};
+      c.from_wan = true;
+      return c;
+    });
+  };
+  auto in6 = [&](const char* kind, const char* src, uint8_t proto, uint16_t sport, uint16_t dport,
+                 std::optional<DropReason> drop, std::vector<std::string> slots) {
+    const Ip6 s = ip6(src);
+    k.emplace_back(kind, [=](uint16_t tag) {
+      Case c{kind, 0, fromSiteB(5001, reply6(s, proto, sport, dport, tag)), drop, slots};
+      c.from_wan = true;
+      return c;
+    });
+  };
+  in4("into t1 tcp 22 denied", "10.2.3.4", kTcp, 50000, 22, deny, {"t1/no-ssh"});
+  in4("into t1 udp default", "10.2.3.4", kUdp, 53, 40000, pass, {"t1/(default)"});
+  in4("into t1 from b-train (block-b7 is on destinations)", "10.2.7.9", kUdp, 53, 40000, pass,
+      {"t1/(default)"});
+  in6("into t1 v6 tcp 22 denied", "2001:db8:2::5", kTcp, 50000, 22, deny, {"t1/no-ssh"});
+  in6("into t1 v6 tcp 443 reply", "2001:db8:2::5", kTcp, 443, 40000, pass, {"t1/(default)"});
+  // t2: default deny.
+  add4("t2 tcp 443 allowed", 1, "10.2.3.4", kTcp, 443, pass, {"t2/web"});
+  add4("t2 tcp 80 default deny", 1, "10.2.3.4", kTcp, 80, deny, {"t2/(default)"});
+  add4("t2 udp 53 v4 default deny", 1, "10.2.3.4", kUdp, 53, deny, {"t2/(default)"});
+  add4("t2 icmp default deny", 1, "10.2.3.4", kIcmp, 0, deny, {"t2/(default)"});
+  add6("t2 v6 udp 53 allowed", 1, "2001:db8:6::1", kUdp, 53, pass, {"t2/dns6"});
+  add6("t2 v6 udp 54 default deny", 1, "2001:db8:6::1", kUdp, 54, deny, {"t2/(default)"});
+  add6("t2 v6 tcp 443 allowed", 1, "2001:db8:6::1", kTcp, 443, pass, {"t2/web"});
+  add6("t2 v6 icmp default deny", 1, "2001:db8:6::1", kIcmp6, 0, deny, {"t2/(default)"});
+  // t2 to t1's LAN: denied by its policy before any lookup.
+  add4("t2 to t1's LAN default deny", 1, "10.1.0.9", kUdp, 9, deny, {"t2/(default)"});
+  // t3: no policy, but isolation.
+  add4("t3 tcp 22", 2, "10.2.3.4", kTcp, 22, pass, {});
+  add4("t3 udp 53", 2, "10.2.7.9", kUdp, 53, pass, {});
+  add4("t3 to t1's LAN", 2, "10.1.0.77", kUdp, 9, iso, {"t3/(isolation)"});
+  add4("t3 to t1's route 10.60.5/24", 2, "10.60.5.5", kUdp, 9, iso, {"t3/(isolation)"});
+  add4("t3 to nowhere", 2, "10.99.0.1", kUdp, 9, none, {});
+  return k;
+}
+
+// ------------------------------------------------------------------ fixture
+
+class PolicyPipelineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pool_ = rte_pktmbuf_pool_create("policy_pool", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                    static_cast<int>(rte_socket_id()));
+    ASSERT_NE(pool_, nullptr) << rte_strerror(rte_errno);
+    const char* names[] = {"pol_lan0", "pol_lan1", "pol_lan2"};
+    for (int i = 0; i < 3; ++i) {
+      lan_[i] = test::ringPort(names[i], pool_);
+    }
+    wan0_ = test::ringPort("pol_wan0", pool_);
+  }
+  static void TearDownTestSuite() {
+    for (test::RingPort* p : {&lan_[0], &lan_[1], &lan_[2], &wan0_}) {
+      rte_eth_dev_stop(p->id);
+      rte_eth_dev_close(p->id);
+      rte_ring_free(p->ring);
+    }
+    rte_mempool_free(pool_);
+  }
+
+  void SetUp() override {
+    counters_ = std::make_unique<WorkerCounters>();
+    for (auto& up : health_.up) {
+      up.store(true);
+    }
+    pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_);
+    builder_ = std::make_unique<TablesBuilder>();
+  }
+  void TearDown() override {
+    pipeline_.reset();
+    tables_.clear();
+    builder_->clear();
+    builder_.reset();
+    for (const test::RingPort* p : {&lan_[0], &lan_[1], &lan_[2], &wan0_}) {
+      EXPECT_EQ(rte_ring_count(p->ring), 0u);
+    }
+    EXPECT_EQ(rte_mempool_in_use_count(pool_), 0u) << "mbufs leaked";
+  }
+
+  static std::map<std::string, OpenPort> ports() {
+    return {{"lan0", {lan_[0].id, kLanMac[0], 1}},
+            {"lan1", {lan_[1].id, kLanMac[1], 1}},
+            {"lan2", {lan_[2].id, kLanMac[2], 1}},
+            {"wan0", {wan0_.id, kWanMac, 1}}};
+  }
+
+  // Builds tables from `text`; keeps them (earlier ones stay alive, as a
+  // worker may still use them).
+  Result<const ForwardingTables*, std::string> build(const std::string& text) {
+    config::ConfigPtr c = loadConfig(text);
+    if (!c) {
+      return unexpected(std::string("config refused"));
+    }
+    configs_.push_back(c);
+    auto built = builder_->build(TablesInput::fromConfig(*c, ports(), 1), {});
+    if (!built) {
+      return unexpected(built.error());
+    }
+    tables_.push_back(std::move(*built));
+    return tables_.back().get();
+  }
+  const ForwardingTables& buildOk(const std::string& text) {
+    auto t = build(text);
+    EXPECT_TRUE(t) << t.error();
+    if (!t) {
+      throw std::runtime_error(t.error());
+    }
+    return **t;
+  }
+
+  static std::vector<Bytes> sent(const test::RingPort& port) {
+    std::vector<Bytes> out;
+    void* objs[64];
+    unsigned n;
+    while ((n = rte_ring_dequeue_burst(port.ring, objs, 64, nullptr)) > 0) {
+      for (unsigned i = 0; i < n; ++i) {
+        auto* m = static_cast<rte_mbuf*>(objs[i]);
+        const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+        out.emplace_back(d, d + m->data_len);
+        rte_pktmbuf_free(m);
+      }
+    }
+    return out;
+  }
+
+  std::map<std::string, uint64_t> drops() const {
+    std::map<std::string, uint64_t> d;
+    for (size_t i = 0; i < kDropReasonCount; ++i) {
+      if (uint64_t v = counters_->drops[i].get()) {
+        d[std::string(kDropReasons[i].name)] = v;
+      }
+    }
+    return d;
+  }
+  std::vector<uint64_t> policyCounters() const {
+    std::vector<uint64_t> v(kMaxPolicySlots);
+    for (size_t i = 0; i < kMaxPolicySlots; ++i) {
+      v[i] = counters_->policy[i].get();
+    }
+    return v;
+  }
+
+  // The cases as one process() call, flushed; every packet's verdict and
+  // every counter checked.  False on a mismatch (reported).
+  bool run(const ForwardingTables& t, const std::vector<Case>& burst,
+           const std::vector<uint16_t>& tags) {
+    std::vector<rte_mbuf*> mbufs;
+    for (const Case& c : burst) {
+      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+      if (!m) {
+        ADD_FAILURE() << "no mbuf";
+        return false;
+      }
+      std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(c.frame.size())), c.frame.data(),
+                  c.frame.size());
+      m->port = c.from_wan ? wan0_.id : lan_[c.lan].id;
+      mbufs.push_back(m);
+    }
+    const auto drops_before = drops();
+    const auto policy_before = policyCounters();
+    pipeline_->process(t, mbufs.data(), static_cast<uint16_t>(mbufs.size()));
+    pipeline_->flush();
+
+    std::string errors;
+    std::map<std::string, uint64_t> want_drops = drops_before;
+    std::vector<uint64_t> want_policy = policy_before;
+    std::set<std::pair<uint16_t, uint16_t>> want_out;  // port, tag
+    for (size_t i = 0; i < burst.size(); ++i) {
+      const Case& c = burst[i];
+      if (c.drop) {
+        ++want_drops[std::string(toString(*c.drop))];
+      } else {
+        want_out.insert({c.from_wan ? lan_[c.lan].id : wan0_.id, tags[i]});
+      }
+      for (const std::string& slot : c.slots) {
+        ++want_policy[slotOf(t, slot)];
+      }
+    }
+    std::map<uint16_t, std::string> kind_of;
+    for (size_t i = 0; i < burst.size(); ++i) {
+      kind_of[tags[i]] = burst[i].kind;
+    }
+    std::set<std::pair<uint16_t, uint16_t>> out;
+    for (const test::RingPort* p : {&wan0_, &lan_[0], &lan_[1], &lan_[2]}) {
+      for (const Bytes& f : sent(*p)) {
+        auto tag = p == &wan0_ ? tagOf(f) : lanTagOf(f);
+        if (!tag || !kind_of.count(*tag)) {
+          errors += "port " + std::to_string(p->id) + " sent a frame of no packet\n";
+          continue;
+        }
+        if (!out.insert({p->id, *tag}).second) {
+          errors += "packet " + kind_of[*tag] + " left twice\n";
+        }
+      }
+    }
+    for (const auto& [port, tag] : want_out) {
+      if (!out.count({port, tag})) {
+        errors += "packet " + kind_of[tag] + " did not leave port " + std::to_string(port) + "\n";
+      }
+    }
+    for (const auto& [port, tag] : out) {
+      if (!want_out.count({port, tag})) {
+        errors += "packet " + kind_of[tag] + " left port " + std::to_string(port) + "\n";
+      }
+    }
+    const auto got_drops = drops();
+    if (got_drops != want_drops) {
+      for (const auto& [k, v] : want_drops) {
+        const uint64_t g = got_drops.count(k) ? got_drops.at(k) : 0;
+        if (g != v) {
+          errors +=
+              "drops." + k + ": " + std::to_string(g) + ", expected " + std::to_string(v) + "\n";
+        }
+      }
+      for (const auto& [k, v] : got_drops) {
+        if (!want_drops.count(k)) {
+          errors += "drops." + k + ": " + std::to_string(v) + ", expected 0\n";
+        }
+      }
+    }
+    const auto got_policy = policyCounters();
+    for (size_t s = 0; s < kMaxPolicySlots; ++s) {
+      if (got_policy[s] != want_policy[s]) {
+        errors += "policy[" + std::to_string(s) + "]: " + std::to_string(got_policy[s]) +
+                  ", expected " + std::to_string(want_policy[s]) + "\n";
+      }
+    }
+    if (!errors.empty()) {
+      std::string kinds;
+      for (const Case& c : burst) {
+        kinds += c.kind + "; ";
+      }
+      ADD_FAILURE() << "burst [" << kinds << "]\n" << errors;
+      return false;
+    }
+    return true;
+  }
+
+  bool runKinds(const ForwardingTables& t, const std::vector<std::pair<std::string, Make>>& all,
+                const std::vector<size_t>& which) {
+    std::vector<Case> burst;
+    std::vector<uint16_t> tags;
+    for (size_t k : which) {
+      tags.push_back(next_tag_);
+      burst.push_back(all[k].second(next_tag_++));
+      if (next_tag_ == 0) {
+        next_tag_ = 0x0101;
+      }
+    }
+    return run(t, burst, tags);
+  }
+
+  static rte_mempool* pool_;
+  static test::RingPort lan_[3], wan0_;
+  LiveState health_;
+  std::unique_ptr<WorkerCounters> counters_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<TablesBuilder> builder_;
+  std::vector<config::ConfigPtr> configs_;
+  std::vector<std::unique_ptr<ForwardingTables>> tables_;
+  uint16_t next_tag_ = 0x0101;
+};
+
+rte_mempool* PolicyPipelineTest::pool_ = nullptr;
+test::RingPort PolicyPipelineTest::lan_[3], PolicyPipelineTest::wan0_;
+
+size_t kindIndex(const std::vector<std::pair<std::string, Make>>& all, const std::string& name) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].first == name) {
+      return i;
+    }
+  }
+  ADD_FAILURE() << "no kind " << name;
+  return 0;
+}
+
+// ------------------------------------------------------------------ tests
+
+TEST_F(PolicyPipelineTest, TablesCarryThePolicies) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  ASSERT_EQ(t.tenants.size(), 3u);
+  EXPECT_TRUE(t.any_policy);
+  ASSERT_TRUE(t.tenants[0].policy);
+  ASSERT_TRUE(t.tenants[1].policy);
+  EXPECT_FALSE(t.tenants[2].policy);  // t3: no rules, default allow
+  EXPECT_FALSE(t.tenants[0].policy->default_deny);
+  EXPECT_TRUE(t.tenants[1].policy->default_deny);
+  EXPECT_EQ(t.tenants[0].policy->deny_of_rule, (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(t.tenants[1].policy->deny_of_rule, (std::vector<uint8_t>{0, 0}));
+  // Every slot its own: 3 isolation, 5 rules, 2 defaults.
+  std::set<uint16_t> slots;
+  for (const char* n : {"t1/(isolation)", "t1/web-b7", "t1/block-b7", "t1/no-ssh", "t1/(default)",
+                        "t2/(isolation)", "t2/web", "t2/dns6", "t2/(default)", "t3/(isolation)"}) {
+    slots.insert(slotOf(t, n));
+  }
+  EXPECT_EQ(slots.size(), 10u);
+  // Isolation: the other tenants' prefixes that overlap none of the
+  // tenant's own (10.2/16 is everybody's; 10.60/16 of t2 covers t1's
+  // 10.60.5/24).
+  ASSERT_TRUE(t.tenants[0].isolation);
+  EXPECT_EQ(t.tenants[0].isolation->prefixes, 4u);  // 10.5/24, 2001:db8:5::/64, :6::/48, 10.7/24
+  EXPECT_EQ(t.tenants[1].isolation->prefixes, 4u);  // 10.1/24, 2001:db8:1::/64, :2::/48, 10.7/24
+  EXPECT_EQ(t.tenants[2].isolation->prefixes, 8u);
+  EXPECT_EQ(t.tenants[0].isolation->slot, t.tenants[0].isolation_slot);
+
+  // No policy anywhere: the stage does not run.
+  const ForwardingTables& none = buildOk(configText("", ""));
+  EXPECT_FALSE(none.any_policy);
+  for (const TenantEntry& te : none.tenants) {
+    EXPECT_FALSE(te.policy) << te.name;
+  }
+}
+
+TEST_F(PolicyPipelineTest, EachKindAlone) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto all = kinds();
+  for (size_t k = 0; k < all.size(); ++k) {
+    SCOPED_TRACE(all[k].first);
+    EXPECT_TRUE(runKinds(t, all, {k}));
+  }
+}
+
+// A deny rule drops exactly its packets: the same burst, each kind 3 times,
+// with and without t1's rules.
+TEST_F(PolicyPipelineTest, DenyRuleDropsExactlyTheMatchingPackets) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto all = kinds();
+  std::vector<size_t> t1;
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (all[k].first.rfind("t1 ", 0) == 0) {
+      t1.push_back(k);
+    }
+  }
+  std::vector<size_t> burst;
+  for (int i = 0; i < 3; ++i) {
+    burst.insert(burst.end(), t1.begin(), t1.end());
+  }
+  ASSERT_TRUE(runKinds(t, all, burst));  // 51 packets: two process() bursts
+  // 4 of t1's kinds are denied, 3 times each.
+  EXPECT_EQ(counters_->drops[size_t(DropReason::kPOLICY_DENY)].get(), 12u);
+  EXPECT_EQ(counters_->policy[slotOf(t, "t1/no-ssh")].get(), 6u);
+  EXPECT_EQ(counters_->policy[slotOf(t, "t1/block-b7")].get(), 6u);
+  EXPECT_EQ(counters_->policy[slotOf(t, "t1/web-b7")].get(), 3u);
+
+  // The same t1 packets without a policy: only the routing verdicts remain.
+  const ForwardingTables& plain = buildOk(configText("", kT2Policy));
+  EXPECT_FALSE(plain.tenants[0].policy);
+  std::vector<Case> cases;
+  std::vector<uint16_t> tags;
+  for (size_t k : t1) {
+    Case c = all[k].second(next_tag_);
+    if (c.drop == DropReason::kPOLICY_DENY) {
+      c.drop.reset();
+    }
+    std::erase_if(c.slots, [](const std::string& x) { return x != "t1/(isolation)"; });
+    cases.push_back(c);
+    tags.push_back(next_tag_++);
+  }
+  EXPECT_TRUE(run(plain, cases, tags));
+}
+
+// Bursts mixing the three tenants and both families: every packet its own
+// verdict, wherever it sits.
+TEST_F(PolicyPipelineTest, MixedBurstsClassifyEachPacket) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto all = kinds();
+  // Every ordered pair, and a kind between two of every other.
+  for (size_t a = 0; a < all.size(); ++a) {
+    for (size_t b = 0; b < all.size(); ++b) {
+      ASSERT_TRUE(runKinds(t, all, {a, b}));
+      ASSERT_TRUE(runKinds(t, all, {b, a, b}));
+    }
+  }
+  // Seeded random mixes of 1..32, and of up to 100 (several bursts).
+  std::mt19937 rng(19);
+  for (int i = 0; i < 1500; ++i) {
+    const size_t n = 1 + rng() % (i % 5 == 0 ? 100 : 32);
+    std::vector<size_t> which;
+    for (size_t j = 0; j < n; ++j) {
+      which.push_back(rng() % all.size());
+    }
+    ASSERT_TRUE(runKinds(t, all, which)) << "mix " << i;
+  }
+  // One tenant and family interleaved with another: the group walk.
+  const size_t a = kindIndex(all, "t1 tcp 22 denied"), b = kindIndex(all, "t2 v6 udp 53 allowed"),
+               c = kindIndex(all, "t3 tcp 22"), d = kindIndex(all, "t2 tcp 80 default deny");
+  std::vector<size_t> zebra;
+  for (int i = 0; i < 8; ++i) {
+    zebra.insert(zebra.end(), {a, b, c, d});
+  }
+  ASSERT_TRUE(runKinds(t, all, zebra));
+}
+
+TEST_F(PolicyPipelineTest, IsolationAndNoRoute) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto all = kinds();
+  for (const char* k :
+       {"t1 to t2's LAN", "t1 to t3's LAN", "t1 v6 to t2's LAN", "t1 v6 to t2's route",
+        "t1 to a prefix t2 shares", "t1 to nowhere", "t1 v6 to nowhere", "t3 to t1's LAN",
+        "t3 to t1's route 10.60.5/24", "t3 to nowhere"}) {
+    SCOPED_TRACE(k);
+    EXPECT_TRUE(runKinds(t, all, {kindIndex(all, k)}));
+  }
+  EXPECT_EQ(counters_->policy[t.tenants[0].isolation_slot].get(), 4u);
+  EXPECT_EQ(counters_->policy[t.tenants[1].isolation_slot].get(), 0u);
+  EXPECT_EQ(counters_->policy[t.tenants[2].isolation_slot].get(), 2u);
+  EXPECT_EQ(counters_->drops[size_t(DropReason::kTENANT_ISOLATION)].get(), 6u);
+  EXPECT_EQ(counters_->drops[size_t(DropReason::kNO_ROUTE)].get(), 4u);
+}
+
+// A tenant without policy whose packets pass the stage untouched even when
+// every other tenant's are denied.
+TEST_F(PolicyPipelineTest, TenantWithoutPolicyIsUntouched) {
+  const char* deny_all = "    policy:\n      default: deny\n";
+  const ForwardingTables& t = buildOk(configText(deny_all, deny_all));
+  EXPECT_TRUE(t.any_policy);
+  ASSERT_TRUE(t.tenants[0].policy);
+  EXPECT_FALSE(t.tenants[0].policy->acl);  // no rule: no classifier
+  EXPECT_FALSE(t.tenants[2].policy);
+  std::vector<Case> cases;
+  std::vector<uint16_t> tags;
+  for (int i = 0; i < 30; ++i) {
+    const int lan = i % 3;
+    Case c{"", lan, {}, std::nullopt, {}};
+    if (lan == 2) {
+      c.kind = "t3 tcp";
+      c.frame = frame4(2, ip4("10.2.0.7"), kTcp, 1000, static_cast<uint16_t>(i), next_tag_);
+    } else {
+      c.kind = lan == 0 ? "t1 denied" : "t2 denied";
+      c.frame = i % 2 ? frame6(lan, ip6("2001:db8:2::7"), kUdp, 1, 2, next_tag_)
+                      : frame4(lan, ip4("10.2.0.7"), kTcp, 1000, 443, next_tag_);
+      c.drop = DropReason::kPOLICY_DENY;
+      c.slots = {lan == 0 ? "t1/(default)" : "t2/(default)"};
+    }
+    cases.push_back(c);
+    tags.push_back(next_tag_++);
+  }
+  EXPECT_TRUE(run(t, cases, tags));
+}
+
+// The builder keeps what did not change: the same compiled policy (same
+// pointer) for the same rules, counter slots by name.
+TEST_F(PolicyPipelineTest, BuilderReusesAndKeepsSlots) {
+  const ForwardingTables& a = buildOk(configText(kT1Policy, kT2Policy));
+  const ForwardingTables& b = buildOk(configText(kT1Policy, kT2Policy));
+  EXPECT_EQ(a.tenants[0].policy.get(), b.tenants[0].policy.get());
+  EXPECT_EQ(a.tenants[1].policy.get(), b.tenants[1].policy.get());
+  EXPECT_EQ(a.tenants[0].isolation.get(), b.tenants[0].isolation.get());
+  EXPECT_EQ(a.tenants[2].isolation.get(), b.tenants[2].isolation.get());
+  EXPECT_TRUE(builder_->freshPolicySlots().empty());
+
+  // t1's no-ssh now port 23: a new t1 policy, t2's kept; slots kept.
+  std::string t1b = kT1Policy;
+  t1b.replace(t1b.find("\"22\""), 4, "\"23\"");
+  const ForwardingTables& c = buildOk(configText(t1b, kT2Policy));
+  EXPECT_NE(c.tenants[0].policy.get(), b.tenants[0].policy.get());
+  EXPECT_EQ(c.tenants[1].policy.get(), b.tenants[1].policy.get());
+  EXPECT_EQ(c.tenants[0].isolation.get(), b.tenants[0].isolation.get());
+  for (const char* n : {"t1/web-b7", "t1/block-b7", "t1/no-ssh", "t1/(default)", "t1/(isolation)",
+                        "t2/web", "t2/(default)", "t3/(isolation)"}) {
+    EXPECT_EQ(slotOf(c, n), slotOf(a, n)) << n;
+  }
+  EXPECT_TRUE(builder_->freshPolicySlots().empty());
+  // And the new tables decide by the new rule.
+  std::vector<uint16_t> tags = {next_tag_, static_cast<uint16_t>(next_tag_ + 1)};
+  next_tag_ += 2;
+  EXPECT_TRUE(run(c,
+                  {Case{"22 now allowed",
+                        0,
+                        frame4(0, ip4("10.2.3.4"), kTcp, 1, 22, tags[0]),
+                        std::nullopt,
+                        {"t1/(default)"}},
+                   Case{"23 denied",
+                        0,
+                        frame4(0, ip4("10.2.3.4"), kTcp, 1, 23, tags[1]),
+                        DropReason::kPOLICY_DENY,
+                        {"t1/no-ssh"}}},
+                  tags));
+
+  // Only the action changes (allow → deny), right after a build of the
+  // rules with allow (which the cache holds): a new compiled policy too.
+  const ForwardingTables& a2 = buildOk(configText(kT1Policy, kT2Policy));
+  std::string t1c = kT1Policy;
+  t1c.replace(t1c.find("action: allow"), 13, "action: deny");
+  const ForwardingTables& d = buildOk(configText(t1c, kT2Policy));
+  EXPECT_NE(d.tenants[0].policy.get(), a2.tenants[0].policy.get());
+  EXPECT_EQ(d.tenants[1].policy.get(), a2.tenants[1].policy.get());
+  EXPECT_EQ(d.tenants[0].policy->deny_of_rule, (std::vector<uint8_t>{1, 1, 1}));
+  tags = {next_tag_++};
+  EXPECT_TRUE(run(d,
+                  {Case{"443 to b-train now denied",
+                        0,
+                        frame4(0, ip4("10.2.7.9"), kTcp, 1, 443, tags[0]),
+                        DropReason::kPOLICY_DENY,
+                        {"t1/web-b7"}}},
+                  tags));
+
+  // The plan moves b-train: same rule text, new prefixes, a new policy.
+  std::string moved = configText(kT1Policy, kT2Policy);
+  moved.replace(moved.find("prefixes: [10.2.7.0/24]"), 23, "prefixes: [10.2.8.0/24]");
+  const ForwardingTables& e = buildOk(moved);
+  EXPECT_NE(e.tenants[0].policy.get(), a.tenants[0].policy.get());
+  EXPECT_EQ(e.tenants[1].policy.get(), a.tenants[1].policy.get());
+}
+
+TEST_F(PolicyPipelineTest, RemovedRuleFreesItsSlot) {
+  const ForwardingTables& a = buildOk(configText(kT1Policy, kT2Policy));
+  const uint16_t block = slotOf(a, "t1/block-b7");
+  // block-b7 removed: the others keep their slots.
+  std::string t1 = kT1Policy;
+  const size_t from = t1.find("        - name: block-b7"), to = t1.find("        - name: no-ssh");
+  t1.erase(from, to - from);
+  const ForwardingTables& b = buildOk(configText(t1, kT2Policy));
+  ASSERT_EQ(b.tenants[0].policy->rules.size(), 2u);
+  for (const char* n : {"t1/web-b7", "t1/no-ssh", "t1/(default)", "t2/web", "t2/dns6"}) {
+    EXPECT_EQ(slotOf(b, n), slotOf(a, n)) << n;
+  }
+  // Its slot is free: the next new name takes it (the lowest free), afresh.
+  std::string t3 =
+      "    policy:\n      rules:\n        - {name: newcomer, action: deny, protocol: gre}\n";
+  const ForwardingTables& c = buildOk(configText(t1, kT2Policy, t3));
+  ASSERT_TRUE(c.tenants[2].policy);
+  EXPECT_EQ(slotOf(c, "t3/newcomer"), block);
+  const auto& fresh = builder_->freshPolicySlots();
+  EXPECT_NE(std::find(fresh.begin(), fresh.end(), block), fresh.end());
+  for (const char* n : {"t1/web-b7", "t1/no-ssh", "t2/web", "t3/(isolation)"}) {
+    EXPECT_EQ(slotOf(c, n), slotOf(a, n)) << n;
+    EXPECT_EQ(std::find(fresh.begin(), fresh.end(), slotOf(c, n)), fresh.end()) << n;
+  }
+}
+
+// More entries than one family of a classifier takes: the build fails, and
+// the builder is as it was (slots, compiled policies).
+TEST_F(PolicyPipelineTest, FailedBuildLeavesThePreviousSlots) {
+  const ForwardingTables& a = buildOk(configText(kT1Policy, kT2Policy));
+  std::map<std::string, uint16_t> before;
+  for (const char* n : {"t1/web-b7", "t1/block-b7", "t1/no-ssh", "t1/(default)", "t2/web",
+                        "t2/dns6", "t2/(default)", "t1/(isolation)", "t3/(isolation)"}) {
+    before[n] = slotOf(a, n);
+  }
+  // 17 rules of 64 x 64 IPv4 prefixes: 69,632 entries > kMaxEntries.
+  const size_t rules = policy::kMaxEntries / (64 * 64) + 1;
+  std::string big = "    policy:\n      rules:\n";
+  for (size_t r = 0; r < rules; ++r) {
+    big += "        - name: big" + std::to_string(r) + "\n          action: deny\n";
+    for (const char* side : {"source", "destination"}) {
+      big += std::string("          ") + side + ":\n";
+      for (int i = 0; i < 64; ++i) {
+        big += "            - 10." + std::string(side[0] == 's' ? "100" : "101") + "." +
+               std::to_string(i) + "." + std::to_string(r * 8) + "/29\n";
+      }
+    }
+  }
+  auto failed = build(configText(kT1Policy, kT2Policy, big));
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().find("69632 IPv4 entries, at most 65536"), std::string::npos)
+      << failed.error();
+  EXPECT_NE(failed.error().find("t3"), std::string::npos) << failed.error();
+
+  // The same config as before: nothing fresh, the same slots, the same
+  // compiled policies (the cache survived).
+  const ForwardingTables& b = buildOk(configText(kT1Policy, kT2Policy));
+  EXPECT_TRUE(builder_->freshPolicySlots().empty());
+  for (const auto& [n, s] : before) {
+    EXPECT_EQ(slotOf(b, n), s) << n;
+  }
+  EXPECT_EQ(b.tenants[0].policy.get(), a.tenants[0].policy.get());
+  EXPECT_EQ(b.tenants[1].policy.get(), a.tenants[1].policy.get());
+  // And the tables work.
+  const auto all = kinds();
+  EXPECT_TRUE(runKinds(b, all, {kindIndex(all, "t1 tcp 22 denied"), kindIndex(all, "t3 tcp 22")}));
+}
+
+// `show policy --json` for tables and counters after some traffic.
+TEST_F(PolicyPipelineTest, PolicyViewJson) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto all = kinds();
+  std::vector<size_t> which;
+  for (const char* k :
+       {"t1 tcp 22 denied", "t1 v6 tcp 22 denied", "t1 tcp 443 default", "t1 to t2's LAN",
+        "t2 tcp 443 allowed", "t2 tcp 80 default deny", "t2 icmp default deny", "t3 to t1's LAN"}) {
+    which.push_back(kindIndex(all, k));
+  }
+  ASSERT_TRUE(runKinds(t, all, which));
+  CountersSnapshot snap;
+  for (size_t s = 0; s < kMaxPolicySlots; ++s) {
+    snap.policy[s] = counters_->policy[s].get();
+  }
+  const json view = policyview::policyView(&t, snap, "");
+  const json want = json::parse(R"({
+    "schema": "mcgw.policy/1",
+    "tenants": [
+      {"name": "t1", "vni": 5001, "default": "allow", "default_packets": 2,
+       "rules": [
+         {"name": "web-b7", "action": "allow", "match": "tcp any -> vpc b-train dport 443",
+          "entries": 1, "packets": 0},
+         {"name": "block-b7", "action": "deny", "match": "any any -> vpc b-train",
+          "entries": 1, "packets": 0},
+         {"name": "no-ssh", "action": "deny", "match": "tcp any -> any dport 22",
+          "entries": 2, "packets": 2}],
+       "isolation": {"prefixes": 4, "packets": 1}},
+      {"name": "t2", "vni": 5002, "default": "deny", "default_packets": 2,
+       "rules": [
+         {"name": "web", "action": "allow", "match": "tcp any -> any dport 443",
+          "entries": 2, "packets": 1},
+         {"name": "dns6", "action": "allow", "match": "udp any -> 2001:db8:6::/48 dport 53",
+          "entries": 1, "packets": 0}],
+       "isolation": {"prefixes": 4, "packets": 0}},
+      {"name": "t3", "vni": 5003, "default": "allow", "rules": [],
+       "isolation": {"prefixes": 8, "packets": 1}}
+    ]})");
+  json got = view;
+  for (auto& te : got["tenants"]) {
+    if (te.contains("build_seconds")) {
+      EXPECT_TRUE(te["build_seconds"].is_number()) << te["name"];
+      EXPECT_GE(te["build_seconds"].get<double>(), 0.0);
+      te.erase("build_seconds");
+    }
+  }
+  EXPECT_EQ(got, want) << got.dump(2);
+  // One tenant only; an unknown one: none.
+  const json t2 = policyview::policyView(&t, snap, "t2");
+  ASSERT_EQ(t2["tenants"].size(), 1u);
+  EXPECT_EQ(t2["tenants"][0]["name"], "t2");
+  EXPECT_TRUE(policyview::policyView(&t, snap, "nope")["tenants"].empty());
+  EXPECT_TRUE(policyview::policyView(nullptr, snap, "")["tenants"].empty());
+
+  // A rule whose object is not in the plan: no entry, its note.
+  std::string t1 = kT1Policy;
+  t1.replace(t1.find("[vpc b-train]"), 13, "[vpc gone]");
+  const ForwardingTables& n = buildOk(configText(t1, kT2Policy));
+  const json nv = policyview::policyView(&n, snap, "t1");
+  EXPECT_EQ(nv["tenants"][0]["rules"][0]["entries"], 0);
+  EXPECT_EQ(nv["tenants"][0]["rules"][0]["note"],
+            "vpc gone is not in the address plan in force: matches nothing");
+  EXPECT_FALSE(nv["tenants"][0]["rules"][1].contains("note"));
+}
+
+}  // namespace
+}  // namespace mcgw::engine
