@@ -3,9 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <openssl/bio.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -33,16 +31,18 @@
 #include "control/api/protocol.hpp"
 #include "control/api/server.hpp"
 #include "control/core/fd.hpp"
+#include "control/core/x509_files.hpp"
 
 namespace mcgw::api {
 
+using core::namesOf;
+using core::readPrivateKey;
+using core::sslErrors;
 using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxPath = 256;       // a file path in an error
-constexpr size_t kMaxKeyFile = 65536;  // a PEM private key is a few KiB
-constexpr size_t kMaxSubject = 256;    // an escaped certificate subject
+constexpr size_t kMaxPath = 256;  // a file path in an error
 constexpr size_t kMaxLoggedArgs = 512;
 constexpr const char* kPrefix = "/api/v1/";
 // Forward-secret AEAD suites for TLS 1.2 (TLS 1.3's are all that).
@@ -50,23 +50,6 @@ constexpr const char* kTls12Ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
 
 std::string sysError(const std::string& what, int err) {
   return what + ": " + std::strerror(err);
-}
-
-// OpenSSL's error queue as "reason; reason".  Empties the queue.
-std::string sslErrors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {
-    const char* r = ERR_reason_error_string(e);
-    out += (out.empty() ? "" : "; ") +
-           (r != nullptr ? std::string(r) : "error " + std::to_string(ERR_GET_REASON(e)));
-  }
-  return out.empty() ? "unknown OpenSSL error" : out;
-}
-
-std::string modeText(mode_t m) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
-  return buf;
 }
 
 // what ("the CA file") can be opened and is a regular file: OpenSSL reads
@@ -84,106 +67,6 @@ Result<bool, std::string> checkFile(const std::string& path, const std::string& 
     return unexpected(what + " " + text::quote(path, kMaxPath) + " is not a regular file");
   }
   return true;
-}
-
-// The private key, read only when no one but its owner may read it (the
-// same rule as the key agreement's, control/encryption/key_agreement.cpp).
-Result<EVP_PKEY*, std::string> readPrivateKey(const std::string& path) {
-  core::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    return unexpected(
-        sysError("cannot open the private key file " + text::quote(path, kMaxPath), errno));
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return unexpected(
-        sysError("cannot stat the private key file " + text::quote(path, kMaxPath), errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) +
-                      " is not a regular file");
-  }
-  if ((st.st_mode & 077) != 0) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) + " has mode " +
-                      modeText(st.st_mode) +
-                      ": group or others may access it; it must be 0600 or 0400 (chmod 600)");
-  }
-  if (st.st_size <= 0 || static_cast<size_t>(st.st_size) > kMaxKeyFile) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) + " is empty or over " +
-                      std::to_string(kMaxKeyFile) + " bytes");
-  }
-  std::vector<uint8_t> buf(static_cast<size_t>(st.st_size));
-  if (const int e = core::readFully(fd.get(), buf.data(), buf.size()); e != 0) {
-    OPENSSL_cleanse(buf.data(), buf.size());
-    return unexpected(
-        sysError("cannot read the private key file " + text::quote(path, kMaxPath), e));
-  }
-  ERR_clear_error();
-  BIO* bio = BIO_new_mem_buf(buf.data(), static_cast<int>(buf.size()));
-  EVP_PKEY* key =
-      bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr;
-  BIO_free(bio);
-  OPENSSL_cleanse(buf.data(), buf.size());
-  if (key == nullptr) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) +
-                      " holds no usable PEM private key: " + sslErrors());
-  }
-  return key;
-}
-
-std::string subjectOf(X509* cert) {
-  BIO* bio = BIO_new(BIO_s_mem());
-  if (bio == nullptr) {
-    return "";
-  }
-  X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  std::string out =
-      text::quote(std::string_view(data, n > 0 ? static_cast<size_t>(n) : 0), kMaxSubject);
-  BIO_free(bio);
-  return out;
-}
-
-// The names X509_check_host looks at: the DNS SANs, or the CN when there
-// are none; quoted, at most four.
-std::string namesOf(X509* cert) {
-  std::vector<std::string> names;
-  auto* sans =
-      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
-  if (sans != nullptr) {
-    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
-      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
-      if (g->type == GEN_DNS) {
-        const ASN1_STRING* s = g->d.dNSName;
-        names.push_back(
-            text::quote(std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                                         static_cast<size_t>(ASN1_STRING_length(s)))));
-      }
-    }
-    GENERAL_NAMES_free(sans);
-  }
-  if (names.empty()) {
-    X509_NAME* subject = X509_get_subject_name(cert);
-    const int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
-    if (i >= 0) {
-      const ASN1_STRING* s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-      names.push_back("CN " + text::quote(std::string_view(
-                                  reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                                  static_cast<size_t>(ASN1_STRING_length(s)))));
-    }
-  }
-  if (names.empty()) {
-    return "no name";
-  }
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < 4; ++i) {
-    out += (i ? ", " : "") + names[i];
-  }
-  if (names.size() > 4) {
-    out += ", ... (" + std::to_string(names.size()) + " names)";
-  }
-  return out;
 }
 
 // An allowed-clients entry: a DNS name, or "*." and a name of two labels
@@ -468,10 +351,13 @@ int onVerify(int ok, X509_STORE_CTX* store) {
     ConnState* st = stateOf(ssl);
     if (st != nullptr && st->verify_failure.empty()) {
       X509* cert = X509_STORE_CTX_get_current_cert(store);
-      st->verify_failure = std::string("certificate refused: ") +
-                           X509_verify_cert_error_string(X509_STORE_CTX_get_error(store)) +
-                           " (depth " + std::to_string(X509_STORE_CTX_get_error_depth(store)) +
-                           (cert != nullptr ? ", subject " + subjectOf(cert) : "") + ")";
+      st->verify_failure =
+          std::string("certificate refused: ") +
+          X509_verify_cert_error_string(X509_STORE_CTX_get_error(store)) + " (depth " +
+          std::to_string(X509_STORE_CTX_get_error_depth(store)) +
+          (cert != nullptr ? ", subject " + core::subjectOf(cert, core::SubjectText::kQuoted)
+                           : "") +
+          ")";
     }
   } catch (...) {
   }
@@ -670,7 +556,8 @@ std::optional<std::string> HttpsApi::Impl::client(const httplib::Request& req) {
     spdlog::warn(
         "HTTPS API: refused the client from {}: its certificate (subject {}, names {}) names "
         "no client in api https allowed-clients (403){}",
-        peer, subjectOf(cert), namesOf(cert), LogBudget::note(*left_out));
+        peer, core::subjectOf(cert, core::SubjectText::kQuoted), namesOf(cert),
+        LogBudget::note(*left_out));
   }
   return std::nullopt;
 }

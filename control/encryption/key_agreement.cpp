@@ -4,9 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/bio.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -24,6 +22,7 @@
 
 #include "config/text.hpp"
 #include "control/core/fd.hpp"
+#include "control/core/x509_files.hpp"
 
 #ifndef IPV6_FREEBIND
 #define IPV6_FREEBIND 78
@@ -31,11 +30,13 @@
 
 namespace mcgw::encryption {
 
+using core::namesOf;
+using core::readPrivateKey;
+using core::sslErrors;
+
 namespace {
 
-constexpr size_t kMaxSubject = 256;    // escaped peer subject in status
-constexpr size_t kMaxPath = 256;       // a file path in an error
-constexpr size_t kMaxKeyFile = 65536;  // a PEM private key is a few KiB
+constexpr size_t kMaxPath = 256;  // a file path in an error
 constexpr int kAcceptsPerDispatch = 16;
 constexpr int kReadsPerDispatch = 16;
 constexpr int kListenBacklog = 64;
@@ -44,20 +45,6 @@ constexpr uint64_t kMaxGeneration = uint64_t{1} << 62;
 
 std::string sysError(const std::string& what, int err) {
   return what + ": " + std::strerror(err);
-}
-
-// OpenSSL's error queue as "reason; reason" (reasons only: the library and
-// function names say nothing to an operator).  Empties the queue.
-std::string sslErrors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {
-    const char* r = ERR_reason_error_string(e);
-    if (!out.empty()) {
-      out += "; ";
-    }
-    out += r != nullptr ? r : "error " + std::to_string(ERR_GET_REASON(e));
-  }
-  return out.empty() ? "unknown OpenSSL error" : out;
 }
 
 // Floods of refused connections are logged at 1, 2, 4, 8, ... (they are all
@@ -154,58 +141,6 @@ void keepAlive(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-std::string modeText(mode_t m) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
-  return buf;
-}
-
-// The private key, read only when no one but its owner may read it.
-Result<EVP_PKEY*, std::string> readPrivateKey(const std::string& path) {
-  // O_NONBLOCK: a FIFO in its place must not hang the open.
-  core::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    return unexpected(
-        sysError("cannot open the private key file " + text::quote(path, kMaxPath), errno));
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return unexpected(
-        sysError("cannot stat the private key file " + text::quote(path, kMaxPath), errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) +
-                      " is not a regular file");
-  }
-  if ((st.st_mode & 077) != 0) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) + " has mode " +
-                      modeText(st.st_mode) +
-                      ": group or others may access it; it must be 0600 or 0400 "
-                      "(chmod 600)");
-  }
-  if (st.st_size <= 0 || static_cast<size_t>(st.st_size) > kMaxKeyFile) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) + " is empty or over " +
-                      std::to_string(kMaxKeyFile) + " bytes");
-  }
-  std::vector<uint8_t> buf(static_cast<size_t>(st.st_size));
-  if (const int e = core::readFully(fd.get(), buf.data(), buf.size()); e != 0) {
-    OPENSSL_cleanse(buf.data(), buf.size());
-    return unexpected(
-        sysError("cannot read the private key file " + text::quote(path, kMaxPath), e));
-  }
-  ERR_clear_error();
-  BIO* bio = BIO_new_mem_buf(buf.data(), static_cast<int>(buf.size()));
-  EVP_PKEY* key =
-      bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr) : nullptr;
-  BIO_free(bio);
-  OPENSSL_cleanse(buf.data(), buf.size());
-  if (key == nullptr) {
-    return unexpected("the private key file " + text::quote(path, kMaxPath) +
-                      " holds no usable PEM private key: " + sslErrors());
-  }
-  return key;
-}
-
 Result<std::shared_ptr<void>, std::string> makeContext(const KeyAgreementSettings& s) {
   ERR_clear_error();
   SSL_CTX* raw = SSL_CTX_new(TLS_method());
@@ -268,61 +203,6 @@ Result<std::shared_ptr<void>, std::string> makeContext(const KeyAgreementSetting
                       text::quote(s.certificate_file, kMaxPath));
   }
   return ctx;
-}
-
-std::string subjectOf(X509* cert) {
-  BIO* bio = BIO_new(BIO_s_mem());
-  if (bio == nullptr) {
-    return "";
-  }
-  X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  std::string out =
-      text::escape(std::string_view(data, n > 0 ? static_cast<size_t>(n) : 0), kMaxSubject);
-  BIO_free(bio);
-  return out;
-}
-
-// The names a certificate offers: its DNS SANs, or the subject CN when it
-// has none (what X509_check_host looks at), escaped, at most four.
-std::string namesOf(X509* cert) {
-  std::vector<std::string> names;
-  auto* sans =
-      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
-  if (sans != nullptr) {
-    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
-      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
-      if (g->type == GEN_DNS) {
-        const ASN1_STRING* s = g->d.dNSName;
-        names.push_back(
-            text::quote(std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                                         static_cast<size_t>(ASN1_STRING_length(s)))));
-      }
-    }
-    GENERAL_NAMES_free(sans);
-  }
-  if (names.empty()) {
-    X509_NAME* subject = X509_get_subject_name(cert);
-    const int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
-    if (i >= 0) {
-      const ASN1_STRING* s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-      names.push_back("CN " + text::quote(std::string_view(
-                                  reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                                  static_cast<size_t>(ASN1_STRING_length(s)))));
-    }
-  }
-  if (names.empty()) {
-    return "no name";
-  }
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < 4; ++i) {
-    out += (i ? ", " : "") + names[i];
-  }
-  if (names.size() > 4) {
-    out += ", ... (" + std::to_string(names.size()) + " names)";
-  }
-  return out;
 }
 
 }  // namespace
@@ -401,8 +281,8 @@ int noteVerifyFailure(int ok, X509_STORE_CTX* store) {
   auto* c = ssl != nullptr ? static_cast<KeyAgreement::Conn*>(SSL_get_app_data(ssl)) : nullptr;
   X509* cert = X509_STORE_CTX_get_current_cert(store);
   if (c != nullptr && c->verify_detail.empty() && cert != nullptr) {
-    c->verify_detail =
-        "depth " + std::to_string(X509_STORE_CTX_get_error_depth(store)) + ": " + subjectOf(cert);
+    c->verify_detail = "depth " + std::to_string(X509_STORE_CTX_get_error_depth(store)) + ": " +
+                       core::subjectOf(cert, core::SubjectText::kEscaped);
   }
   return ok;
 }
@@ -978,7 +858,7 @@ void KeyAgreement::afterHandshake(Conn* c) {
          &KeyAgreementCounters::name_mismatches, true);
     return;
   }
-  const std::string subject = subjectOf(cert);
+  const std::string subject = core::subjectOf(cert, core::SubjectText::kEscaped);
   if (!c->client) {
     adopt(c);
   }
