@@ -1249,6 +1249,20 @@ class Checker {
             "found " +
                 text::quote(c_.metrics.listen));
     }
+    const HttpsApiConfig& h = c_.api.https;
+    if (!h.listen.empty()) {
+      if (!parseListen(h.listen)) {
+        error("/mcgw:api/https/listen",
+              "expected IPV4:PORT or [IPV6]:PORT with a valid address and a port from 1 to 65535, "
+              "found " +
+                  text::quote(h.listen));
+      }
+      if (h.allowed_clients.empty()) {
+        error(
+            "/mcgw:api/https/listen",
+            "the HTTPS API needs allowed-clients: the names of the client certificates it serves");
+      }
+    }
   }
 
   void flowAudit() {

@@ -333,6 +333,9 @@ std::vector<std::string> healthReasons(const GatewayState& s, const daemon::Daem
     reasons.push_back("last reload failed at " + isoTime(d.last_reload.at) +
                       "; the file on disk is not in force");
   }
+  if (!d.https_problem.empty()) {
+    reasons.push_back("HTTPS API (api.https) not serving: " + d.https_problem);
+  }
   if (!d.last_good_error.empty()) {
     reasons.push_back("cannot keep the last good copy of the config: " + d.last_good_error);
   }

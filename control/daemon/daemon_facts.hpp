@@ -53,6 +53,9 @@ struct DaemonFacts {
   uint64_t reloads_ok = 0;
   uint64_t reloads_failed = 0;
   MetricsFacts metrics;
+  // The HTTPS API (api.https): why it is not serving although configured
+  // ("" = serving, or off).
+  std::string https_problem;
 };
 
 using core::isoTime;

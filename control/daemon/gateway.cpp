@@ -299,7 +299,8 @@ DaemonFacts Gateway::facts() const {
           last_good_->path(), last_good_->savedAt(),
           last_good_error_,   fallback_,
           generation_,        reloads_ok_,
-          reloads_failed_,    metrics_ ? metrics_->facts() : MetricsFacts{}};
+          reloads_failed_,    metrics_ ? metrics_->facts() : MetricsFacts{},
+          https_problem_};
 }
 
 std::vector<Subsystem*> Gateway::subsystems() const {

@@ -134,6 +134,9 @@ class Gateway {
     return policy_->setRate(tenant, line, rates, who);
   }
   const usage::UsageLedger& usage() const { return policy_->usage(); }
+  // Why the HTTPS API (served by mcgwd's main, not a subsystem) is not
+  // serving although configured; "" = fine.  Status turns degraded.
+  void setHttpsProblem(std::string problem) { https_problem_ = std::move(problem); }
   nlohmann::json neighbors() const;
   nlohmann::json vrrp() const { return vrrp_->view(); }
   // `mcgwctl capture`: the request checked and resolved (or why not), then
@@ -202,6 +205,7 @@ class Gateway {
   std::unique_ptr<capture::CaptureService> capture_;
   std::unique_ptr<flows::FlowAudit> flows_;
   std::unique_ptr<policyview::PolicyService> policy_;
+  std::string https_problem_;
   std::unique_ptr<encryption::EncryptionService> encryption_;
   metrics::ConfigFileWatch file_watch_;  // mcgw_config_file_differs
   core::EventLoop* loop_ = nullptr;

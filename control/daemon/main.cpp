@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -359,8 +360,8 @@ int main(int argc, char** argv) {
   // threads and run on the loop (viaLoop); refused while a reload runs.
   bool reloading = false;
   std::unique_ptr<mcgw::api::HttpsApi> https;
-  std::optional<mcgw::config::HttpsApiConfig> https_config;  // what `https` runs with
-  std::thread https_stopper;                                 // stops a replaced server off the loop
+  std::thread https_stopper;  // stops a replaced server off the loop
+  std::atomic<bool> https_stopping{false};
   const auto https_handler = mcgw::api::viaLoop(
       loop,
       [&](const std::string& cmd, const json& args, const std::string& client) {
@@ -373,26 +374,32 @@ int main(int argc, char** argv) {
         return r;
       },
       std::chrono::seconds(5));
+  // A server that cannot start (a file, the address) leaves mcgwd running
+  // without it, DEGRADED with the reason in status, until a reload starts it.
   std::function<void()> startHttps = [&] {
-    https_config = gw.config()->api.https;
-    if (https_config->listen.empty()) {
+    const mcgw::config::HttpsApiConfig& c = gw.config()->api.https;
+    gw.setHttpsProblem("");
+    if (c.listen.empty()) {
       return;  // off
     }
-    auto api = mcgw::api::HttpsApi::start(*https_config, https_handler);
+    auto api = mcgw::api::HttpsApi::start(c, https_handler);
     if (!api) {
       spdlog::error("HTTPS API: not started: {}", api.error());
+      gw.setHttpsProblem(api.error());
       return;
     }
     https = std::move(*api);
-    spdlog::info("HTTPS API on {}", https_config->listen);
+    spdlog::info("HTTPS API on {}", c.listen);
   };
   startHttps();
-  // After a reload: a changed api.https starts the server again.  The old
-  // one stops off the loop (stop() waits for requests in flight, which wait
-  // for the loop), then the new one starts on the loop.
+  // After every reload the server starts again, so that it reads its
+  // certificate and key again (renewed in place) and takes a changed
+  // api.https.  The old one stops off the loop (stop() waits for requests
+  // in flight, which wait for the loop), then the new one starts on the
+  // loop; a reload meanwhile leaves it to that start to read its config.
   auto restartHttps = [&] {
-    if (https_config && *https_config == gw.config()->api.https && https) {
-      return;
+    if (https_stopping) {
+      return;  // the start that follows the stop reads the config in force
     }
     if (!https) {
       startHttps();
@@ -400,11 +407,15 @@ int main(int argc, char** argv) {
     }
     std::shared_ptr<mcgw::api::HttpsApi> old(std::move(https));
     if (https_stopper.joinable()) {
-      https_stopper.join();
+      https_stopper.join();  // it has finished: https_stopping was false
     }
-    https_stopper = std::thread([old, &loop, &startHttps] {
+    https_stopping = true;
+    https_stopper = std::thread([old, &loop, &startHttps, &https_stopping] {
       old->stop();
-      loop.post([&startHttps] { startHttps(); });
+      loop.post([&startHttps, &https_stopping] {
+        https_stopping = false;
+        startHttps();
+      });
     });
   };
 

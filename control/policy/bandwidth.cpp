@@ -72,6 +72,9 @@ Result<policy::Rate, std::string> Bandwidth::toRate(const config::MeterRates& r)
     if (!p) {
       return unexpected(p.error());
     }
+    if (*p < *cir) {
+      return unexpected("peak rate " + r.peak_rate + " is below rate " + r.rate);
+    }
     pir = *p;
   }
   uint64_t cbs = 0, pbs = 0;

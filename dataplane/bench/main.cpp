@@ -47,6 +47,7 @@
 #include "config/config.hpp"
 #include "dataplane/bench/meter_bench.hpp"
 #include "dataplane/bench/packets.hpp"
+#include "dataplane/bench/pipeline_policy_bench.hpp"
 #include "dataplane/bench/policy_bench.hpp"
 #include "dataplane/bench/route_scale.hpp"
 #include "dataplane/crypto/esp.hpp"
@@ -1746,6 +1747,9 @@ int main(int argc, char** argv) {
   for (const auto& p : mcgw::bench::policyScenarioNames()) {
     names.push_back(p);
   }
+  for (const auto& p : mcgw::bench::pipelinePolicyScenarioNames()) {
+    names.push_back(p);
+  }
   RouteScaleOptions scale;
   std::vector<ScaleRow> scale_rows;
   for (const auto& s : kScenarios) {
@@ -1776,6 +1780,10 @@ int main(int argc, char** argv) {
       "(4,096 flows again and again)"
       "\n  policy-miss-1k, policy-miss-10k: through the verdict cache, every packet a new flow "
       "(rte_acl + the cache's own cost)"
+      "\n  pipeline-policy-0, pipeline-policy-1k, pipeline-policy-10k, pipeline-meter, "
+      "pipeline-meter-red: the encap scenario through the whole pipeline with no policy (always "
+      "runs), 1,000 or 10,000 rules, a meter all green, a meter a third red; --repeat rounds "
+      "interleaved, --sizes (run without the other scenarios)"
       "\n  (fib-load and fib-churn run alone, not in all; esp-encap and esp-decap run only when "
       "named, with 1 route)";
   app.add_option("--scenario", scenarios, help)
@@ -1835,6 +1843,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mcgw-bench: the policy scenarios run without the others\n");
     return 2;
   }
+  const bool pipeline_policy =
+      std::any_of(scenarios.begin(), scenarios.end(), isPipelinePolicyScenario);
+  if (pipeline_policy &&
+      !std::all_of(scenarios.begin(), scenarios.end(), isPipelinePolicyScenario)) {
+    std::fprintf(stderr, "mcgw-bench: the pipeline-policy scenarios run without the others\n");
+    return 2;
+  }
   if (route_scale && scenarios.size() != 1) {
     std::fprintf(stderr, "mcgw-bench: fib-load and fib-churn run alone\n");
     return 2;
@@ -1884,6 +1899,11 @@ int main(int argc, char** argv) {
   }
   if (policy) {
     policyBench({scenarios, packets, repeat, seed});
+    rte_eal_cleanup();
+    return 0;
+  }
+  if (pipeline_policy) {
+    pipelinePolicyBench({scenarios, packets, repeat, sizes, seed});
     rte_eal_cleanup();
     return 0;
   }

@@ -67,7 +67,7 @@ bool overlapsAny(const std::vector<IpPrefix>& sorted, const std::set<IpPrefix>& 
 
 // Beyond this much work (tenants × all tenants' prefixes), isolation is not
 // told from no-route: docs/policy.md.
-constexpr size_t kIsolationBudget = 2'000'000;
+constexpr size_t kIsolationBudget = 500'000;
 
 // The last TenantPolicy::serial given (builds may run on any thread).
 std::atomic<uint64_t> policy_serial{0};
@@ -106,6 +106,9 @@ Result<std::vector<TenantPolicyTables>, std::string> PolicyBuilder::build(const 
       continue;
     }
     policy::Expanded e = policy::expand(c, t);
+    if (!e.too_many.empty()) {
+      return unexpected("tenant " + t.name + ": policy: " + e.too_many);
+    }
     std::vector<uint16_t> rule_slots;
     for (const auto& r : t.policy.rules) {
       auto s = slot(t.name + "/" + r.name);
@@ -155,12 +158,29 @@ Result<std::vector<TenantPolicyTables>, std::string> PolicyBuilder::build(const 
 
   // Isolation: per tenant, the other tenants' destinations that overlap
   // none of its own.
+  // Its inputs (each tenant's own prefixes and isolation slot) rarely
+  // change between builds (a neighbour, a route from FRR, new SAs): the
+  // last result is kept with their text and used again as it is.
   const auto own = ownPrefixes(c);
   size_t all = 0;
-  for (const auto& v : own) {
-    all += v.size();
+  std::string fingerprint;
+  for (size_t ti = 0; ti < c.tenants.size(); ++ti) {
+    all += own[ti].size();
+    fingerprint += c.tenants[ti].name + "@" + std::to_string(out[ti].isolation_slot) + ":";
+    for (const auto& p : own[ti]) {
+      fingerprint += p.toString() + ",";
+    }
+    fingerprint += ";";
   }
-  if (all * c.tenants.size() <= kIsolationBudget) {
+  pending_isolation_fingerprint_ = fingerprint;
+  pending_isolation_by_tenant_.assign(c.tenants.size(), nullptr);
+  if (fingerprint == isolation_fingerprint_ && isolation_by_tenant_.size() == c.tenants.size()) {
+    for (size_t ti = 0; ti < c.tenants.size(); ++ti) {
+      out[ti].isolation = isolation_by_tenant_[ti];
+      pending_isolation_by_tenant_[ti] = isolation_by_tenant_[ti];
+    }
+    isolation_cache = isolation_cache_;
+  } else if (all * c.tenants.size() <= kIsolationBudget) {
     for (size_t ti = 0; ti < c.tenants.size(); ++ti) {
       const std::set<IpPrefix> mine(own[ti].begin(), own[ti].end());
       std::vector<policy::Rule> entries;
@@ -170,7 +190,13 @@ Result<std::vector<TenantPolicyTables>, std::string> PolicyBuilder::build(const 
           continue;
         }
         for (const auto& p : own[ui]) {
-          if (overlapsAny(own[ti], mine, p)) {
+          // A tenant has few prefixes of its own, mostly: compared one by
+          // one; many: looked up (ancestors, then the first descendant).
+          const bool overlaps = own[ti].size() <= 32
+                                    ? std::any_of(own[ti].begin(), own[ti].end(),
+                                                  [&](const IpPrefix& o) { return o.overlaps(p); })
+                                    : overlapsAny(own[ti], mine, p);
+          if (overlaps) {
             continue;
           }
           policy::Rule r;
@@ -203,6 +229,7 @@ Result<std::vector<TenantPolicyTables>, std::string> PolicyBuilder::build(const 
       }
       isolation_cache.emplace(key, compiled);
       out[ti].isolation = compiled;
+      pending_isolation_by_tenant_[ti] = compiled;
     }
   }
 
@@ -222,6 +249,8 @@ void PolicyBuilder::commit() {
   fresh_ = std::move(pending_fresh_);
   rules_cache_ = std::move(pending_rules_);
   isolation_cache_ = std::move(pending_isolation_);
+  isolation_fingerprint_ = std::move(pending_isolation_fingerprint_);
+  isolation_by_tenant_ = std::move(pending_isolation_by_tenant_);
 }
 
 }  // namespace mcgw::engine

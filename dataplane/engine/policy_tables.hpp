@@ -85,6 +85,10 @@ class PolicyBuilder {
   std::vector<uint16_t> fresh_, pending_fresh_;
   std::map<std::string, std::shared_ptr<const TenantPolicy>> pending_rules_;
   std::map<std::string, std::shared_ptr<const TenantIsolation>> pending_isolation_;
+  // The last isolation result by tenant, and the text of its inputs.
+  std::string isolation_fingerprint_, pending_isolation_fingerprint_;
+  std::vector<std::shared_ptr<const TenantIsolation>> isolation_by_tenant_,
+      pending_isolation_by_tenant_;
   // Compiled classifiers by the text of their inputs.
   std::map<std::string, std::shared_ptr<const TenantPolicy>> rules_cache_;
   std::map<std::string, std::shared_ptr<const TenantIsolation>> isolation_cache_;

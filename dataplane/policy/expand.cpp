@@ -1,6 +1,7 @@
 #include "dataplane/policy/expand.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace mcgw::policy {
 
@@ -87,6 +88,7 @@ Prefix toPrefix(const IpPrefix& p) {
 Expanded expand(const config::Config& c, const config::TenantConfig& t) {
   Expanded e;
   e.key = t.policy.default_deny ? "deny|" : "allow|";
+  std::array<size_t, 2> per_family{};
   for (size_t i = 0; i < t.policy.rules.size(); ++i) {
     const config::PolicyRule& r = t.policy.rules[i];
     RuleView view{r.name, r.deny, matchText(r), 0, 0, ""};
@@ -100,6 +102,15 @@ Expanded expand(const config::Config& c, const config::TenantConfig& t) {
       const std::vector<IpPrefix> any{IpPrefix{}};
       const auto& sources = src.any ? any : src.of[fam];
       const auto& destinations = dst.any ? any : dst.of[fam];
+      per_family[fam] += sources.size() * destinations.size();
+      if (per_family[fam] > kMaxEntries) {
+        e.too_many = "rule " + r.name + " brings the " + (fam ? "IPv6" : "IPv4") + " entries to " +
+                     std::to_string(per_family[fam]) + ", more than the " +
+                     std::to_string(kMaxEntries) + " a tenant may have (one per source and " +
+                     "destination prefix)";
+        e.entries.clear();
+        return e;
+      }
       for (const auto& s : sources) {
         for (const auto& d : destinations) {
           Rule entry;

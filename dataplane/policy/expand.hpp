@@ -29,6 +29,10 @@ struct Expanded {
   std::vector<Rule> entries;
   std::vector<RuleView> views;
   std::string key;
+  // Set when the rules would become more than kMaxEntries entries of one
+  // family: expansion stopped there (plan objects can stand for many
+  // prefixes), and this says which rule went over.
+  std::string too_many;
 };
 Expanded expand(const config::Config& config, const config::TenantConfig& tenant);
 

@@ -61,13 +61,18 @@ Result<Rate, std::string> Rate::make(uint64_t cir, uint64_t pir, uint64_t cbs, u
 }
 
 uint64_t Rate::defaultBurst(uint64_t rate_bytes) {
-  return std::clamp<uint64_t>(rate_bytes / 100, kMinBurstBytes, kMaxSizeBytes);
+  return std::clamp<uint64_t>(rate_bytes * kDefaultBurstMs / 1000, kMinBurstBytes, kMaxSizeBytes);
 }
 
 Result<Rate, std::string> Rate::fromBits(uint64_t cir_bits, uint64_t pir_bits, uint64_t cbs,
                                          uint64_t pbs) {
   const uint64_t cir = cir_bits / 8, pir = pir_bits / 8;
-  return make(cir, pir, cbs ? cbs : defaultBurst(cir), pbs ? pbs : defaultBurst(pir));
+  const uint64_t c = cbs ? cbs : defaultBurst(cir);
+  // A committed burst given alone also widens the peak bucket: else the
+  // peak bucket (the rate's default) would be the tighter one and the
+  // burst would change nothing when peak-rate is the rate.
+  const uint64_t p = pbs ? pbs : std::max(c, defaultBurst(pir));
+  return make(cir, pir, c, p);
 }
 
 rte_meter_trtcm_profile makeTrtcmProfile(const Rate& rate, uint64_t tsc_hz) {

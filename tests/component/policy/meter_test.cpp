@@ -545,10 +545,18 @@ TEST(MeterRate, Validation) {
     ASSERT_FALSE(r.ok()) << b.error;
     EXPECT_EQ(r.error(), b.error);
   }
-  // From bits: rounded down to bytes, default bursts of 10 ms.
+  // From bits: rounded down to bytes, default bursts of 80 ms.
   auto r = Rate::fromBits(*parseRate("50M"), *parseRate("100M"));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, (Rate{6'250'000, 12'500'000, 62'500, 125'000}));
+  EXPECT_EQ(*r, (Rate{6'250'000, 12'500'000, 500'000, 1'000'000}));
+  // A committed burst alone widens the peak bucket to it (not below the
+  // peak rate's default).
+  r = Rate::fromBits(*parseRate("50M"), *parseRate("50M"), 2'000'000);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (Rate{6'250'000, 6'250'000, 2'000'000, 2'000'000}));
+  r = Rate::fromBits(*parseRate("50M"), *parseRate("100M"), 100'000);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (Rate{6'250'000, 12'500'000, 100'000, 1'000'000}));
   r = Rate::fromBits(8'000, 8'000);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, (Rate{1'000, 1'000, 1518, 1518}));

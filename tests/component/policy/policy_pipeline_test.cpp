@@ -17,6 +17,7 @@
 //   t3: 10.2/16 to site-b
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -33,6 +35,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -1003,7 +1006,8 @@ TEST_F(PolicyPipelineTest, FailedBuildLeavesThePreviousSlots) {
   }
   auto failed = build(configText(kT1Policy, kT2Policy, big));
   ASSERT_FALSE(failed);
-  EXPECT_NE(failed.error().find("69632 IPv4 entries, at most 65536"), std::string::npos)
+  EXPECT_NE(failed.error().find("brings the IPv4 entries to 69632, more than the 65536"),
+            std::string::npos)
       << failed.error();
   EXPECT_NE(failed.error().find("t3"), std::string::npos) << failed.error();
 
@@ -1084,6 +1088,589 @@ TEST_F(PolicyPipelineTest, PolicyViewJson) {
   EXPECT_EQ(nv["tenants"][0]["rules"][0]["note"],
             "vpc gone is not in the address plan in force: matches nothing");
   EXPECT_FALSE(nv["tenants"][0]["rules"][1].contains("note"));
+}
+
+// ------------------------------------------------------- meters and usage
+//
+// The (tenant, line) meters and usage counters in encapsulate(): the same
+// tables with site-b on one line, or on two lines (l1 to 203.0.113.10, l2 to
+// 203.0.113.11) in ECMP or active-backup, and a Pipeline with a worker's
+// meters (policy::MeterTable for one worker on the real TSC).  Every metered
+// burst is one process() call of at most 32 packets: one burst, one meter
+// clock, so which packet is green, yellow or red is worked out here exactly
+// (RFC 2698, colour-blind, on the inner IP packet's length).
+
+// The config above without rules, t1's `bandwidth` text, and with `mode`
+// site-b's second line l2 in that line-mode.
+std::string meterConfig(const std::string& t1_bandwidth, const std::string& mode = "") {
+  std::string c = configText(t1_bandwidth, "");
+  const std::string wan_neighbor = "        mac: 02:00:00:00:02:10\n";
+  c.insert(c.find(wan_neighbor) + wan_neighbor.size(),
+           "      - address: 203.0.113.11\n        mac: 02:00:00:00:02:11\n");
+  if (!mode.empty()) {
+    const std::string peer = "  - name: site-b\n";
+    c.insert(c.find(peer) + peer.size(), "    line-mode: " + mode + "\n");
+    c += "      - name: l2\n        port: wan0\n        local-vtep: 203.0.113.1\n"
+         "        remote-vtep: 203.0.113.11\n";
+  }
+  return c;
+}
+
+// A UDP packet of `ip_len` bytes (IP header included) from `lan`'s host to
+// `dst`, with TOS `tos`, TTL `ttl`, tagged by its IPv4 ID.
+Bytes udp4(int lan, const Ip4& src, const Ip4& dst, uint16_t ip_len, uint8_t tos, uint16_t tag,
+           uint16_t sport, uint8_t ttl = 64) {
+  Bytes f(kLanMac[lan].begin(), kLanMac[lan].end());
+  f.insert(f.end(), kHostMac.begin(), kHostMac.end());
+  f.push_back(0x08);
+  f.push_back(0x00);
+  Bytes ip = {0x45, tos, 0, 0, 0, 0, 0x40, 0, ttl, kUdp, 0, 0};
+  ip.insert(ip.end(), src.begin(), src.end());
+  ip.insert(ip.end(), dst.begin(), dst.end());
+  put16(ip, 2, ip_len);
+  put16(ip, 4, tag);
+  put16(ip, 10, checksum(ip, 0, 20));
+  Bytes u(static_cast<size_t>(ip_len - 20), 0);
+  put16(u, 0, sport);
+  put16(u, 2, 9);
+  put16(u, 4, static_cast<uint16_t>(u.size()));
+  for (size_t i = 8; i < u.size(); ++i) {
+    u[i] = static_cast<uint8_t>(i * 7);
+  }
+  f.insert(f.end(), ip.begin(), ip.end());
+  f.insert(f.end(), u.begin(), u.end());
+  return f;
+}
+Bytes lan4(int lan, const char* dst, uint16_t ip_len, uint8_t tos, uint16_t tag, uint16_t sport) {
+  return udp4(lan, kHost4[lan], ip4(dst), ip_len, tos, tag, sport);
+}
+
+// The same in IPv6 (`ip_len` with the 40-byte header), traffic class `tc`,
+// tagged by the flow label's low 16 bits.
+Bytes lan6(int lan, const char* dst, uint16_t ip_len, uint8_t tc, uint16_t tag, uint16_t sport) {
+  Bytes f(kLanMac[lan].begin(), kLanMac[lan].end());
+  f.insert(f.end(), kHostMac.begin(), kHostMac.end());
+  f.push_back(0x86);
+  f.push_back(0xdd);
+  Bytes ip = {static_cast<uint8_t>(0x60 | tc >> 4),
+              static_cast<uint8_t>((tc & 0x0f) << 4),
+              static_cast<uint8_t>(tag >> 8),
+              static_cast<uint8_t>(tag),
+              0,
+              0,
+              kUdp,
+              64};
+  put16(ip, 4, static_cast<uint16_t>(ip_len - 40));
+  const Ip6 src = lan == 0 ? ip6("2001:db8:1::10") : ip6("2001:db8:5::10");
+  const Ip6 d = ip6(dst);
+  ip.insert(ip.end(), src.begin(), src.end());
+  ip.insert(ip.end(), d.begin(), d.end());
+  Bytes u(static_cast<size_t>(ip_len - 40), 0);
+  put16(u, 0, sport);
+  put16(u, 2, 9);
+  put16(u, 4, static_cast<uint16_t>(u.size()));
+  f.insert(f.end(), ip.begin(), ip.end());
+  f.insert(f.end(), u.begin(), u.end());
+  return f;
+}
+
+// fromSiteB from the VTEP 203.0.113.`vtep_last` instead of .10.
+Bytes fromVtep(uint8_t vtep_last, uint32_t vni, const Bytes& lan_frame) {
+  Bytes f = fromSiteB(vni, lan_frame);
+  f[kEth + 15] = vtep_last;
+  f[kEth + 10] = f[kEth + 11] = 0;
+  put16(f, kEth + 10, checksum(f, kEth, 20));
+  return f;
+}
+
+// A frame wan0 sent, decoded.
+struct Outer {
+  uint32_t vni = 0;
+  uint8_t vtep_last = 0;  // the outer destination's last byte
+  uint8_t outer_tos = 0;
+  bool outer_checksum_ok = false;
+  bool v6 = false;
+  uint16_t tag = 0;
+  uint8_t dscp_ecn = 0;  // the inner TOS / traffic class
+  bool inner_checksum_ok = false;
+  uint32_t flow_label = 0;  // IPv6
+  uint8_t inner_proto = 0;
+  size_t size = 0;
+};
+std::optional<Outer> decodeOuter(const Bytes& f) {
+  if (f.size() < kInnerIp + 40 || get16(f, 12) != 0x0800 || f[kEth + 9] != kUdp) {
+    return std::nullopt;
+  }
+  Outer o;
+  o.size = f.size();
+  o.outer_tos = f[kEth + 1];
+  o.outer_checksum_ok = checksum(f, kEth, 20) == 0;
+  o.vtep_last = f[kEth + 19];
+  o.vni = uint32_t{f[kEth + 32]} << 16 | uint32_t{f[kEth + 33]} << 8 | f[kEth + 34];
+  const uint16_t type = get16(f, kInnerIp - 2);
+  if (type == 0x0800) {
+    o.tag = get16(f, kInnerIp + 4);
+    o.dscp_ecn = f[kInnerIp + 1];
+    o.inner_checksum_ok = checksum(f, kInnerIp, 20) == 0;
+    o.inner_proto = f[kInnerIp + 9];
+  } else if (type == 0x86dd) {
+    o.v6 = true;
+    o.tag = get16(f, kInnerIp + 2);
+    o.dscp_ecn = static_cast<uint8_t>((f[kInnerIp] & 0x0f) << 4 | f[kInnerIp + 1] >> 4);
+    o.flow_label = uint32_t{f[kInnerIp + 1] & 0x0fu} << 16 | get16(f, kInnerIp + 2);
+    o.inner_proto = f[kInnerIp + 6];
+  } else {
+    return std::nullopt;
+  }
+  return o;
+}
+
+constexpr uint8_t kEf = 46 << 2 | 1;      // DSCP EF, ECT(1)
+constexpr uint8_t kYellow = 10 << 2 | 1;  // yellow-dscp 10, the ECN bits kept
+
+class PolicyMeterTest : public PolicyPipelineTest {
+ protected:
+  void SetUp() override {
+    PolicyPipelineTest::SetUp();
+    meters_ = std::make_unique<policy::MeterTable>(1, rte_get_tsc_hz(), [] {});
+    worker_meters_ = std::make_unique<policy::WorkerMeters>(*meters_, 0);
+    pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_, nullptr, nullptr,
+                                           worker_meters_.get());
+  }
+  void TearDown() override {
+    for (auto& up : health_.up) {
+      up.store(true);
+    }
+    PolicyPipelineTest::TearDown();  // the pipeline goes before its meters
+    worker_meters_.reset();
+    meters_.reset();
+  }
+
+  // The (tenant, line) slot, from the tables' list, checked against the
+  // tunnel's own table.
+  static uint16_t pairSlot(const ForwardingTables& t, const std::string& tenant,
+                           const std::string& line) {
+    for (const TenantLineEntry& e : t.tenant_lines) {
+      if (e.tenant == tenant && e.peer == "site-b" && e.line == line) {
+        bool in_tunnel = false;
+        for (const TunnelEntry& tu : t.tunnels) {
+          for (unsigned i = 0; i < tu.n_lines; ++i) {
+            in_tunnel |= tu.tenant_line[t.lines[tu.lines[i]].pos] == e.slot &&
+                         t.tenants[tu.tenant].name == tenant && t.lines[tu.lines[i]].name == line;
+          }
+        }
+        EXPECT_TRUE(in_tunnel) << tenant << "/site-b/" << line;
+        return e.slot;
+      }
+    }
+    ADD_FAILURE() << "no pair " << tenant << "/site-b/" << line;
+    return 0;
+  }
+  static const LineEntry& lineOf(const ForwardingTables& t, const std::string& name) {
+    for (const LineEntry& l : t.lines) {
+      if (l.peer == "site-b" && l.name == name) {
+        return l;
+      }
+    }
+    throw std::runtime_error("no line " + name);
+  }
+  void setRate(uint16_t slot, uint64_t cir, uint64_t pir, uint64_t cbs, uint64_t pbs) {
+    auto rate = policy::Rate::make(cir, pir, cbs, pbs);
+    ASSERT_TRUE(rate) << rate.error();
+    auto r = meters_->set(slot, *rate);
+    ASSERT_TRUE(r) << r.error();
+  }
+
+  // The frames as one process() call (their own ports: lan / wan0), flushed.
+  void send(const ForwardingTables& t, const std::vector<std::pair<int, Bytes>>& frames) {
+    std::vector<rte_mbuf*> mbufs;
+    for (const auto& [port, f] : frames) {
+      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+      ASSERT_NE(m, nullptr);
+      std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+      m->port = port < 0 ? wan0_.id : lan_[port].id;
+      mbufs.push_back(m);
+    }
+    pipeline_->process(t, mbufs.data(), static_cast<uint16_t>(mbufs.size()));
+    pipeline_->flush();
+  }
+  // What wan0 sent, decoded (a frame that does not decode is a failure).
+  std::vector<Outer> wanOut() {
+    std::vector<Outer> out;
+    for (const Bytes& f : sent(wan0_)) {
+      auto o = decodeOuter(f);
+      EXPECT_TRUE(o) << "wan0 sent a frame of " << f.size() << " bytes that is no tunnel packet";
+      if (o) {
+        out.push_back(*o);
+      }
+    }
+    return out;
+  }
+  uint64_t drop(DropReason r) const { return counters_->drops[size_t(r)].get(); }
+  uint64_t allDrops() const {
+    uint64_t n = 0;
+    for (size_t i = 0; i < kDropReasonCount; ++i) {
+      n += counters_->drops[i].get();
+    }
+    return n;
+  }
+
+  std::unique_ptr<policy::MeterTable> meters_;
+  std::unique_ptr<policy::WorkerMeters> worker_meters_;
+};
+
+// No rate: everything leaves, and each (tenant, line) pair counts exactly
+// the tunnel frames the line sent for it; the pairs of a line add up to
+// the line.
+TEST_F(PolicyMeterTest, UnmeteredPairsForwardAndCountUsageExactly) {
+  const ForwardingTables& t = buildOk(meterConfig(""));
+  const uint16_t slot[3] = {pairSlot(t, "t1", "l1"), pairSlot(t, "t2", "l1"),
+                            pairSlot(t, "t3", "l1")};
+  EXPECT_EQ(std::set<uint16_t>(slot, slot + 3).size(), 3u);
+  const uint16_t line = lineOf(t, "l1").slot;
+  const uint32_t vni[3] = {5001, 5002, 5003};
+  std::map<uint32_t, size_t> sent_per_vni;
+  std::mt19937 rng(1919);
+  uint16_t tag = 1;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::pair<int, Bytes>> burst;
+    for (int i = 0; i < 30; ++i) {
+      const int lan = static_cast<int>(rng() % 3);
+      const uint16_t len = static_cast<uint16_t>(60 + rng() % 1300);
+      if (lan != 2 && rng() % 2) {
+        burst.emplace_back(lan, lan6(lan, lan == 0 ? "2001:db8:2::5" : "2001:db8:6::5", len, kEf,
+                                     tag++, static_cast<uint16_t>(rng())));
+      } else {
+        burst.emplace_back(lan,
+                           lan4(lan, "10.2.3.4", len, kEf, tag++, static_cast<uint16_t>(rng())));
+      }
+      ++sent_per_vni[vni[lan]];
+    }
+    send(t, burst);
+  }
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> got;  // VNI: frames, bytes
+  for (const Outer& o : wanOut()) {
+    EXPECT_EQ(o.dscp_ecn, kEf) << "unmetered: no remarking";
+    ++got[o.vni].first;
+    got[o.vni].second += o.size;
+  }
+  EXPECT_EQ(allDrops(), 0u);
+  uint64_t packets = 0, bytes = 0;
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(vni[i]);
+    EXPECT_EQ(got[vni[i]].first, sent_per_vni[vni[i]]);
+    EXPECT_EQ(counters_->usage_tx[slot[i]].packets.get(), got[vni[i]].first);
+    EXPECT_EQ(counters_->usage_tx[slot[i]].bytes.get(), got[vni[i]].second);
+    EXPECT_EQ(counters_->usage_rx[slot[i]].packets.get(), 0u);
+    EXPECT_EQ(counters_->meter_yellow[slot[i]].get(), 0u);
+    EXPECT_EQ(counters_->meter_red[slot[i]].get(), 0u);
+    packets += counters_->usage_tx[slot[i]].packets.get();
+    bytes += counters_->usage_tx[slot[i]].bytes.get();
+  }
+  EXPECT_EQ(packets, 150u);
+  EXPECT_EQ(counters_->line_tx[line].packets.get(), packets);
+  EXPECT_EQ(counters_->line_tx[line].bytes.get(), bytes);
+}
+
+// cir = pir = 8 kbit/s, bursts of 2000 bytes: the first four 500-byte
+// packets leave, the rest of the burst is red (rate-limit); the other
+// tenants' packets on the same line are untouched.  A second later the
+// bucket has refilled by the rate (1000 bytes/s), never beyond its size.
+TEST_F(PolicyMeterTest, TinyRateSendsTheBurstAndDropsTheRest) {
+  const ForwardingTables& t = buildOk(meterConfig(""));
+  const uint16_t s1 = pairSlot(t, "t1", "l1"), s2 = pairSlot(t, "t2", "l1");
+  ASSERT_NO_FATAL_FAILURE(setRate(s1, 1000, 1000, 2000, 2000));
+  std::vector<std::pair<int, Bytes>> burst;
+  for (uint16_t i = 0; i < 10; ++i) {
+    burst.emplace_back(0, lan4(0, "10.2.3.4", 500, 0, static_cast<uint16_t>(0x100 + i), 1000));
+    if (i % 2) {
+      burst.emplace_back(1, lan4(1, "10.2.3.4", 500, 0, static_cast<uint16_t>(0x200 + i), 1000));
+    }
+  }
+  send(t, burst);
+  std::vector<uint16_t> t1_tags, t2_tags;
+  uint64_t t1_bytes = 0;
+  for (const Outer& o : wanOut()) {
+    if (o.vni == 5001) {
+      t1_tags.push_back(o.tag);
+      t1_bytes += o.size;
+    } else {
+      t2_tags.push_back(o.tag);
+    }
+  }
+  EXPECT_EQ(t1_tags, (std::vector<uint16_t>{0x100, 0x101, 0x102, 0x103}));
+  EXPECT_EQ(t2_tags.size(), 5u);
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 6u);
+  EXPECT_EQ(allDrops(), 6u);
+  EXPECT_EQ(counters_->meter_red[s1].get(), 6u);
+  EXPECT_EQ(counters_->meter_yellow[s1].get(), 0u);
+  EXPECT_EQ(counters_->meter_red[s2].get(), 0u);
+  EXPECT_EQ(counters_->usage_tx[s1].packets.get(), 4u);
+  EXPECT_EQ(counters_->usage_tx[s1].bytes.get(), t1_bytes);
+  EXPECT_EQ(t1_bytes, 4u * (500 + 50 + kEth));
+  EXPECT_EQ(counters_->usage_tx[s2].packets.get(), 5u);
+
+  // 1.2 s later: at least 1200 bytes of credit (2 packets), at most the
+  // bucket's 2000 (4).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  burst.clear();
+  for (uint16_t i = 0; i < 8; ++i) {
+    burst.emplace_back(0, lan4(0, "10.2.3.4", 500, 0, static_cast<uint16_t>(0x300 + i), 1000));
+  }
+  send(t, burst);
+  const auto out = wanOut();
+  EXPECT_GE(out.size(), 2u);
+  EXPECT_LE(out.size(), 4u);
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].tag, 0x300 + i) << "the first packets of the burst are the green ones";
+  }
+  EXPECT_EQ(counters_->meter_red[s1].get(), 6u + 8u - out.size());
+  EXPECT_EQ(counters_->usage_tx[s1].packets.get(), 4u + out.size());
+}
+
+// pir > cir: cir 8 kbit/s with 1518 bytes, pir 16 kbit/s with 3036: of
+// eight 500-byte packets three are green (their DSCP kept), three yellow
+// (DSCP 10 with their ECN bits, checksum right, the outer header copying
+// it) and two red.  t2 has no yellow-dscp: its yellow packets leave as
+// they came, counted yellow.
+TEST_F(PolicyMeterTest, YellowPacketsLeaveWithTheYellowDscp) {
+  const ForwardingTables& t = buildOk(meterConfig("    bandwidth:\n      yellow-dscp: 10\n"));
+  EXPECT_EQ(t.tenants[0].yellow_dscp, 10);
+  EXPECT_EQ(t.tenants[1].yellow_dscp, -1);
+  const uint16_t s1 = pairSlot(t, "t1", "l1"), s2 = pairSlot(t, "t2", "l1");
+  ASSERT_NO_FATAL_FAILURE(setRate(s1, 1000, 2000, 1518, 3036));
+  ASSERT_NO_FATAL_FAILURE(setRate(s2, 1000, 2000, 1518, 3036));
+  std::vector<std::pair<int, Bytes>> burst;
+  for (uint16_t i = 0; i < 8; ++i) {
+    burst.emplace_back(0, lan4(0, "10.2.3.4", 500, kEf, static_cast<uint16_t>(0x100 + i), 7));
+    burst.emplace_back(1, lan4(1, "10.2.3.4", 500, kEf, static_cast<uint16_t>(0x200 + i), 7));
+  }
+  send(t, burst);
+  std::map<uint16_t, Outer> by_tag;
+  for (const Outer& o : wanOut()) {
+    by_tag[o.tag] = o;
+  }
+  ASSERT_EQ(by_tag.size(), 12u);
+  for (uint16_t i = 0; i < 8; ++i) {
+    for (uint16_t base : {0x100, 0x200}) {
+      const uint16_t tag = static_cast<uint16_t>(base + i);
+      SCOPED_TRACE(tag);
+      if (i >= 6) {
+        EXPECT_FALSE(by_tag.count(tag)) << "red";
+        continue;
+      }
+      ASSERT_TRUE(by_tag.count(tag));
+      const Outer& o = by_tag[tag];
+      const uint8_t want = i < 3 || base == 0x200 ? kEf : kYellow;
+      EXPECT_EQ(o.dscp_ecn, want);
+      EXPECT_TRUE(o.inner_checksum_ok);
+      EXPECT_EQ(o.outer_tos, want);
+      EXPECT_TRUE(o.outer_checksum_ok);
+    }
+  }
+  for (uint16_t s : {s1, s2}) {
+    EXPECT_EQ(counters_->meter_yellow[s].get(), 3u);
+    EXPECT_EQ(counters_->meter_red[s].get(), 2u);
+    EXPECT_EQ(counters_->usage_tx[s].packets.get(), 6u);
+  }
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 4u);
+  EXPECT_EQ(allDrops(), 4u);
+}
+
+// The same in IPv6: the traffic class's DSCP remarked, its ECN bits and the
+// flow label kept.
+TEST_F(PolicyMeterTest, YellowIpv6PacketsLeaveWithTheYellowDscp) {
+  const ForwardingTables& t = buildOk(meterConfig("    bandwidth:\n      yellow-dscp: 10\n"));
+  const uint16_t s1 = pairSlot(t, "t1", "l1");
+  ASSERT_NO_FATAL_FAILURE(setRate(s1, 1000, 2000, 1518, 3036));
+  std::vector<std::pair<int, Bytes>> burst;
+  for (uint16_t i = 0; i < 8; ++i) {
+    burst.emplace_back(0, lan6(0, "2001:db8:2::5", 500, kEf, static_cast<uint16_t>(0x100 + i), 7));
+  }
+  send(t, burst);
+  const auto out = wanOut();
+  ASSERT_EQ(out.size(), 6u);
+  for (uint16_t i = 0; i < 6; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(out[i].v6);
+    EXPECT_EQ(out[i].tag, 0x100 + i);
+    EXPECT_EQ(out[i].flow_label, 0x100u + i);
+    EXPECT_EQ(out[i].dscp_ecn, i < 3 ? kEf : kYellow);
+    EXPECT_EQ(out[i].outer_tos, i < 3 ? kEf : kYellow);
+    EXPECT_TRUE(out[i].outer_checksum_ok);
+  }
+  EXPECT_EQ(counters_->meter_yellow[s1].get(), 3u);
+  EXPECT_EQ(counters_->meter_red[s1].get(), 2u);
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 2u);
+}
+
+// ECMP over l1 and l2: each flow's line is the one its packets are metered
+// and counted on.  Only l2 is metered (1518 bytes of credit: seven 200-byte
+// packets), so l1's flows all leave and l2's first seven.
+TEST_F(PolicyMeterTest, EcmpMetersAndCountsTheChosenLine) {
+  const ForwardingTables& t = buildOk(meterConfig("", "ecmp"));
+  const uint16_t s1 = pairSlot(t, "t1", "l1"), s2 = pairSlot(t, "t1", "l2");
+  EXPECT_NE(s1, s2);
+  auto burst = [&](uint16_t base) {
+    std::vector<std::pair<int, Bytes>> b;
+    for (uint16_t i = 0; i < 32; ++i) {
+      b.emplace_back(0, lan4(0, "10.2.3.4", 200, 0, static_cast<uint16_t>(base + i),
+                             static_cast<uint16_t>(20000 + 97 * i)));
+    }
+    return b;
+  };
+  // Unmetered first: which line each flow takes (and the usage per line).
+  send(t, burst(0x100));
+  std::map<uint16_t, uint8_t> line_of;  // flow index: VTEP
+  std::map<uint8_t, std::pair<uint64_t, uint64_t>> per_line;
+  for (const Outer& o : wanOut()) {
+    line_of[static_cast<uint16_t>(o.tag - 0x100)] = o.vtep_last;
+    ++per_line[o.vtep_last].first;
+    per_line[o.vtep_last].second += o.size;
+  }
+  ASSERT_EQ(line_of.size(), 32u);
+  const size_t on_l2 = per_line[11].first;
+  ASSERT_GE(per_line[10].first, 1u) << "the flows should spread over both lines";
+  ASSERT_GE(on_l2, 8u) << "the flows should spread over both lines";
+  EXPECT_EQ(counters_->usage_tx[s1].packets.get(), per_line[10].first);
+  EXPECT_EQ(counters_->usage_tx[s1].bytes.get(), per_line[10].second);
+  EXPECT_EQ(counters_->usage_tx[s2].packets.get(), on_l2);
+  EXPECT_EQ(counters_->usage_tx[s2].bytes.get(), per_line[11].second);
+  EXPECT_EQ(counters_->line_tx[lineOf(t, "l2").slot].packets.get(), on_l2);
+
+  ASSERT_NO_FATAL_FAILURE(setRate(s2, 1000, 1000, 1518, 1518));
+  send(t, burst(0x200));
+  std::set<uint16_t> want;
+  size_t l2_green = 0;
+  for (uint16_t i = 0; i < 32; ++i) {
+    if (line_of[i] == 10 || l2_green++ < 7) {
+      want.insert(static_cast<uint16_t>(0x200 + i));
+    }
+  }
+  std::set<uint16_t> got;
+  for (const Outer& o : wanOut()) {
+    got.insert(o.tag);
+    EXPECT_EQ(o.vtep_last, line_of[static_cast<uint16_t>(o.tag - 0x200)]) << "a flow moved";
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(counters_->meter_red[s2].get(), on_l2 - 7);
+  EXPECT_EQ(counters_->meter_red[s1].get(), 0u);
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), on_l2 - 7);
+  EXPECT_EQ(counters_->usage_tx[s1].packets.get(), 2 * per_line[10].first);
+  EXPECT_EQ(counters_->usage_tx[s2].packets.get(), on_l2 + 7);
+}
+
+// Active-backup: l1 carries everything while it is up, and l2's meter does
+// not touch it; l1 down, l2 carries, meters and counts the traffic.
+TEST_F(PolicyMeterTest, ActiveBackupMetersAndCountsTheLineInUse) {
+  const ForwardingTables& t = buildOk(meterConfig("", "active-backup"));
+  const uint16_t s1 = pairSlot(t, "t1", "l1"), s2 = pairSlot(t, "t1", "l2");
+  ASSERT_NO_FATAL_FAILURE(setRate(s2, 1000, 1000, 1518, 1518));
+  auto burst = [&](uint16_t base) {
+    std::vector<std::pair<int, Bytes>> b;
+    for (uint16_t i = 0; i < 10; ++i) {
+      b.emplace_back(0, lan4(0, "10.2.3.4", 200, 0, static_cast<uint16_t>(base + i),
+                             static_cast<uint16_t>(20000 + 97 * i)));
+    }
+    return b;
+  };
+  send(t, burst(0x100));
+  auto out = wanOut();
+  ASSERT_EQ(out.size(), 10u);
+  for (const Outer& o : out) {
+    EXPECT_EQ(o.vtep_last, 10);
+  }
+  EXPECT_EQ(counters_->usage_tx[s1].packets.get(), 10u);
+  EXPECT_EQ(counters_->usage_tx[s2].packets.get(), 0u);
+  EXPECT_EQ(counters_->meter_red[s2].get(), 0u);
+
+  health_.up[lineOf(t, "l1").slot].store(false);
+  send(t, burst(0x200));
+  out = wanOut();
+  ASSERT_EQ(out.size(), 7u);  // 7 x 200 bytes of l2's 1518
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].vtep_last, 11);
+    EXPECT_EQ(out[i].tag, 0x200 + i);
+  }
+  EXPECT_EQ(counters_->usage_tx[s1].packets.get(), 10u);
+  EXPECT_EQ(counters_->usage_tx[s2].packets.get(), 7u);
+  EXPECT_EQ(counters_->usage_tx[s2].bytes.get(), 7u * (200 + 50 + kEth));
+  EXPECT_EQ(counters_->meter_red[s2].get(), 3u);
+  EXPECT_EQ(counters_->meter_red[s1].get(), 0u);
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 3u);
+}
+
+// Out of a tunnel: usage_rx of the line the packet came in on, with the
+// tunnel frame's length as received; not metered (the sender's gateway
+// metered it), even with both of t1's pairs at the smallest rate.
+TEST_F(PolicyMeterTest, UsageRxCountsTheLineAPacketCameFrom) {
+  const ForwardingTables& t = buildOk(meterConfig("", "ecmp"));
+  const uint16_t s1 = pairSlot(t, "t1", "l1"), s2 = pairSlot(t, "t1", "l2");
+  ASSERT_NO_FATAL_FAILURE(setRate(s1, 1000, 1000, 1518, 1518));
+  ASSERT_NO_FATAL_FAILURE(setRate(s2, 1000, 1000, 1518, 1518));
+  std::vector<std::pair<int, Bytes>> burst;
+  uint64_t bytes[2] = {0, 0}, packets[2] = {0, 0};
+  for (uint16_t i = 0; i < 30; ++i) {
+    const int which = i % 3 == 0 ? 1 : 0;
+    const uint16_t len = static_cast<uint16_t>(300 + 37 * i);
+    Bytes inner = udp4(0, ip4("10.2.3.4"), kHost4[0], len, 0, static_cast<uint16_t>(0x100 + i), 53);
+    Bytes f = fromVtep(which ? 11 : 10, 5001, inner);
+    bytes[which] += f.size();
+    ++packets[which];
+    burst.emplace_back(-1, f);
+  }
+  send(t, burst);
+  size_t delivered = 0;
+  for (const Bytes& f : sent(lan_[0])) {
+    auto tag = lanTagOf(f);
+    EXPECT_TRUE(tag && *tag >= 0x100 && *tag < 0x100 + 30);
+    ++delivered;
+  }
+  EXPECT_EQ(delivered, 30u);
+  EXPECT_EQ(allDrops(), 0u);
+  EXPECT_EQ(counters_->usage_rx[s1].packets.get(), packets[0]);
+  EXPECT_EQ(counters_->usage_rx[s1].bytes.get(), bytes[0]);
+  EXPECT_EQ(counters_->usage_rx[s2].packets.get(), packets[1]);
+  EXPECT_EQ(counters_->usage_rx[s2].bytes.get(), bytes[1]);
+  EXPECT_EQ(counters_->line_rx[lineOf(t, "l1").slot].bytes.get(), bytes[0]);
+  EXPECT_EQ(counters_->line_rx[lineOf(t, "l2").slot].bytes.get(), bytes[1]);
+  for (uint16_t s : {s1, s2}) {
+    EXPECT_EQ(counters_->usage_tx[s].packets.get(), 0u);
+    EXPECT_EQ(counters_->meter_red[s].get(), 0u);
+    EXPECT_EQ(counters_->meter_yellow[s].get(), 0u);
+  }
+}
+
+// The gateway's own ICMP errors into the tunnel are not metered: with t1's
+// bucket on l1 spent, a time-exceeded about a packet from site-b still
+// leaves, and the next packet from the LAN is red again.
+TEST_F(PolicyMeterTest, GatewayIcmpErrorsAreNotMetered) {
+  const ForwardingTables& t = buildOk(meterConfig(""));
+  const uint16_t s1 = pairSlot(t, "t1", "l1");
+  ASSERT_NO_FATAL_FAILURE(setRate(s1, 1000, 1000, 1518, 1518));
+  std::vector<std::pair<int, Bytes>> burst;
+  for (uint16_t i = 0; i < 4; ++i) {
+    burst.emplace_back(0, lan4(0, "10.2.3.4", 500, 0, static_cast<uint16_t>(0x100 + i), 7));
+  }
+  send(t, burst);
+  EXPECT_EQ(wanOut().size(), 3u);
+  EXPECT_EQ(counters_->meter_red[s1].get(), 1u);
+  // TTL 1 out of the tunnel: time exceeded back into it (a quote of up to
+  // 576 bytes: far more than the 18 bytes of credit left).
+  send(t, {{-1, fromSiteB(5001, udp4(0, ip4("10.2.3.4"), kHost4[0], 500, 0, 0x0777, 53, 1))}});
+  const auto out = wanOut();
+  ASSERT_EQ(out.size(), 1u) << "the ICMP error did not leave";
+  EXPECT_EQ(out[0].vni, 5001u);
+  EXPECT_EQ(out[0].inner_proto, kIcmp);
+  EXPECT_GT(out[0].size, 200u);
+  EXPECT_EQ(counters_->icmp_time_exceeded.get(), 1u);
+  EXPECT_EQ(counters_->meter_red[s1].get(), 1u);
+  EXPECT_EQ(drop(DropReason::kTTL_EXPIRED), 1u);
+  // The meter still holds next to nothing.
+  send(t, {{0, lan4(0, "10.2.3.4", 500, 0, 0x0200, 7)}});
+  EXPECT_TRUE(wanOut().empty());
+  EXPECT_EQ(counters_->meter_red[s1].get(), 2u);
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 2u);
 }
 
 }  // namespace

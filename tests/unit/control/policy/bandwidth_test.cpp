@@ -85,7 +85,7 @@ TEST(Bandwidth, ConfigLimitsAndWindowsByPrecedence) {
   EXPECT_EQ(f->rate.cir, 50'000'000u / 8);
   EXPECT_EQ(f->rate.pir, 60'000'000u / 8);
   EXPECT_EQ(f->rate.cbs, 64'000u);
-  EXPECT_EQ(f->rate.pbs, 60'000'000u / 8 / 100);
+  EXPECT_EQ(f->rate.pbs, 60'000'000u / 8 * 80 / 1000);  // 80 ms at the peak rate
 }
 
 TEST(Bandwidth, LiveRatesWinAndAreChecked) {
@@ -117,7 +117,7 @@ TEST(Bandwidth, LiveRatesWinAndAreChecked) {
   EXPECT_EQ(bad("train", "site-b/l9", r), "peer \"site-b\" has no line \"l9\"");
   EXPECT_EQ(bad("train", "site-c", r), "peer \"site-c\" does not carry tenant \"train\"");
   EXPECT_NE(bad("train", "site-b/l1", {"40X", "", "", ""}).find("unknown unit"), std::string::npos);
-  EXPECT_NE(bad("train", "site-b/l1", {"40M", "20M", "", ""}).find("pir"), std::string::npos);
+  EXPECT_EQ(bad("train", "site-b/l1", {"40M", "20M", "", ""}), "peak rate 20M is below rate 40M");
   EXPECT_NE(bad("train", "site-b/l1", {"40M", "", "100", ""}).find("cbs"), std::string::npos);
   EXPECT_EQ(source(b, "train", "site-b", "l1", now), "live by sdn.example.net 200M");
 
