@@ -1312,9 +1312,8 @@ class Checker {
   const SourceMap& map_;
   ErrorSink& sink_;
   ErrorSink& warn_;
-  bool lan_without_tenant_ = false;
-  size_t policy_rules_ =
-      0;  // of the tenants checked so far  // a lan port lacks the tenant it must name
+  bool lan_without_tenant_ = false;  // a lan port lacks the tenant it must name
+  size_t policy_rules_ = 0;          // of the tenants checked so far
 };
 
 }  // namespace

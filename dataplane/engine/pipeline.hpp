@@ -107,6 +107,9 @@ struct LiveState {
 
 inline constexpr uint16_t kBurst = 32;
 
+// A tunnel's (tenant, line) slot indexes the meters too.
+static_assert(kMaxTenantLines <= policy::MeterTable::kMaxMeters);
+
 // A destination whose MAC the fast path does not know: the worker tells the
 // control plane (a ring per worker), which asks the kernel to resolve it.
 struct NeighborMiss {
@@ -323,9 +326,8 @@ class Pipeline {
     std::array<policy::Key6, kBurst> key6;
     std::array<const uint8_t*, kBurst> keys;
     std::array<uint32_t, kBurst> ids;
-    std::array<uint8_t, kBurst> at;    // the packet of keys[i]
-    std::array<uint8_t, kBurst> drop;  // 1: denied
-    policy::VerdictCache verdicts;     // this worker's answers by policy serial and key
+    std::array<uint8_t, kBurst> at;  // the packet of keys[i]
+    policy::VerdictCache verdicts;   // this worker's answers by policy serial and key
   };
   PolicyScratch policy_scratch_;
 

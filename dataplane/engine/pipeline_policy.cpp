@@ -26,6 +26,20 @@ unsigned Pipeline::policy(const ForwardingTables& t, Packet* ps, unsigned n) {
   // 0: not decided yet; 1: allowed or no rules; 2: denied.
   std::array<uint8_t, kBurst> state{};
   unsigned undecided = 0;
+  bool denied = false;
+  // The decisions' counters, added once per run of one slot (a burst is
+  // mostly one flow's or one rule's packets).
+  uint32_t run_slot = UINT32_MAX, run = 0;
+  auto count = [&](uint32_t slot) {
+    if (slot != run_slot) {
+      if (run != 0) {
+        counters_->policy[run_slot].add(run);
+      }
+      run_slot = slot;
+      run = 0;
+    }
+    ++run;
+  };
   for (unsigned i = 0; i < n; ++i) {
     const TenantEntry& te = t.tenants[ps[i].tenant];
     // Packets to the gateway itself (BGP, BFD, ping of its address) are
@@ -64,6 +78,7 @@ unsigned Pipeline::policy(const ForwardingTables& t, Packet* ps, unsigned n) {
       --undecided;
       if (!ok) {  // an IPv6 extension-header chain that does not parse
         state[i] = 2;
+        denied = true;
         drop(p.m, DropReason::kMALFORMED);
         continue;
       }
@@ -89,16 +104,23 @@ unsigned Pipeline::policy(const ForwardingTables& t, Packet* ps, unsigned n) {
       bool deny;
       if (id == policy::kNoMatch) {
         deny = pol.default_deny;
-        counters_->policy[pol.default_slot].add();
+        count(pol.default_slot);
       } else {
         deny = pol.deny_of_rule[id] != 0;
-        counters_->policy[pol.slot_of_rule[id]].add();
+        count(pol.slot_of_rule[id]);
       }
       if (deny) {
         state[s.at[j]] = 2;
+        denied = true;
         drop(ps[s.at[j]].m, DropReason::kPOLICY_DENY);
       }
     }
+  }
+  if (run != 0) {
+    counters_->policy[run_slot].add(run);
+  }
+  if (!denied) {  // a malformed packet counts as denied here: it left too
+    return n;
   }
   unsigned kept = 0;
   for (unsigned i = 0; i < n; ++i) {
