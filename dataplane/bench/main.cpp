@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "dataplane/bench/harness.hpp"
 #include "dataplane/bench/meter_bench.hpp"
 #include "dataplane/bench/packets.hpp"
 #include "dataplane/bench/pipeline_policy_bench.hpp"
@@ -98,16 +99,6 @@ const Ip4 kWan1Address{198, 51, 100, 1};
 const Ip4 kPeerBVtep{198, 51, 100, 10};
 // The mapped scenario: lan0's 192.168.0.0/16 is 100.70.0.0/16 to the peers.
 const Ip4 kMappedSender{100, 70, 0, 10};  // 192.168.0.10
-
-[[noreturn]] void fail(const std::string& message) {
-  std::fprintf(stderr, "mcgw-bench: FAILED: %s\n", message.c_str());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
-void note(const std::string& message) {
-  std::fprintf(stderr, "%s\n", message.c_str());
-}
 
 // ---------------------------------------------------------------- scenarios
 
@@ -207,41 +198,6 @@ const crypto::Key kKeyOut = espKey(0x0b), kKeyIn = espKey(0x0a);
 
 // ------------------------------------------------------------------- config
 
-config::IpAddress ip(const char* text) {
-  auto a = config::IpAddress::parse(text);
-  if (!a) {
-    fail(std::string("bad address ") + text);
-  }
-  return *a;
-}
-
-config::IpPrefix prefix(const char* text) {
-  auto p = config::IpPrefix::parse(text);
-  if (!p) {
-    fail(std::string("bad prefix ") + text);
-  }
-  return *p;
-}
-
-config::MacAddress mac(const Mac& m) {
-  config::MacAddress out;
-  out.bytes = m;
-  return out;
-}
-
-config::PortConfig port(const char* name, config::PortRole role, const char* address) {
-  config::PortConfig p;
-  p.name = name;
-  p.role = role;
-  p.vdev = name;  // not used: the benchmark opens its ports itself
-  p.mtu = 1500;
-  p.addresses = {prefix(address)};
-  if (role == config::PortRole::kLan) {
-    p.tenant = "bench";
-  }
-  return p;
-}
-
 // The topology, as a Config filled by hand (no YAML, no validation):
 //
 //   lan0 192.168.0.1/24 (RX) ─┐                   ┌─ lan1 192.168.1.1/24 (TX)
@@ -314,34 +270,6 @@ void encryptLine(const Scenario& s, config::Config& c) {
 
 // -------------------------------------------------------------------- ports
 
-struct RingPort {
-  uint16_t id = 0;
-  rte_ring* ring = nullptr;
-};
-
-// An ethdev over one rte_ring (RX and TX on the same ring).
-RingPort ringPort(const char* name, rte_mempool* pool) {
-  RingPort p;
-  const int socket = static_cast<int>(rte_socket_id());
-  p.ring = rte_ring_create(name, 1024, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  if (!p.ring) {
-    fail(std::string("cannot create ring ") + name + ": " + rte_strerror(rte_errno));
-  }
-  const int id = rte_eth_from_ring(p.ring);
-  if (id < 0) {
-    fail(std::string("cannot create a net_ring port on ") + name + ": " + rte_strerror(rte_errno));
-  }
-  p.id = static_cast<uint16_t>(id);
-  rte_eth_conf conf{};
-  if (rte_eth_dev_configure(p.id, 1, 1, &conf) != 0 ||
-      rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool) != 0 ||
-      rte_eth_tx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr) != 0 ||
-      rte_eth_dev_start(p.id) != 0) {
-    fail(std::string("cannot start the net_ring port ") + name);
-  }
-  return p;
-}
-
 struct Ports {
   RingPort rx_lan, rx_wan;  // the benchmark feeds these
   // --workers: the RX rings of workers 1.. (worker 0 uses rx_lan, rx_wan).
@@ -359,14 +287,6 @@ std::map<std::string, engine::OpenPort> openPorts(const Ports& p, bool capture) 
       {"lan1", {capture ? p.cap_lan.id : p.null_lan->id(), kLan1Mac, 1}},
       {"wan1", {capture ? p.cap_wan.id : p.null_wan->id(), kWan1Mac, 1}},
   };
-}
-
-uint64_t txPackets(uint16_t port) {
-  rte_eth_stats s{};
-  if (rte_eth_stats_get(port, &s) != 0) {
-    fail("cannot read port statistics");
-  }
-  return s.opackets;
 }
 
 // ------------------------------------------------------------------ packets
