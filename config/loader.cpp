@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <utility>
 
 #include "config/loader_detail.hpp"
 #include "config/schema.hpp"
@@ -21,7 +23,9 @@ namespace mcgw::config {
 
 using detail::ErrorSink;
 using detail::Location;
+using detail::quoteName;
 using detail::SourceMap;
+using detail::YamlNode;
 
 namespace {
 
@@ -79,22 +83,75 @@ std::string sizeMessage(uint64_t size, const char* what) {
          std::to_string(kMaxFileBytes) + " bytes (" + std::to_string(kMaxFileBytes >> 20) + " MiB)";
 }
 
-}  // namespace
-
-std::string sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
+// A copy of node with its lines (and its children's) moved by shift, made
+// in out.
+const YamlNode* shifted(const YamlNode& node, int shift, std::deque<YamlNode>& out) {
+  YamlNode& copy = out.emplace_back(node);
+  copy.line += shift;
+  for (const YamlNode*& child : copy.children) {
+    child = shifted(*child, shift, out);
   }
-  return out;
+  return &copy;
 }
 
-LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
+// root with the overlays' trees (by tenant) as its tenants' policies; the
+// nodes it changes are copies made in out.  A tenant the file lacks is an
+// error in sink.
+const YamlNode* withPolicies(
+    const YamlNode& root, const std::vector<std::pair<const PolicyOverlay*, const YamlNode*>>& by,
+    std::deque<YamlNode>& out, ErrorSink& sink) {
+  std::vector<bool> found(by.size(), false);
+  const YamlNode* result = &root;
+  const YamlNode* tenants = root.isMap() ? root.find("tenants") : nullptr;
+  if (tenants && tenants->isSequence()) {
+    YamlNode& seq = out.emplace_back(*tenants);
+    for (const YamlNode*& item : seq.children) {
+      const YamlNode* name = item->isMap() ? item->find("name") : nullptr;
+      for (size_t o = 0; o < by.size(); ++o) {
+        if (!name || !name->isScalar() || name->scalar != by[o].first->tenant) {
+          continue;
+        }
+        found[o] = true;
+        YamlNode& tenant = out.emplace_back(*item);
+        bool replaced = false;
+        for (size_t k = 0; k < tenant.size(); ++k) {
+          if (tenant.key(k).isScalar() && tenant.key(k).scalar == "policy") {
+            tenant.children[2 * k + 1] = by[o].second;
+            replaced = true;
+          }
+        }
+        if (!replaced) {
+          YamlNode& key = out.emplace_back();
+          key.kind = YamlNode::Kind::kScalar;
+          key.scalar = "policy";
+          key.line = by[o].first->first_line;
+          key.column = 1;
+          tenant.children.push_back(&key);
+          tenant.children.push_back(by[o].second);
+        }
+        item = &tenant;
+      }
+    }
+    YamlNode& top = out.emplace_back(root);
+    for (size_t k = 0; k < top.size(); ++k) {
+      if (&top.value(k) == tenants) {
+        top.children[2 * k + 1] = &seq;
+      }
+    }
+    result = &top;
+  }
+  for (size_t o = 0; o < by.size(); ++o) {
+    if (!found[o]) {
+      sink.at(Location{by[o].first->first_line, 1, ""}, "",
+              "tenant " + quoteName(by[o].first->tenant) + " is not in the config");
+    }
+  }
+  return result;
+}
+
+// Every stage on text, with the overlays' policies in place (none: a file).
+LoadResult load(std::string_view text, const std::string& file_name,
+                const std::vector<PolicyOverlay>& overlays) {
   ErrorSink sink(file_name);
   if (text.size() > kMaxFileBytes) {
     sink.at(Location{}, "", sizeMessage(text.size(), ""));
@@ -107,10 +164,36 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   if (!yaml.read(text, limits, sink)) {
     return unexpected(sink.take());
   }
+  const YamlNode* root = &yaml.root();
+  std::deque<YamlNode> spliced;
+  if (!overlays.empty()) {
+    std::vector<std::pair<const PolicyOverlay*, const YamlNode*>> by;
+    for (const PolicyOverlay& o : overlays) {
+      // Each overlay is read with the limits of a file; its problems are
+      // numbered from its first_line.
+      detail::YamlDocument doc;
+      ErrorSink own(file_name);
+      const bool read = doc.read(o.text, limits, own);
+      for (const ConfigError& e : own.take()) {
+        sink.at(Location{e.line > 0 ? e.line + o.first_line - 1 : o.first_line, e.column, ""},
+                e.path, e.message);
+      }
+      if (read) {
+        by.emplace_back(&o, shifted(doc.root(), o.first_line - 1, spliced));
+      }
+    }
+    if (!sink.empty()) {
+      return unexpected(sink.take());
+    }
+    root = withPolicies(*root, by, spliced, sink);
+    if (!sink.empty()) {
+      return unexpected(sink.take());
+    }
+  }
 
   ly_err_clean(schema.context(), nullptr);
   SourceMap map;
-  lyd_node* tree = detail::buildTree(yaml.root(), schema, sink, map);
+  lyd_node* tree = detail::buildTree(*root, schema, sink, map);
   if (!sink.empty()) {
     return unexpected(sink.take());
   }
@@ -143,6 +226,30 @@ LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
   }
   config->warnings = warnings.take();
   return ConfigPtr(std::move(config));
+}
+
+}  // namespace
+
+std::string sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static constexpr const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+LoadResult loadConfigText(std::string_view text, const std::string& file_name) {
+  return load(text, file_name, {});
+}
+
+LoadResult loadConfigTextWith(std::string_view text, const std::string& file_name,
+                              const std::vector<PolicyOverlay>& overlays) {
+  return load(text, file_name, overlays);
 }
 
 Result<std::string, ConfigErrors> readConfigFile(const std::string& path) {

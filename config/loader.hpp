@@ -52,4 +52,23 @@ Result<std::string, ConfigErrors> readConfigFile(const std::string& path);
 // Checks config text; file_name is only used in messages and Config::source.
 LoadResult loadConfigText(std::string_view text, const std::string& file_name);
 
+// A tenant's policy given apart from the file: the live rules an operator
+// set through the API (docs/policy.md, "Changing rules live").  text is the
+// YAML (or JSON) of a tenants[].policy.
+struct PolicyOverlay {
+  std::string tenant;
+  std::string text;
+  // The line the text's first line is numbered as in errors and warnings:
+  // after the file's last line (and after the other overlays'), so that the
+  // caller can tell which text a problem is in.
+  int first_line = 0;
+};
+
+// loadConfigText with each overlay's policy in place of its tenant's (a
+// tenant without one gets it): the same stages and checks as a file whose
+// tenants held those policies.  An overlay whose tenant the file does not
+// have is an error.  Config::checksum stays the file text's.
+LoadResult loadConfigTextWith(std::string_view text, const std::string& file_name,
+                              const std::vector<PolicyOverlay>& overlays);
+
 }  // namespace mcgw::config

@@ -207,10 +207,10 @@ class BoundedPool : public httplib::TaskQueue {
   std::vector<std::thread> threads_;
 };
 
-const std::vector<std::string> kServed = {"status",       "show-policy",   "show-usage",
-                                          "show-tunnels", "show-counters", "show-routes",
-                                          "policy-set"};
-const std::vector<std::string> kChanging = {"policy-set"};
+const std::vector<std::string> kServed = {"status",       "show-policy",      "show-usage",
+                                          "show-tunnels", "show-counters",    "show-routes",
+                                          "policy-set",   "policy-rules-set", "policy-rules-clear"};
+const std::vector<std::string> kChanging = {"policy-set", "policy-rules-set", "policy-rules-clear"};
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <limits>
 
@@ -20,6 +21,7 @@
 #include "control/api/protocol.hpp"
 #include "control/capture/capture_cli.hpp"
 #include "control/cli/status_view.hpp"
+#include "control/flows/flows_cli.hpp"
 #include "control/plan/plan_cli.hpp"
 #include "control/policy/policy_cli.hpp"
 #include "control/policy/usage_cli.hpp"
@@ -171,6 +173,20 @@ int main(int argc, char** argv) {
   show_usage->add_option("--since", usage_since,
                          "From this time on: 2026-12-05T01:00:00Z, or an age: 30m, 1h, 2d");
   show_usage->add_option("--tenant", usage_tenant, "Only this tenant's lines");
+  auto* show_flows = show->add_subcommand(
+      "flows",
+      "Flow audit's records: per flow packets, bytes, forwarded or denied and by which rule");
+  show_flows->add_flag("--json", as_json, "JSON (schema mcgw.flows/1)");
+  std::string flows_tenant;
+  bool flows_denied = false;
+  size_t flows_limit = 100;
+  show_flows->add_option("--tenant", flows_tenant, "Only this tenant's records");
+  show_flows->add_flag(
+      "--denied", flows_denied,
+      "Only records of dropped packets (policy-deny, tenant-isolation, rate-limit)");
+  show_flows->add_option("--limit", flows_limit, "At most this many, most recently seen first")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
   auto* show_neighbors = show->add_subcommand(
       "neighbors", "Next-hop MACs the fast path uses (kernel-resolved and static)");
   show_neighbors->add_flag("--json", as_json, "JSON (schema mcgw.neighbors/1)");
@@ -191,7 +207,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"up", "down"}));
 
   auto* policy_cmd = app.add_subcommand(
-      "policy", "Tenant bandwidth changed live (not kept across restarts; docs/policy.md)");
+      "policy",
+      "Tenant bandwidth and rules changed live (not kept across restarts; docs/policy.md)");
   policy_cmd->require_subcommand(1);
   std::string pol_tenant, pol_line, pol_rate, pol_peak, pol_burst, pol_peak_burst;
   auto* policy_set = policy_cmd->add_subcommand(
@@ -207,6 +224,20 @@ int main(int argc, char** argv) {
       "clear", "End a live rate: the tenant's config rates for that line apply again");
   policy_clear->add_option("TENANT", pol_tenant, "Tenant")->required();
   policy_clear->add_option("--line", pol_line, "PEER/LINE or PEER, as it was set")->required();
+  auto* policy_rules = policy_cmd->add_subcommand(
+      "rules", "Replace a tenant's policy rules live, over the config's (kept across reloads)");
+  policy_rules->require_subcommand(1);
+  std::string rules_file;
+  auto* rules_set = policy_rules->add_subcommand(
+      "set", "Give a tenant the policy in a file (YAML or JSON, as tenants[].policy) now");
+  rules_set->add_option("TENANT", pol_tenant, "Tenant")->required();
+  rules_set
+      ->add_option("--file", rules_file,
+                   "The policy: default and rules, as under tenants[].policy; - for stdin")
+      ->required();
+  auto* rules_clear = policy_rules->add_subcommand(
+      "clear", "End a tenant's live rules: the config's rules apply again");
+  rules_clear->add_option("TENANT", pol_tenant, "Tenant")->required();
 
   std::string sa_peer, sa_line;
   auto* sa_cmd = app.add_subcommand("sa", "ESP security associations of encrypted lines");
@@ -310,6 +341,23 @@ int main(int argc, char** argv) {
                             : forTerminal(mcgw::usage::renderUsage(res)));
       return kOk;
     }
+    if (*show_flows) {
+      json args = {{"limit", flows_limit}};
+      if (!flows_tenant.empty()) {
+        args["tenant"] = flows_tenant;
+      }
+      if (flows_denied) {
+        args["denied"] = true;
+      }
+      auto r = request(socket, "show-flows", rc, args);
+      if (!r) {
+        return rc;
+      }
+      const json& res = (*r)["result"];
+      std::cout << (as_json ? mcgw::api::dump(res, 2) + "\n"
+                            : forTerminal(mcgw::flows::renderFlows(res)));
+      return kOk;
+    }
     if (*show_policy) {
       json args = json::object();
       if (!policy_tenant.empty()) {
@@ -386,6 +434,43 @@ int main(int argc, char** argv) {
         }
       }
       auto r = request(socket, "policy-set", rc, args);
+      if (!r) {
+        return rc;
+      }
+      std::cout << forTerminal((*r)["result"].value("message", "")) << "\n";
+      return kOk;
+    }
+    if (*rules_set || *rules_clear) {
+      json args = {{"tenant", pol_tenant}};
+      if (*rules_set) {
+        std::string text;
+        if (rules_file == "-") {
+          text.assign(std::istreambuf_iterator<char>(std::cin), {});
+        } else {
+          std::ifstream in(rules_file, std::ios::binary);
+          if (!in) {
+            std::fprintf(stderr, "mcgwctl: cannot read %s\n", forTerminal(rules_file).c_str());
+            return kFailed;
+          }
+          text.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        json policy;
+        if (auto e = mcgw::policyview::policyFromYaml(text, policy); !e.empty()) {
+          std::fprintf(stderr, "mcgwctl: %s: %s\n", forTerminal(rules_file).c_str(),
+                       forTerminal(e).c_str());
+          return kFailed;
+        }
+        args["policy"] = std::move(policy);
+        const size_t size = mcgw::api::dump(args).size();
+        if (size + 64 > mcgw::api::kMaxRequestBytes) {
+          std::fprintf(stderr,
+                       "mcgwctl: %s: the policy is %zu bytes as JSON; a request carries at most "
+                       "%zu: put a policy this large in the config file\n",
+                       forTerminal(rules_file).c_str(), size, mcgw::api::kMaxRequestBytes);
+          return kFailed;
+        }
+      }
+      auto r = request(socket, *rules_set ? "policy-rules-set" : "policy-rules-clear", rc, args);
       if (!r) {
         return rc;
       }

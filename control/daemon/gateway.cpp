@@ -418,10 +418,12 @@ void Gateway::saveLastGood() {
   }
 }
 
-ReloadOutcome Gateway::finish(ReloadOutcome o, const plan::Snapshot* store_revision) {
+ReloadOutcome Gateway::finish(ReloadOutcome o, const plan::Snapshot* store_revision,
+                              const std::string& live) {
   const std::string what =
-      store_revision ? "address plan store revision " + std::to_string(store_revision->revision)
-                     : "reload of " + path_;
+      !live.empty()    ? live
+      : store_revision ? "address plan store revision " + std::to_string(store_revision->revision)
+                       : "reload of " + path_;
   if (o.ok) {
     o.summary = o.changes.empty() ? "no changes"
                                   : "applied " + std::to_string(o.changes.size()) + " change" +
@@ -436,7 +438,7 @@ ReloadOutcome Gateway::finish(ReloadOutcome o, const plan::Snapshot* store_revis
     }
   }
   // A store revision's outcome is the plan's to show (status address_plan).
-  if (!store_revision) {
+  if (!store_revision && live.empty()) {
     last_reload_ = {true, o.ok, std::chrono::system_clock::now(), o.errors, o.changes};
     ++(o.ok ? reloads_ok_ : reloads_failed_);
   }
@@ -460,14 +462,23 @@ ReloadOutcome Gateway::reload() {
     out.errors = errorLines(loaded.error());
     return finish(out);
   }
-  return reloadWith(std::move(*loaded), plan_ ? plan_->snapshot() : plan::Snapshot{}, true);
+  // Live rules stay over the new file while their tenants exist.
+  std::vector<std::string> ended;
+  if (!liveRulesOver(*loaded, out.errors, ended)) {
+    return finish(out);
+  }
+  out = reloadWith(std::move(*loaded), plan_ ? plan_->snapshot() : plan::Snapshot{}, true);
+  if (out.ok) {
+    liveRulesEnded(ended);
+  }
+  return out;
 }
 
 ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& snapshot,
-                                  bool file_read) {
+                                  bool file_read, const std::string& live) {
   ReloadOutcome out;
   // What the outcome is logged as: the file's reload, or the store's revision.
-  const plan::Snapshot* as = file_read ? nullptr : &snapshot;
+  const plan::Snapshot* as = file_read || !live.empty() ? nullptr : &snapshot;
   // The follower is made at start: adding, removing or changing the store
   // it follows needs a restart.
   if (plan::storeSettings(*loaded.config) != plan::storeSettings(*file_config_)) {
@@ -475,7 +486,7 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
         "address-plan.store changed (or pools were added to or removed from a plan without "
         "etcd): the store a gateway follows is chosen at start; restart to change it "
         "(systemctl restart mcgw)");
-    return finish(out, as);
+    return finish(out, as, live);
   }
   auto in_force = plan::inForce(*loaded.config, snapshot);
   if (!in_force) {
@@ -483,24 +494,24 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
       out.errors.push_back("address plan store revision " + std::to_string(snapshot.revision) +
                            ": " + e);
     }
-    return finish(out, as);
+    return finish(out, as, live);
   }
   config::ConfigPtr next = *in_force;
   const std::vector<Subsystem*> order = subsystems();
   out.errors = validateAll(order, *next);
   if (!out.errors.empty()) {
-    return finish(out, as);
+    return finish(out, as, live);
   }
   ReloadPlan rp = planReload(*config_, *next);
   rp.next = next;
   if (!rp.restart_required.empty()) {
     out.errors = rp.restart_required;
-    return finish(out, as);
+    return finish(out, as, live);
   }
   if (auto r = prepareAndApply(order, rp); !r) {
     restoreAfterAbort();
     out.errors.push_back(r.error() + "; nothing was applied");
-    return finish(out, as);
+    return finish(out, as, live);
   }
 
   // Commit: nothing below can fail.  The kernel sides of new ports exist
@@ -515,7 +526,7 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
   }
   for (const auto& c : rp.changes) {
     out.changes.push_back(c.toString());
-    spdlog::info("reload: {}", c.toString());
+    spdlog::info("{}: {}", live.empty() ? "reload" : live, c.toString());
   }
   config_text_ = std::move(loaded.text);
   loaded_at_ = std::chrono::system_clock::now();
@@ -527,7 +538,7 @@ ReloadOutcome Gateway::reloadWith(LoadedConfig loaded, const plan::Snapshot& sna
   }
   saveLastGood();
   out.ok = true;
-  return finish(out, as);
+  return finish(out, as, live);
 }
 
 bool Gateway::healthy() const {
@@ -556,6 +567,7 @@ json Gateway::policy(const std::string& tenant) const {
   json v = policyview::policyView(dataplane_->tables(), c, tenant);
   for (auto& t : v["tenants"]) {
     t["bandwidth"] = policy_->bandwidthView(c, t["name"].get<std::string>());
+    t["rules_source"] = rulesSource(t["name"].get<std::string>());
   }
   return v;
 }

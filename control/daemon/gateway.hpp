@@ -23,6 +23,7 @@
 #include "control/daemon/daemon_facts.hpp"
 #include "control/daemon/forwarding_state.hpp"
 #include "control/daemon/last_good.hpp"
+#include "control/daemon/live_rules.hpp"
 #include "control/daemon/subsystem.hpp"
 #include "control/encryption/encryption_service.hpp"
 #include "control/flows/flow_audit.hpp"
@@ -126,6 +127,11 @@ class Gateway {
   nlohmann::json counters() const;
   // Tenant policy rules and their counters ("" = every tenant).
   nlohmann::json policy(const std::string& tenant) const;
+  // `show flows`: flow audit's records (schema mcgw.flows/1).
+  nlohmann::json flows(const flows::FlowsFilter& filter) const {
+    return flows_ ? flows_->flows(filter)
+                  : nlohmann::json{{"schema", "mcgw.flows/1"}, {"enabled", false}};
+  }
   // `policy-set`: a tenant's live rate on PEER/LINE or PEER (rates null:
   // back to the config's); `who` is logged.
   Result<std::string, std::string> setRate(const std::string& tenant, const std::string& line,
@@ -134,6 +140,19 @@ class Gateway {
     return policy_->setRate(tenant, line, rates, who);
   }
   const usage::UsageLedger& usage() const { return policy_->usage(); }
+  // `policy-rules-set`: the tenant's rules (policy: the schema of a
+  // tenants[].policy) replaced live, through the reload transaction, and
+  // kept over reloads while the tenant exists (live_rules.hpp).  In force
+  // when it returns; refused (each problem located in the policy, or a
+  // subsystem's error): nothing changed.  `who` is logged.
+  Result<std::string, std::vector<std::string>> setLiveRules(const std::string& tenant,
+                                                             const nlohmann::json& policy,
+                                                             const std::string& who);
+  // `policy-rules-clear`: the config's rules again.
+  Result<std::string, std::vector<std::string>> clearLiveRules(const std::string& tenant,
+                                                               const std::string& who);
+  // Where a tenant's rules come from: "config", or "live by WHO since TIME".
+  std::string rulesSource(const std::string& tenant) const;
   // Why the HTTPS API (served by mcgwd's main, not a subsystem) is not
   // serving although configured; "" = fine.  Status turns degraded.
   void setHttpsProblem(std::string problem) { https_problem_ = std::move(problem); }
@@ -174,10 +193,26 @@ class Gateway {
   void restoreAfterAbort();
   // Logs the outcome; a reload of the file (store_revision null) is also
   // status's last reload.
-  ReloadOutcome finish(ReloadOutcome outcome, const plan::Snapshot* store_revision = nullptr);
+  // live: the outcome is a live rules change's, logged as that and not
+  // status's last reload.
+  ReloadOutcome finish(ReloadOutcome outcome, const plan::Snapshot* store_revision = nullptr,
+                       const std::string& live = "");
   // The file's config and text with the store's VPCs: a reload.  file_read:
-  // the file was read again (a valid file ends a fallback).
-  ReloadOutcome reloadWith(LoadedConfig file, const plan::Snapshot& snapshot, bool file_read);
+  // the file was read again (a valid file ends a fallback).  live: a live
+  // rules change (what it is, for the log).
+  ReloadOutcome reloadWith(LoadedConfig file, const plan::Snapshot& snapshot, bool file_read,
+                           const std::string& live = "");
+  // A reload's new file with the live rules over it (loaded.config
+  // replaced); false with errors when they do not fit it.  ended: tenants
+  // the file no longer has (their live rules end if the reload is applied).
+  bool liveRulesOver(LoadedConfig& loaded, std::vector<std::string>& errors,
+                     std::vector<std::string>& ended) const;
+  void liveRulesEnded(const std::vector<std::string>& tenants);
+  // The text in force with live as the live rules, through the reload
+  // transaction; live_rules_ becomes live when it is applied.  The result:
+  // the live policies' warnings ("" or lines starting with a line break).
+  Result<std::string, std::vector<std::string>> applyLiveRules(
+      std::map<std::string, LiveRules> live, const std::string& what);
   // Keeps the plan in force where the gateway finds it when the store is
   // down at the next start.
   void cachePlan(const plan::Snapshot& snapshot);
@@ -205,6 +240,7 @@ class Gateway {
   std::unique_ptr<capture::CaptureService> capture_;
   std::unique_ptr<flows::FlowAudit> flows_;
   std::unique_ptr<policyview::PolicyService> policy_;
+  std::map<std::string, LiveRules> live_rules_;  // by tenant: over the config's policy
   std::string https_problem_;
   std::unique_ptr<encryption::EncryptionService> encryption_;
   metrics::ConfigFileWatch file_watch_;  // mcgw_config_file_differs

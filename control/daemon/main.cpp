@@ -428,17 +428,23 @@ int main(int argc, char** argv) {
   bool stop_after_reload = false;
   bool hangup_after_reload = false;
   std::function<void()> sighupReload;
-  auto reloadOffLoop = [&](std::function<void()> work,
-                           std::function<void(std::exception_ptr)> then) {
+  // https_too: the HTTPS server starts again after it (a live rules change
+  // leaves the config's api.https and the files alone).
+  bool restart_https_after = true;
+  auto reloadOffLoop = [&](std::function<void()> work, std::function<void(std::exception_ptr)> then,
+                           bool https_too = true) {
     reloading = true;
     gw.setPaused(true);
     state_check.setEnabled(false);
     server.setPaused(true);
+    restart_https_after = https_too;
     loop.runOffLoop(std::move(work), [&, then = std::move(then)](std::exception_ptr error) {
       reloading = false;
       state_check.setEnabled(true);
       server.setPaused(false);
-      restartHttps();
+      if (restart_https_after) {
+        restartHttps();
+      }
       showState();  // before then(), which may start the next reload
       then(error);  // may start the next reload (a plan revision held back)
       if (stop_after_reload) {
@@ -522,7 +528,8 @@ int main(int argc, char** argv) {
     }
     return true;
   });
-  // `mcgwctl reload`: the same, answered when done.
+  // `mcgwctl reload`, and a live rules change (which runs the reload's
+  // transaction, docs/policy.md): the same, answered when done.
   server.answerLater(
       [&](const std::string& cmd, const json& args, const mcgw::api::Server::Reply& reply) {
         if (cmd == "audit") {
@@ -534,7 +541,7 @@ int main(int argc, char** argv) {
           }
           return true;
         }
-        if (cmd != "reload") {
+        if (cmd != "reload" && cmd != "policy-rules-set" && cmd != "policy-rules-clear") {
           return false;
         }
         auto body = std::make_shared<json>();
@@ -542,10 +549,10 @@ int main(int argc, char** argv) {
             [&gw, cmd, args, body] {
               *body = mcgw::daemon::handleRequest(gw, cmd, args, [&gw] { return reload(gw); });
             },
-            [&gw, body, reply, &adoptPendingPlan](std::exception_ptr error) {
+            [&gw, cmd, body, reply, &adoptPendingPlan](std::exception_ptr error) {
               if (error) {  // as api::answer() does for a handler that throws
                 const std::string what = describe(error);
-                spdlog::error("API: command \"reload\" failed: {}", what);
+                spdlog::error("API: command \"{}\" failed: {}", cmd, what);
                 *body = mcgw::api::errorResponse("internal error: " + what);
                 notify("READY=1\nSTATUS=" + gw.summary());
               }
@@ -553,7 +560,8 @@ int main(int argc, char** argv) {
               if (!error) {
                 adoptPendingPlan();
               }
-            });
+            },
+            cmd == "reload");
         return true;
       });
 

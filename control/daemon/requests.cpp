@@ -145,6 +145,36 @@ json policySet(Gateway& gw, const json& args, const std::string& who) {
   return ok({{"message", *r}});
 }
 
+// `policy-rules-set` / `policy-rules-clear`: a tenant's rules replaced
+// live (policy: the schema of a config's tenants[].policy), or back to the
+// config's (docs/policy.md, "Changing rules live").
+json policyRules(Gateway& gw, const json& args, const std::string& who, bool clear) {
+  const char* command = clear ? "policy-rules-clear" : "policy-rules-set";
+  const std::string usage = clear ? " (policy-rules-clear takes {\"tenant\": NAME})"
+                                  : " (policy-rules-set takes {\"tenant\": NAME, \"policy\": "
+                                    "{\"default\": \"allow\"|\"deny\", \"rules\": [...]}})";
+  auto tenant = stringArg(args, command, "tenant");
+  if (!tenant) {
+    return api::errorResponse(tenant.error() + usage);
+  }
+  if (tenant->size() > 128) {
+    return api::errorResponse(std::string(command) + ": the tenant is longer than 128 bytes");
+  }
+  if (!clear && !args.contains("policy")) {
+    return api::errorResponse(std::string(command) + ": argument \"policy\" is missing" + usage);
+  }
+  auto r = clear ? gw.clearLiveRules(*tenant, who) : gw.setLiveRules(*tenant, args["policy"], who);
+  if (!r) {
+    const auto& errors = r.error();
+    std::string message = std::string(command) + ": " + (errors.empty() ? "refused" : errors[0]);
+    if (errors.size() > 1) {
+      message += " (and " + std::to_string(errors.size() - 1) + " more)";
+    }
+    return api::errorResponse(message + "; nothing changed", errors);
+  }
+  return ok({{"message", *r}});
+}
+
 // `show usage`: totals since mcgwd started, or since a time (RFC 3339, or
 // an age such as 1h), optionally one tenant's (a removed tenant's usage
 // may still be asked for).
@@ -169,6 +199,16 @@ json showUsage(Gateway& gw, const json& args) {
     tenant = args["tenant"].get<std::string>();
   }
   return ok(gw.usage().usageView(since, tenant));
+}
+
+// `show flows`: flow audit's records, optionally one tenant's or the
+// denied ones only, at most `limit`.
+json showFlows(Gateway& gw, const json& args) {
+  auto f = flows::flowsFilter(args);
+  if (!f) {
+    return api::errorResponse(f.error());
+  }
+  return ok(gw.flows(*f));
 }
 
 // `show policy`, optionally only one tenant's (which must exist).
@@ -251,9 +291,22 @@ const std::vector<Command>& commands() {
        [](Gateway& gw, const json& args, const Context& ctx) {
          return policySet(gw, args, ctx.who);
        }},
+      {"policy-rules-set",
+       {"tenant", "policy"},
+       [](Gateway& gw, const json& args, const Context& ctx) {
+         return policyRules(gw, args, ctx.who, false);
+       }},
+      {"policy-rules-clear",
+       {"tenant"},
+       [](Gateway& gw, const json& args, const Context& ctx) {
+         return policyRules(gw, args, ctx.who, true);
+       }},
       {"show-usage",
        {"since", "tenant"},
        [](Gateway& gw, const json& args, const auto&) { return showUsage(gw, args); }},
+      {"show-flows",
+       {"tenant", "denied", "limit"},
+       [](Gateway& gw, const json& args, const auto&) { return showFlows(gw, args); }},
       {"show-policy",
        {"tenant"},
        [](Gateway& gw, const json& args, const auto&) { return showPolicy(gw, args); }},

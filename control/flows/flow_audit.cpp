@@ -4,7 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <ctime>
+
+#include "control/core/iso_time.hpp"
+#include "dataplane/engine/policy_tables.hpp"
 
 namespace mcgw::flows {
 
@@ -107,8 +112,37 @@ void FlowAudit::drain() {
   drained_ += n;
   const uint32_t scale = std::max<uint32_t>(1, config_->flow_audit.sampling);
   for (const auto& s : samples_) {
-    table_.add(s, sampleMs(s.tsc), scale, ended_);
+    FlowRecord& r = table_.add(s, sampleMs(s.tsc), scale, ended_);
+    // Named when the record begins: a later reload may give the slot of a
+    // rule it removed to another rule.
+    if (s.rule != engine::kNoRule && r.rule_name.empty()) {
+      r.rule_name = ruleName(s.rule);
+    }
   }
+}
+
+const std::string& FlowAudit::ruleName(uint16_t slot) {
+  static const std::string kNone;
+  const engine::ForwardingTables* t = dp_.tables();
+  if (!t) {
+    return kNone;
+  }
+  if (t != names_tables_ || t->generation != names_generation_) {
+    names_tables_ = t;
+    names_generation_ = t->generation;
+    rule_names_.assign(engine::kMaxPolicySlots, std::string());
+    for (const engine::TenantEntry& te : t->tenants) {
+      rule_names_[te.isolation_slot] = "(isolation)";
+      if (!te.policy) {
+        continue;
+      }
+      rule_names_[te.policy->default_slot] = "(default)";
+      for (size_t i = 0; i < te.policy->rules.size() && i < te.policy->slot_of_rule.size(); ++i) {
+        rule_names_[te.policy->slot_of_rule[i]] = te.policy->rules[i].name;
+      }
+    }
+  }
+  return slot < rule_names_.size() ? rule_names_[slot] : kNone;
 }
 
 void FlowAudit::poll() {
@@ -213,6 +247,123 @@ void FlowAudit::apply() {
 
 void FlowAudit::abort() {
   pending_.reset();
+}
+
+Result<FlowsFilter, std::string> flowsFilter(const nlohmann::json& args) {
+  FlowsFilter f;
+  if (args.contains("tenant")) {
+    if (!args["tenant"].is_string() || args["tenant"].get<std::string>().size() > 128) {
+      return unexpected(
+          std::string("show-flows: argument \"tenant\" must be a string of at most 128 bytes"));
+    }
+    f.tenant = args["tenant"].get<std::string>();
+  }
+  if (args.contains("denied")) {
+    if (!args["denied"].is_boolean()) {
+      return unexpected(std::string("show-flows: argument \"denied\" must be true or false"));
+    }
+    f.denied = args["denied"].get<bool>();
+  }
+  if (args.contains("limit")) {
+    if (!args["limit"].is_number_unsigned() || args["limit"].get<uint64_t>() < 1 ||
+        args["limit"].get<uint64_t>() > kMaxFlowsShown) {
+      return unexpected("show-flows: argument \"limit\" must be a number from 1 to " +
+                        std::to_string(kMaxFlowsShown));
+    }
+    f.limit = args["limit"].get<size_t>();
+  }
+  return f;
+}
+
+namespace {
+
+std::string addressText(const uint8_t* a, bool v4) {
+  config::IpAddress ip;
+  ip.family = v4 ? config::Family::V4 : config::Family::V6;
+  std::copy(a, a + (v4 ? 4 : 16), ip.bytes.begin());
+  return ip.toString();
+}
+
+std::string msTime(uint64_t ms) {
+  using namespace std::chrono;
+  std::string s = core::isoTime(system_clock::time_point(milliseconds(ms)));
+  // isoTime has whole seconds ("...:05Z"): the milliseconds go before the Z.
+  if (!s.empty() && s.back() == 'Z') {
+    char frac[8];
+    std::snprintf(frac, sizeof frac, ".%03u", static_cast<unsigned>(ms % 1000));
+    s.insert(s.size() - 1, frac);
+  }
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json FlowAudit::flows(const FlowsFilter& filter) const {
+  using nlohmann::json;
+  const auto& fa = config_->flow_audit;
+  const engine::ForwardingTables* t = dp_.tables();
+  json out = json::array();
+  size_t matched = 0;
+  const auto& records = table_.records();
+  for (auto it = records.rbegin(); it != records.rend(); ++it) {
+    const FlowRecord& r = *it;
+    const FlowKey& k = r.key;
+    std::string tenant;
+    for (const auto& tc : config_->tenants) {
+      if (tc.vni == k.vni) {
+        tenant = tc.name;
+        break;
+      }
+    }
+    if (!filter.tenant.empty() && tenant != filter.tenant) {
+      continue;
+    }
+    const bool dropped = k.status != static_cast<uint8_t>(engine::FlowStatus::kForwarded);
+    if (filter.denied && !dropped) {
+      continue;
+    }
+    if (++matched > filter.limit) {
+      continue;  // counted, not shown
+    }
+    json peer = nullptr, line = nullptr;
+    if (t && k.line != engine::kNoLine) {
+      for (const auto& l : t->lines) {
+        if (l.slot == k.line) {
+          peer = l.peer;
+          line = l.name;
+          break;
+        }
+      }
+    }
+    const bool from_tunnel =
+        k.direction == static_cast<uint8_t>(engine::FlowDirection::kFromTunnel);
+    const char* direction = from_tunnel                 ? "from-tunnel"
+                            : k.line == engine::kNoLine ? "from-lan"
+                                                        : "to-tunnel";
+    const bool v4 = k.ip_version == 4;
+    out.push_back({{"tenant", tenant.empty() ? json(nullptr) : json(tenant)},
+                   {"vni", k.vni},
+                   {"family", v4 ? "ipv4" : "ipv6"},
+                   {"protocol", k.protocol},
+                   {"source", addressText(k.src, v4)},
+                   {"destination", addressText(k.dst, v4)},
+                   {"source_port", k.src_port},
+                   {"destination_port", k.dst_port},
+                   {"direction", direction},
+                   {"peer", peer},
+                   {"line", line},
+                   {"interface", lineInterface(k.line)},
+                   {"packets", r.packets},
+                   {"bytes", r.bytes},
+                   {"tcp_flags", r.tcp_flags},
+                   {"first", msTime(r.first_ms)},
+                   {"last", msTime(r.last_ms)},
+                   {"status", statusName(k.status)},
+                   {"forwarding_status", forwardingStatus(k.status)},
+                   {"rule", k.rule == engine::kNoRule ? json(nullptr) : json(r.rule_name)}});
+  }
+  return {{"schema", "mcgw.flows/1"},      {"enabled", fa.enabled()}, {"sampling", fa.sampling},
+          {"flows_active", table_.size()}, {"matched", matched},      {"flows", std::move(out)}};
 }
 
 nlohmann::json FlowAudit::status() const {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +36,16 @@ namespace mcgw::flows {
 inline constexpr std::chrono::milliseconds kDrainPeriod{5};
 // How often records are checked for their timeouts.
 inline constexpr uint64_t kExpireEveryMs = 1000;
+
+// Which records `mcgwctl show flows` lists.
+struct FlowsFilter {
+  std::string tenant;   // "" = every tenant
+  bool denied = false;  // only records of dropped packets
+  size_t limit = 100;   // at most this many, most recently seen first
+};
+inline constexpr size_t kMaxFlowsShown = 10000;
+// The `show-flows` request's arguments (tenant, denied, limit), or why not.
+Result<FlowsFilter, std::string> flowsFilter(const nlohmann::json& args);
 
 class FlowAudit : public daemon::Subsystem {
  public:
@@ -58,6 +69,9 @@ class FlowAudit : public daemon::Subsystem {
   void poll();
   // The `flow_audit` object of `mcgwctl status --json`.
   nlohmann::json status() const;
+  // `mcgwctl show flows` (schema mcgw.flows/1): the records being
+  // aggregated, each with its status and, for a deny, its rule.
+  nlohmann::json flows(const FlowsFilter& filter) const;
 
  private:
   // A fresh (TSC, CLOCK_REALTIME) pair: every poll, before the drain.
@@ -66,6 +80,9 @@ class FlowAudit : public daemon::Subsystem {
   uint64_t nowMs() const;
   uint64_t sampleMs(uint64_t tsc) const;
   void drain();
+  // The rule name of a policy counter slot in the tables in force ("" when
+  // none has it); the names are read again when the tables change.
+  const std::string& ruleName(uint16_t slot);
   void exportEnded();
   void updateTimer();
   // The exporters for `next` (those of collectors already exported to are
@@ -82,6 +99,10 @@ class FlowAudit : public daemon::Subsystem {
   std::vector<std::unique_ptr<IpfixExporter>> exporters_;
   std::vector<engine::FlowSample> samples_;  // reused by every drain
   std::vector<FlowRecord> ended_;            // records ended, to export
+  // ruleName()'s names by slot, of the tables of this generation.
+  std::vector<std::string> rule_names_;
+  const engine::ForwardingTables* names_tables_ = nullptr;
+  uint64_t names_generation_ = 0;
   // The clock: TSC to milliseconds since the epoch, anchored every poll.
   uint64_t tsc0_ = 0, tsc_hz_ = 1, wall0_ms_ = 0;
   uint64_t last_expire_ms_ = 0, last_templates_ms_ = 0;

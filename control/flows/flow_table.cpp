@@ -6,6 +6,33 @@
 
 namespace mcgw::flows {
 
+uint8_t forwardingStatus(uint8_t status) {
+  switch (static_cast<engine::FlowStatus>(status)) {
+    case engine::FlowStatus::kForwarded:
+      return 0x40;  // forwarded, unknown reason
+    case engine::FlowStatus::kPolicyDeny:
+    case engine::FlowStatus::kIsolation:
+      return 0x81;  // dropped, ACL deny
+    case engine::FlowStatus::kRateLimit:
+      return 0x8a;  // dropped, policer
+  }
+  return 0x80;  // dropped, unknown reason
+}
+
+const char* statusName(uint8_t status) {
+  switch (static_cast<engine::FlowStatus>(status)) {
+    case engine::FlowStatus::kForwarded:
+      return "forwarded";
+    case engine::FlowStatus::kPolicyDeny:
+      return "policy-deny";
+    case engine::FlowStatus::kIsolation:
+      return "tenant-isolation";
+    case engine::FlowStatus::kRateLimit:
+      return "rate-limit";
+  }
+  return "dropped";
+}
+
 size_t FlowKeyHash::operator()(const FlowKey& k) const {
   // FNV-1a over the fields (the struct's padding is not hashed).
   uint64_t h = 1469598103934665603ull;
@@ -23,6 +50,8 @@ size_t FlowKeyHash::operator()(const FlowKey& k) const {
   mix(&k.direction, 1);
   mix(&k.ip_version, 1);
   mix(&k.protocol, 1);
+  mix(&k.status, 1);
+  mix(&k.rule, sizeof k.rule);
   mix(k.src, k.ip_version == 4 ? 4 : 16);
   mix(k.dst, k.ip_version == 4 ? 4 : 16);
   return static_cast<size_t>(h);
@@ -38,13 +67,15 @@ FlowKey keyOf(const engine::FlowSample& s) {
   k.direction = s.direction;
   k.ip_version = s.ip_version;
   k.protocol = s.protocol;
+  k.status = s.status;
+  k.rule = s.rule;
   std::memcpy(k.src, s.src, 16);
   std::memcpy(k.dst, s.dst, 16);
   return k;
 }
 
-void FlowTable::add(const engine::FlowSample& s, uint64_t at_ms, uint32_t scale,
-                    std::vector<FlowRecord>& ended) {
+FlowRecord& FlowTable::add(const engine::FlowSample& s, uint64_t at_ms, uint32_t scale,
+                           std::vector<FlowRecord>& ended) {
   const FlowKey key = keyOf(s);
   auto it = index_.find(key);
   if (it == index_.end()) {
@@ -72,6 +103,7 @@ void FlowTable::add(const engine::FlowSample& s, uint64_t at_ms, uint32_t scale,
   r.first_ms = std::min(r.first_ms, at_ms);
   r.last_ms = std::max(r.last_ms, at_ms);
   r.tcp_flags |= s.tcp_flags;
+  return r;
 }
 
 void FlowTable::expire(uint64_t now_ms, uint64_t active_ms, uint64_t idle_ms,

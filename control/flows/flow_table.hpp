@@ -1,6 +1,8 @@
 // Flow audit's aggregation (docs/monitoring.md, "Flow audit (IPFIX)"): the
 // workers' samples (engine::FlowSample) become flow records keyed by
-// tenant (its VNI), 5-tuple, direction, peer and line, with packets and bytes scaled
+// tenant (its VNI), 5-tuple, direction, peer and line, and what became of
+// the packets (forwarded, or dropped by which policy rule or the meter:
+// a flow's denied packets are a record apart), with packets and bytes scaled
 // by the sampling rate (each sample stands for N packets), the first and
 // last time seen and the OR of the TCP flags.  A record ends and is
 // exported after the idle timeout without a sample, or the active timeout
@@ -15,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +37,8 @@ struct FlowKey {
   uint8_t direction = 0;  // engine::FlowDirection
   uint8_t ip_version = 4;
   uint8_t protocol = 0;
+  uint8_t status = 0;               // engine::FlowStatus
+  uint16_t rule = engine::kNoRule;  // the policy slot that denied it
   uint8_t src[16] = {};
   uint8_t dst[16] = {};
   bool operator==(const FlowKey&) const = default;
@@ -54,7 +59,20 @@ struct FlowRecord {
   uint64_t first_ms = 0, last_ms = 0;
   uint8_t tcp_flags = 0;  // OR of the samples' flags
   EndReason end_reason = EndReason::kIdle;
+  // The name of key.rule's rule when the record began ("no-ssh",
+  // "(default)", "(isolation)"; the caller names it: FlowAudit); "" none.
+  std::string rule_name;
 };
+
+// IPFIX forwardingStatus (IE 89, RFC 7270 4.12, the IANA "Forwarding
+// Status" registry): the status in the two high bits (1 forwarded, 2
+// dropped), a reason code in the six low ones.  64: forwarded (unknown
+// reason); 129: dropped, ACL deny (a rule, a deny default, isolation);
+// 138: dropped, policer (a red meter).
+uint8_t forwardingStatus(uint8_t status);
+// The status's name as mcgwctl shows it: "forwarded", "policy-deny",
+// "tenant-isolation", "rate-limit" (the drop reasons' names).
+const char* statusName(uint8_t status);
 
 FlowKey keyOf(const engine::FlowSample& s);
 
@@ -63,9 +81,10 @@ class FlowTable {
   explicit FlowTable(size_t max_flows = kMaxFlows) : max_(max_flows ? max_flows : 1) {}
 
   // One sample, seen at at_ms, standing for `scale` packets.  A record
-  // ended to make room is appended to `ended`.
-  void add(const engine::FlowSample& s, uint64_t at_ms, uint32_t scale,
-           std::vector<FlowRecord>& ended);
+  // ended to make room is appended to `ended`.  Returns the sample's
+  // record (packets 1 x scale: it began with this sample).
+  FlowRecord& add(const engine::FlowSample& s, uint64_t at_ms, uint32_t scale,
+                  std::vector<FlowRecord>& ended);
   // Ends the records whose idle or active timeout has passed at now_ms.
   void expire(uint64_t now_ms, uint64_t active_ms, uint64_t idle_ms,
               std::vector<FlowRecord>& ended);
@@ -73,6 +92,8 @@ class FlowTable {
   void flush(std::vector<FlowRecord>& ended);
 
   size_t size() const { return index_.size(); }
+  // The records, least recently seen first.
+  const std::list<FlowRecord>& records() const { return lru_; }
   size_t capacity() const { return max_; }
   // Records ended early because the table was full.
   uint64_t evicted() const { return evicted_; }

@@ -22,8 +22,8 @@ struct Record4 {
   uint32_t src, dst;  // host order: libfixbuf writes network order
   uint32_t vrf, ingress, egress;
   uint16_t src_port, dst_port, tcp_flags;
-  uint8_t protocol, direction, end_reason;
-  uint8_t pad[3];
+  uint8_t protocol, direction, end_reason, forwarding_status;
+  uint8_t pad[2];
 };
 static_assert(sizeof(Record4) == 64);
 
@@ -32,8 +32,8 @@ struct Record6 {
   uint8_t src[16], dst[16];
   uint32_t vrf, ingress, egress;
   uint16_t src_port, dst_port, tcp_flags;
-  uint8_t protocol, direction, end_reason;
-  uint8_t pad[3];
+  uint8_t protocol, direction, end_reason, forwarding_status;
+  uint8_t pad[2];
 };
 static_assert(sizeof(Record6) == 88);
 
@@ -42,7 +42,9 @@ constexpr uint16_t kInternal4 = 0x9000, kInternal6 = 0x9001;
 
 // One spec for both families and both sides (flags choose).  No
 // samplingPacketInterval (IE 305): the counts are already scaled by the
-// sampling rate (docs/monitoring.md).
+// sampling rate (docs/monitoring.md).  forwardingStatus (IE 89) in one
+// octet, as the IANA registry defines it (unsigned8; RFC 7270 had
+// unsigned32, which reduced-size encoding also sends in one octet).
 fbInfoElementSpec_t kSpec[] = {{const_cast<char*>("flowStartMilliseconds"), 8, 0},
                                {const_cast<char*>("flowEndMilliseconds"), 8, 0},
                                {const_cast<char*>("packetDeltaCount"), 8, 0},
@@ -60,7 +62,8 @@ fbInfoElementSpec_t kSpec[] = {{const_cast<char*>("flowStartMilliseconds"), 8, 0
                                {const_cast<char*>("protocolIdentifier"), 1, 0},
                                {const_cast<char*>("flowDirection"), 1, 0},
                                {const_cast<char*>("flowEndReason"), 1, 0},
-                               {const_cast<char*>("paddingOctets"), 3, kInternal},
+                               {const_cast<char*>("forwardingStatus"), 1, 0},
+                               {const_cast<char*>("paddingOctets"), 2, kInternal},
                                FB_IESPEC_NULL};
 
 // libfixbuf's GLib messages go to the log (it does no I/O here any more).
@@ -294,6 +297,7 @@ bool IpfixExporter::append(const ExportFlow& x, GError** err) {
     rec.protocol = r.key.protocol;
     rec.direction = to_tunnel ? 1 : 0;
     rec.end_reason = static_cast<uint8_t>(r.end_reason);
+    rec.forwarding_status = forwardingStatus(r.key.status);
   };
   if (r.key.ip_version == 4) {
     Record4 rec{};

@@ -103,9 +103,10 @@ class IpfixExporter {
   ExporterStats stats_;
 };
 
-// The interface numbers exported for a line: its counter slot + 1 (0: none).
+// The interface numbers exported for a line: its counter slot + 1 (0: none,
+// engine::kNoLine: a packet from a LAN port the policy denied).
 inline uint32_t lineInterface(uint16_t line_slot) {
-  return uint32_t{line_slot} + 1;
+  return line_slot == engine::kNoLine ? 0 : uint32_t{line_slot} + 1;
 }
 
 }  // namespace mcgw::flows

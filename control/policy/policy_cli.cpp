@@ -1,5 +1,7 @@
 #include "control/policy/policy_cli.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
 
 namespace mcgw::policyview {
@@ -17,7 +19,66 @@ uint64_t num(const json& j, const char* key) {
                                                                          : 0;
 }
 
+// node as JSON (policyFromYaml); "" or why not.
+std::string toJson(const YAML::Node& node, int depth, size_t& nodes, json& out) {
+  if (++nodes > 100000) {
+    return "more than 100000 values";
+  }
+  if (depth > 32) {
+    return "nested more than 32 levels";
+  }
+  const std::string where = "line " + std::to_string(node.Mark().line + 1) + ": ";
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      out = nullptr;
+      return "";
+    case YAML::NodeType::Scalar:
+      out = node.Scalar();
+      return "";
+    case YAML::NodeType::Sequence:
+      out = json::array();
+      for (const auto& item : node) {
+        json v;
+        if (auto e = toJson(item, depth + 1, nodes, v); !e.empty()) {
+          return e;
+        }
+        out.push_back(std::move(v));
+      }
+      return "";
+    case YAML::NodeType::Map:
+      out = json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          return where + "a key that is not a name";
+        }
+        const std::string key = kv.first.Scalar();
+        if (out.contains(key)) {
+          return "line " + std::to_string(kv.first.Mark().line + 1) + ": key \"" + key +
+                 "\" appears twice";
+        }
+        json v;
+        if (auto e = toJson(kv.second, depth + 1, nodes, v); !e.empty()) {
+          return e;
+        }
+        out[key] = std::move(v);
+      }
+      return "";
+  }
+  return where + "an unknown YAML node";
+}
+
 }  // namespace
+
+std::string policyFromYaml(const std::string& text, json& out) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    size_t nodes = 0;
+    return toJson(root, 0, nodes, out);
+  } catch (const YAML::Exception& e) {
+    return "line " + std::to_string(e.mark.line + 1) + ": " + e.msg;
+  }
+}
 
 // tenant blue (VNI 100): default deny, 2 rules
 //   #  rule         action  packets  match
@@ -36,10 +97,16 @@ std::string renderPolicy(const json& view) {
   for (const json& t : tenants) {
     const json& rules =
         t.is_object() && t.contains("rules") && t["rules"].is_array() ? t["rules"] : json::array();
-    std::snprintf(line, sizeof line, "tenant %s (VNI %llu): default %s, %zu rule%s\n",
+    std::snprintf(line, sizeof line, "tenant %s (VNI %llu): default %s, %zu rule%s",
                   str(t, "name").c_str(), static_cast<unsigned long long>(num(t, "vni")),
                   str(t, "default").c_str(), rules.size(), rules.size() == 1 ? "" : "s");
     out += line;
+    // Where the rules come from: "config", or "live by WHO since TIME".
+    if (t.is_object() && t.contains("rules_source") && t["rules_source"].is_string()) {
+      const std::string source = t["rules_source"].get<std::string>();
+      out += source == "config" ? " from the config" : " " + source;
+    }
+    out += "\n";
     if (!rules.empty()) {
       std::snprintf(line, sizeof line, "  %-5s %-24s %-6s %12s  %s\n", "#", "rule", "action",
                     "packets", "match");

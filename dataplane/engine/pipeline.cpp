@@ -268,13 +268,14 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
     }
   }
   lookup(t, ps.data(), k);
+  // Flow audit off: the branch below is all it costs per burst (the
+  // policy stage looks at `every` only in a burst with a denied packet).
+  // On, a burst without a sample (at 1-in-1000, 31 in 32) only counts down.
+  const uint32_t every = health_->flow_sampling.load(std::memory_order_relaxed);
   if (t.any_policy) {
-    k = policy(t, ps.data(), k);
+    k = policy(t, ps.data(), k, every);
   }
-  // Flow audit off: this one branch per burst is all it costs.  On, a
-  // burst without a sample (at 1-in-1000, 31 in 32) only counts down.
-  if (const uint32_t every = health_->flow_sampling.load(std::memory_order_relaxed); every != 0)
-      [[unlikely]] {
+  if (every != 0) [[unlikely]] {
     sample_left_ = std::min(sample_left_, every);
     if (sample_left_ <= k) {
       routeSampled(t, ps.data(), k, every);
@@ -291,7 +292,8 @@ void Pipeline::processBurst(const ForwardingTables& t, rte_mbuf** pkts, uint16_t
 // (a countdown per worker) is described before it is routed (afterwards it
 // may be gone) and its line filled in after; packets that neither came out
 // of a tunnel nor went into one (LAN to LAN, dropped before a line was
-// chosen) leave no sample.  The record is built in flow_sample.cpp.
+// chosen) leave no sample, unless route() dropped them as isolation or red
+// (last_drop_).  The record is built in flow_sample.cpp.
 void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, uint32_t every) {
   uint64_t now = 0;  // the TSC, read for the burst's first sample
   for (unsigned i = 0; i < n; ++i) {
@@ -310,11 +312,16 @@ void Pipeline::routeSampled(const ForwardingTables& t, Packet* ps, unsigned n, u
     s.vni = t.tenants[p.tenant].vni;
     fillFlowSample(s, rte_pktmbuf_mtod(p.m, const uint8_t*) + kEth, p.l3_len, p.v6);
     last_hop_ = kNoHop;
+    last_drop_ = 0;
     route(t, p);
     const bool from_tunnel = p.origin == Origin::kTunnel;
     const uint32_t hop = from_tunnel ? p.hop : last_hop_;
-    if (hop == kNoHop) {
+    if (hop == kNoHop && last_drop_ == 0) {
       continue;
+    }
+    if (last_drop_ != 0) {
+      s.status = static_cast<uint8_t>(last_drop_ >> 16);
+      s.rule = static_cast<uint16_t>(last_drop_);
     }
     s.direction =
         static_cast<uint8_t>(from_tunnel ? FlowDirection::kFromTunnel : FlowDirection::kToTunnel);
@@ -625,6 +632,10 @@ inline void Pipeline::route(const ForwardingTables& t, Packet& p) {
   if (nh_index == TenantFib::kNoRoute) {
     if (te.isolation && isolated(te, l3, p.l3_len, p.v6)) [[unlikely]] {
       counters_->policy[te.isolation_slot].add();
+      if (!originated) {  // for flow audit (routeSampled)
+        last_drop_ =
+            uint32_t{static_cast<uint8_t>(FlowStatus::kIsolation)} << 16 | te.isolation_slot;
+      }
       drop(m, DropReason::kTENANT_ISOLATION);
       return;
     }
@@ -868,6 +879,9 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     if (colour != policy::Colour::kGreen) [[unlikely]] {
       if (colour == policy::Colour::kRed) {
         counters_->meter_red[tenant_line].add();
+        // For flow audit (routeSampled): the line and why.
+        last_hop_ = uint32_t{tunnel.peer} << 16 | line.slot;
+        last_drop_ = uint32_t{static_cast<uint8_t>(FlowStatus::kRateLimit)} << 16 | kNoRule;
         drop(m, DropReason::kRATE_LIMIT);
         return;
       }

@@ -206,8 +206,13 @@ class Pipeline {
   void lookup(const ForwardingTables& t, Packet* ps, unsigned n);
   // Tenant policy (pipeline_policy.cpp): the burst's packets of tenants
   // with rules classified, denied ones dropped; returns how many remain
-  // (compacted in place).
-  unsigned policy(const ForwardingTables& t, Packet* ps, unsigned n);
+  // (compacted in place).  every: flow audit's sampling rate (0: off); on,
+  // the denied packets count down with the routed ones (sampleDenied).
+  unsigned policy(const ForwardingTables& t, Packet* ps, unsigned n, uint32_t every);
+  // Flow audit of the packets the policy stage denied (state 2), each with
+  // its rule's slot (rules[i]), before they are dropped.
+  void sampleDenied(const ForwardingTables& t, const Packet* ps, unsigned n, const uint8_t* state,
+                    const uint16_t* rules, uint32_t every);
   // A packet without a route: whether it was headed for another tenant.
   bool isolated(const TenantEntry& te, const uint8_t* l3, uint32_t len, bool v6);
   void route(const ForwardingTables& t, Packet& p);
@@ -348,6 +353,10 @@ class Pipeline {
   uint64_t burst_tsc_ = 0;
   uint32_t sample_left_ = 1;
   uint32_t last_hop_ = kNoHop;
+  // Flow audit: why route() dropped the packet it routed, when that is for
+  // the flow records (isolation, a red meter): FlowStatus << 16 | the
+  // policy slot (kNoRule: none); 0: not.  Written only on those drops.
+  uint32_t last_drop_ = 0;
   struct Held {
     rte_mbuf* m = nullptr;
     uint16_t port = 0;

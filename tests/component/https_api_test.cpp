@@ -373,6 +373,13 @@ TEST_F(HttpsApiTest, RefusedRequests) {
   r = c->Put("/api/v1/policy-set", "{}", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 405);
+  // The live rules' commands are served, and change: POST only.
+  for (const char* command : {"policy-rules-set", "policy-rules-clear"}) {
+    r = c->Get((std::string("/api/v1/") + command + "?tenant=train").c_str());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405) << command;
+    EXPECT_EQ(r->get_header_value("Allow"), "POST") << command;
+  }
 
   // Too large: with a Content-Length, and chunked (no length).
   const std::string big = "{\"x\": \"" + std::string(70 * 1024, 'a') + "\"}";

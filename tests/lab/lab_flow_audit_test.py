@@ -23,6 +23,15 @@ export   iperf3 sends 10 MiB from host A to host B.  Within 15 s gateway A
          frames less their Ethernet header; within 0.5 %); tshark decodes the capture of the export (templates
          256 and 257, the data records) with no malformed packet and no
          expert error.
+         Denied flows (issue 19): gateway A's tenant has a rule `no-discard`
+         denying UDP to port 9.  Before the transfer host A sends 20 UDP
+         datagrams to host B's port 9: none arrives (socat on host B counts
+         nothing), gateway A's `mcgwctl show flows --denied` (JSON and
+         text) has their record: 20 packets, status policy-deny, rule
+         no-discard, from the LAN (no line); and in the capture tshark
+         decodes that record with forwardingStatus 2 (dropped), reason 1
+         (ACL deny) and no line, while the transfer's records say 1
+         (forwarded).  About 2 s more.
 
 Run as root with /usr/bin/python3; MCGW_BUILD_DIR names the build.
 """
@@ -43,6 +52,43 @@ from labtest import check, ok, run_parts  # noqa: E402
 
 BUILD = Path(os.environ.get("MCGW_BUILD_DIR", HERE.parents[1] / "build"))
 PORT = 4739
+DENIED = 20  # UDP datagrams host A sends to host B's port 9, denied by gwa
+NO_DISCARD = {"name": "no-discard", "action": "deny", "protocol": "udp", "destination-ports": "9"}
+
+
+class DenyLab(mcgwlab.Lab):
+    """mcgwlab's Lab with rule `no-discard` in gateway A's tenant."""
+
+    def gateway_config(self, node: str, fake_macs: bool = False) -> dict:
+        c = super().gateway_config(node, fake_macs)
+        if node == "gwa":
+            c["tenants"][0]["policy"] = {"rules": [dict(NO_DISCARD)]}
+        return c
+
+
+def ipfix_flows(tshark: list) -> list[dict]:
+    """The data records of the capture as tshark decodes them (-V): per
+    record its text lines, split at each "Flow N" heading."""
+    text = subprocess.run(tshark + ["-Y", "cflow.forwarding_status", "-V"], capture_output=True,
+                          text=True, timeout=60).stdout
+    flows, cur = [], None
+    for ln in text.splitlines():
+        s = ln.strip()
+        if s.startswith("Flow ") and s[5:].strip().isdigit():
+            cur = []
+            flows.append(cur)
+        elif s.startswith("Frame ") or s.startswith("FlowSet "):
+            cur = None
+        elif cur is not None:
+            cur.append(s)
+    return flows
+
+
+def field(flow: list, name: str) -> str | None:
+    for s in flow:
+        if s.startswith(name + ":"):
+            return s.split(":", 1)[1].strip()
+    return None
 
 
 def flow_audit(lab, gw) -> dict:
@@ -67,7 +113,7 @@ def run(tmp: Path) -> None:
     o = mcgwlab.Options(flow_audit={"sampling": 1, "collectors": [{"address": "127.0.0.1", "port": PORT}],
                                     "active-timeout": 60, "idle-timeout": 2})
     prefix = f"mcgwlab-{secrets.token_hex(3)}-"
-    lab = mcgwlab.Lab(prefix=prefix, workdir=tmp / prefix.rstrip("-"), options=o, build_dir=BUILD)
+    lab = DenyLab(prefix=prefix, workdir=tmp / prefix.rstrip("-"), options=o, build_dir=BUILD)
     t_start = time.monotonic()
     with lab.up():
         flows = lab.dir / "nfcapd"
@@ -86,7 +132,35 @@ def run(tmp: Path) -> None:
         fa = flow_audit(lab, "gwa")
         check(fa.get("enabled") and fa.get("sampling") == 1, "gwa: flow audit on, 1-in-1", fa)
 
-        seen0 = fa.get("samples", 0) + fa.get("ring_full", 0)
+        # Denied flows: UDP A -> B port 9, which gwa's no-discard denies.
+        lab.start("discard", "hostb", "socat", "-u", "UDP-RECV:9,bind=10.2.0.10", "OPEN:" +
+                  str(lab.dir / "discard.out") + ",creat,append")
+        send = ("import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+                f"for i in range({DENIED}):\n s.sendto(b'x'*100,('10.2.0.10',9)); time.sleep(0.005)\n")
+        lab.run("hosta", "python3", "-c", send)
+        time.sleep(0.3)
+        shown = json.loads(lab.ctl("gwa", "show", "flows", "--denied", "--json", check=True).stdout)
+        denied = [f for f in shown.get("flows", []) if f.get("destination_port") == 9
+                  and f.get("source") == "10.1.0.10" and f.get("destination") == "10.2.0.10"]
+        check(len(denied) == 1 and denied[0]["packets"] == DENIED and denied[0]["bytes"] == DENIED * 128
+              and denied[0]["status"] == "policy-deny" and denied[0]["rule"] == "no-discard"
+              and denied[0]["forwarding_status"] == 129 and denied[0]["direction"] == "from-lan"
+              and denied[0]["line"] is None and denied[0]["protocol"] == 17,
+              f"gwa: show flows --denied has the {DENIED} denied datagrams as one record (policy-deny, "
+              "no-discard, from the LAN)", shown)
+        check(all(f["status"] != "forwarded" for f in shown["flows"]), "show flows --denied: no forwarded record",
+              shown)
+        text = lab.ctl("gwa", "show", "flows", "--denied", check=True).stdout
+        row = [ln for ln in text.splitlines() if "10.2.0.10:9" in ln]
+        check(len(row) == 1 and "policy-deny" in row[0] and "no-discard" in row[0]
+              and f" {DENIED} " in f" {row[0]} ", "gwa: show flows (text) has the denied record", text)
+        got = (lab.dir / "discard.out").read_bytes() if (lab.dir / "discard.out").exists() else b""
+        check(not got, "host B received none of the denied datagrams", len(got))
+        pol = json.loads(lab.ctl("gwa", "show", "policy", "--json", check=True).stdout)
+        rule = [r for t in pol["tenants"] for r in t.get("rules", []) if r["name"] == "no-discard"]
+        check(rule and rule[0]["packets"] == DENIED, "gwa: no-discard counted the datagrams", pol)
+
+        seen0 = fa.get("samples", 0) + fa.get("ring_full", 0) + DENIED
         crossed0 = tunnel_packets(lab, "gwa")
         t = lab.iperf("hosta", "hostb")  # 10 MiB A -> B
         print(f"   {t}", flush=True)
@@ -178,6 +252,20 @@ def run(tmp: Path) -> None:
               fields[:2000])
         check(str(data["byt"]) in fields, "tshark: the transfer's record and its octets", fields[:2000])
         messages = len([ln for ln in fields.splitlines() if ln.strip()])
+        # The denied record at the collector: dropped (2), ACL deny (1).
+        records = ipfix_flows(tshark)
+        udp9 = [f for f in records if field(f, "DstPort") == "9" and field(f, "SrcAddr") == "10.1.0.10"]
+        check(len(udp9) == 1, "tshark: one record of the denied UDP flow to port 9 in the export",
+              "\n".join("; ".join(f) for f in records)[-3000:])
+        fs = " ".join(s for s in udp9[0] if "ForwardingStatus" in s)
+        check(field(udp9[0], "Packets") == str(DENIED) and "ForwardingStatus: Drop (2)" in fs
+              and "ForwardingStatusDropCode: Drop ACL Deny (1)" in fs and field(udp9[0], "InputInt") == "0"
+              and field(udp9[0], "OutputInt") == "0",
+              "tshark: the denied record has its packets, forwardingStatus dropped / ACL deny, no line",
+              udp9[0])
+        xfer = [f for f in records if field(f, "SrcPort") == str(data["sp"]) and field(f, "DstPort") == str(data["dp"])]
+        check(xfer and all("ForwardingStatus: Forward (1)" in " ".join(f) for f in xfer),
+              "tshark: the transfer's records are forwarded", xfer[:1])
         ok(f"IPFIX from gwa: nfdump's transfer flow {data['byt']} bytes vs iperf3's {t.bytes} "
            f"({(ratio - 1) * 100:+.2f} %); {messages} messages decoded by tshark without error")
     print(f"   {time.monotonic() - t_start:.1f} s", flush=True)

@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include <algorithm>
 #include <array>
@@ -44,6 +45,7 @@
 #include "control/policy/policy_view.hpp"
 #include "dataplane/engine/counters.hpp"
 #include "dataplane/engine/drop_reason.hpp"
+#include "dataplane/engine/flow_sample.hpp"
 #include "dataplane/engine/pipeline.hpp"
 #include "dataplane/engine/tables.hpp"
 #include "tests/support/eal.hpp"
@@ -1671,6 +1673,219 @@ TEST_F(PolicyMeterTest, GatewayIcmpErrorsAreNotMetered) {
   EXPECT_TRUE(wanOut().empty());
   EXPECT_EQ(counters_->meter_red[s1].get(), 2u);
   EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 2u);
+}
+
+// ------------------------------------------------------------ flow audit
+//
+// Flow audit (flow_sample.hpp) through the same pipeline: a packet the
+// policy denied (a rule, a deny default), one dropped as isolation and
+// one dropped red by the meter leave a sample with that status and the
+// deciding slot, counted down with the packets that cross a tunnel.
+
+// The samples in `ring`, in order.
+std::vector<FlowSample> takeSamples(rte_ring* ring) {
+  std::vector<FlowSample> out;
+  FlowSample got[64];
+  unsigned n;
+  while ((n = rte_ring_sc_dequeue_burst_elem(ring, got, sizeof(FlowSample), 64, nullptr)) > 0) {
+    out.insert(out.end(), got, got + n);
+  }
+  return out;
+}
+
+// site-b's line (the config has one) and site-b's peer index.
+std::pair<uint16_t, uint16_t> siteBHop(const ForwardingTables& t) {
+  uint16_t line = kNoLine, peer = kNoPeer;
+  for (const LineEntry& l : t.lines) {
+    if (l.peer == "site-b") {
+      line = l.slot;
+    }
+  }
+  for (const TunnelEntry& tu : t.tunnels) {
+    peer = tu.peer;
+  }
+  return {peer, line};
+}
+
+class PolicyFlowAuditTest : public PolicyPipelineTest {
+ protected:
+  void SetUp() override {
+    PolicyPipelineTest::SetUp();
+    flows_ = rte_ring_create_elem("pol_flows", sizeof(FlowSample), 4096, SOCKET_ID_ANY,
+                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
+    ASSERT_NE(flows_, nullptr);
+    pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_, nullptr, flows_);
+  }
+  void TearDown() override {
+    health_.flow_sampling.store(0);
+    PolicyPipelineTest::TearDown();
+    rte_ring_free(flows_);
+  }
+  rte_ring* flows_ = nullptr;
+};
+
+// At 1-in-1, each kind alone: a denied packet leaves one sample with
+// policy-deny and the slot of the rule (or default) that denied it, an
+// isolated one with tenant-isolation and the tenant's isolation slot, a
+// forwarded one (every one crosses the tunnel) with forwarded and no rule,
+// a packet without a route none.  Out of the tunnel: the line it came on;
+// from a LAN port and denied: no line.  The verdicts stay what they were.
+TEST_F(PolicyFlowAuditTest, EachKindLeavesTheSampleOfItsVerdict) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto [peer_b, line_b] = siteBHop(t);
+  ASSERT_NE(line_b, kNoLine);
+  health_.flow_sampling.store(1);
+  const auto all = kinds();
+  size_t denied = 0, isolated = 0;
+  for (size_t k = 0; k < all.size(); ++k) {
+    SCOPED_TRACE(all[k].first);
+    const Case c = all[k].second(next_tag_);
+    ASSERT_TRUE(runKinds(t, all, {k}));
+    const auto got = takeSamples(flows_);
+    if (c.drop == DropReason::kNO_ROUTE) {
+      EXPECT_TRUE(got.empty());
+      continue;
+    }
+    ASSERT_EQ(got.size(), 1u);
+    const FlowSample& s = got[0];
+    const uint16_t tenant = static_cast<uint16_t>(all[k].first.substr(0, 2) == "t2"   ? 1
+                                                  : all[k].first.substr(0, 2) == "t3" ? 2
+                                                                                      : 0);
+    EXPECT_EQ(s.vni, t.tenants[tenant].vni);
+    EXPECT_EQ(s.ip_version, all[k].first.find("v6") != std::string::npos ? 6 : 4);
+    EXPECT_EQ(s.direction, static_cast<uint8_t>(c.from_wan ? FlowDirection::kFromTunnel
+                                                           : FlowDirection::kToTunnel));
+    if (c.drop == DropReason::kPOLICY_DENY) {
+      ++denied;
+      EXPECT_EQ(s.status, static_cast<uint8_t>(FlowStatus::kPolicyDeny));
+      ASSERT_EQ(c.slots.size(), 1u);
+      EXPECT_EQ(s.rule, slotOf(t, c.slots[0]));
+    } else if (c.drop == DropReason::kTENANT_ISOLATION) {
+      ++isolated;
+      EXPECT_EQ(s.status, static_cast<uint8_t>(FlowStatus::kIsolation));
+      EXPECT_EQ(s.rule, t.tenants[tenant].isolation_slot);
+    } else {
+      ASSERT_FALSE(c.drop);
+      EXPECT_EQ(s.status, static_cast<uint8_t>(FlowStatus::kForwarded));
+      EXPECT_EQ(s.rule, kNoRule);
+    }
+    if (c.from_wan || !c.drop) {  // out of the tunnel, or into it
+      EXPECT_EQ(s.peer, peer_b);
+      EXPECT_EQ(s.line, line_b);
+    } else {
+      EXPECT_EQ(s.peer, kNoPeer);
+      EXPECT_EQ(s.line, kNoLine);
+    }
+  }
+  EXPECT_EQ(denied, 12u);  // every denied kind was seen
+  EXPECT_EQ(isolated, 6u);
+  EXPECT_EQ(counters_->flow_samples.get(), all.size() - 4) << "all but the 4 without a route";
+  EXPECT_EQ(counters_->flow_ring_full.get(), 0u);
+}
+
+// Mixed bursts at 1-in-7: one countdown over the denied and the routed
+// packets, one decision per packet: of 31 x 40 packets (no kind without a
+// route), exactly every 7th is sampled, denied and forwarded ones alike;
+// each sample says what became of its packet.
+TEST_F(PolicyFlowAuditTest, OneCountdownOverDeniedAndRoutedPackets) {
+  const ForwardingTables& t = buildOk(configText(kT1Policy, kT2Policy));
+  const auto all = kinds();
+  const std::vector<size_t> mix = {
+      kindIndex(all, "t1 tcp 22 denied"), kindIndex(all, "t2 v6 udp 53 allowed"),
+      kindIndex(all, "t2 tcp 80 default deny"), kindIndex(all, "t1 tcp 443 default"),
+      kindIndex(all, "into t1 tcp 22 denied")};
+  health_.flow_sampling.store(7);
+  size_t sent = 0;
+  std::map<std::pair<uint8_t, uint16_t>, size_t> want_by;  // (status, rule) of every packet
+  for (int b = 0; b < 40; ++b) {
+    std::vector<size_t> burst;
+    for (size_t i = 0; i < 31; ++i) {
+      burst.push_back(mix[(i + static_cast<size_t>(b)) % mix.size()]);
+    }
+    ASSERT_TRUE(runKinds(t, all, burst));
+    sent += burst.size();
+  }
+  const auto got = takeSamples(flows_);
+  EXPECT_EQ(got.size(), (sent + 6) / 7) << "the first packet, then every 7th";
+  std::map<std::pair<uint8_t, uint16_t>, size_t> by;
+  for (const FlowSample& s : got) {
+    ++by[{s.status, s.rule}];
+  }
+  const auto deny = static_cast<uint8_t>(FlowStatus::kPolicyDeny);
+  ASSERT_EQ(by.size(), 3u) << "forwarded, t1/no-ssh and t2/(default)";
+  EXPECT_GT((by[{deny, slotOf(t, "t1/no-ssh")}]), 0u);
+  EXPECT_GT((by[{deny, slotOf(t, "t2/(default)")}]), 0u);
+  EXPECT_GT((by[{static_cast<uint8_t>(FlowStatus::kForwarded), kNoRule}]), 0u);
+  // 3 of the 5 kinds are denied: the denied samples are near 3/5.
+  const size_t denied_samples =
+      by[{deny, slotOf(t, "t1/no-ssh")}] + by[{deny, slotOf(t, "t2/(default)")}];
+  EXPECT_NEAR(static_cast<double>(denied_samples) / static_cast<double>(got.size()), 0.6, 0.1);
+
+  // Sampling off: no sample, the same verdicts.
+  health_.flow_sampling.store(0);
+  ASSERT_TRUE(runKinds(t, all, mix));
+  EXPECT_TRUE(takeSamples(flows_).empty());
+}
+
+class MeterFlowAuditTest : public PolicyMeterTest {
+ protected:
+  void SetUp() override {
+    PolicyMeterTest::SetUp();
+    flows_ = rte_ring_create_elem("met_flows", sizeof(FlowSample), 4096, SOCKET_ID_ANY,
+                                  RING_F_SP_ENQ | RING_F_SC_DEQ);
+    ASSERT_NE(flows_, nullptr);
+    pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_, nullptr, flows_,
+                                           worker_meters_.get());
+  }
+  void TearDown() override {
+    health_.flow_sampling.store(0);
+    PolicyMeterTest::TearDown();
+    rte_ring_free(flows_);
+  }
+  rte_ring* flows_ = nullptr;
+};
+
+// The tiny rate of TinyRateSendsTheBurstAndDropsTheRest at 1-in-1: t1's 4
+// green packets are forwarded samples, its 6 red ones rate-limit samples
+// on the line whose meter dropped them (no rule); t2's 5 are forwarded.
+TEST_F(MeterFlowAuditTest, RedPacketsAreSampledAsRateLimitOnTheirLine) {
+  const ForwardingTables& t = buildOk(meterConfig(""));
+  const uint16_t s1 = pairSlot(t, "t1", "l1");
+  ASSERT_NO_FATAL_FAILURE(setRate(s1, 1000, 1000, 2000, 2000));
+  const uint16_t line = lineOf(t, "l1").slot;
+  health_.flow_sampling.store(1);
+  std::vector<std::pair<int, Bytes>> burst;
+  for (uint16_t i = 0; i < 10; ++i) {
+    burst.emplace_back(0, lan4(0, "10.2.3.4", 500, 0, static_cast<uint16_t>(0x100 + i), 1000));
+    if (i % 2) {
+      burst.emplace_back(1, lan4(1, "10.2.3.4", 500, 0, static_cast<uint16_t>(0x200 + i), 1000));
+    }
+  }
+  send(t, burst);
+  EXPECT_EQ(wanOut().size(), 9u);
+  EXPECT_EQ(drop(DropReason::kRATE_LIMIT), 6u);
+  const auto got = takeSamples(flows_);
+  ASSERT_EQ(got.size(), 15u);
+  std::map<std::pair<uint32_t, uint8_t>, size_t> by;  // (VNI, status)
+  for (const FlowSample& s : got) {
+    ++by[{s.vni, s.status}];
+    EXPECT_EQ(s.line, line);
+    EXPECT_EQ(s.rule, kNoRule);
+    EXPECT_EQ(s.direction, static_cast<uint8_t>(FlowDirection::kToTunnel));
+    EXPECT_EQ(s.ip_len, 500);
+  }
+  const auto fwd = static_cast<uint8_t>(FlowStatus::kForwarded);
+  const auto red = static_cast<uint8_t>(FlowStatus::kRateLimit);
+  EXPECT_EQ(by, (std::map<std::pair<uint32_t, uint8_t>, size_t>{
+                    {{5001, fwd}, 4}, {{5001, red}, 6}, {{5002, fwd}, 5}}));
+  // The 7th t1 packet of the burst is red: its sample is the 7th of t1's.
+  std::vector<uint8_t> t1_status;
+  for (const FlowSample& s : got) {
+    if (s.vni == 5001) {
+      t1_status.push_back(s.status);
+    }
+  }
+  EXPECT_EQ(t1_status, (std::vector<uint8_t>{fwd, fwd, fwd, fwd, red, red, red, red, red, red}));
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 // packet part of a sample (engine::fillFlowSample) on literal packets.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "control/flows/flow_table.hpp"
@@ -151,6 +153,63 @@ TEST(FlowTable, AFullTableEndsTheLeastRecentlySeenFlow) {
   EXPECT_EQ(ended[1].key.src[3], 3);
   EXPECT_EQ(t.size(), 3u);
   EXPECT_EQ(t.capacity(), 3u);
+}
+
+// What became of the packets is part of the key: a flow's denied packets
+// (by each rule apart), its packets dropped red and its forwarded ones are
+// three records, each with its own counts; the record a sample lands in
+// is returned (for its rule's name).
+TEST(FlowTable, DeniedAndDroppedPacketsAreRecordsApart) {
+  using engine::FlowStatus;
+  FlowTable t;
+  std::vector<FlowRecord> ended;
+  FlowSample fwd = sample4(1, 40000, 100);
+  FlowSample deny = fwd;
+  deny.status = static_cast<uint8_t>(FlowStatus::kPolicyDeny);
+  deny.rule = 7;
+  deny.peer = engine::kNoPeer;
+  deny.line = engine::kNoLine;
+  FlowSample other_rule = deny;
+  other_rule.rule = 8;
+  FlowSample red = fwd;
+  red.status = static_cast<uint8_t>(FlowStatus::kRateLimit);
+  t.add(fwd, 1000, 10, ended);
+  FlowRecord& d = t.add(deny, 1001, 10, ended);
+  EXPECT_EQ(d.key.status, static_cast<uint8_t>(FlowStatus::kPolicyDeny));
+  EXPECT_EQ(d.key.rule, 7);
+  EXPECT_EQ(d.packets, 10u);
+  d.rule_name = "no-ssh";
+  FlowRecord& again = t.add(deny, 1002, 10, ended);
+  EXPECT_EQ(&again, &d);
+  EXPECT_EQ(again.rule_name, "no-ssh");
+  t.add(other_rule, 1003, 10, ended);
+  t.add(red, 1004, 10, ended);
+  t.add(red, 1005, 10, ended);
+  t.add(fwd, 1006, 10, ended);
+  EXPECT_EQ(t.size(), 4u);
+  std::map<std::pair<uint8_t, uint16_t>, uint64_t> packets;
+  for (const FlowRecord& r : t.records()) {
+    packets[{r.key.status, r.key.rule}] += r.packets;
+  }
+  using Key = std::pair<uint8_t, uint16_t>;
+  EXPECT_EQ(
+      packets,
+      (std::map<Key, uint64_t>{
+          {{0, engine::kNoRule}, 20}, {{1, 7}, 20}, {{1, 8}, 10}, {{3, engine::kNoRule}, 20}}));
+  EXPECT_EQ(t.records().back().key.status, 0) << "the forwarded record was seen last";
+}
+
+TEST(FlowSample, ANewSampleIsForwardedWithoutARule) {
+  static_assert(sizeof(FlowSample) == 64);
+  FlowSample s;
+  EXPECT_EQ(s.status, static_cast<uint8_t>(engine::FlowStatus::kForwarded));
+  EXPECT_EQ(s.rule, engine::kNoRule);
+  FlowSample z{};
+  EXPECT_EQ(z.rule, engine::kNoRule);
+  // The status and the rule are the sample's last four bytes (the ring's
+  // element is the struct as it is).
+  EXPECT_EQ(offsetof(FlowSample, status), 60u);
+  EXPECT_EQ(offsetof(FlowSample, rule), 62u);
 }
 
 TEST(FlowSample, Ipv4TcpPortsFlagsAndLength) {

@@ -113,6 +113,29 @@ ExportFlow flow6() {
 // The templates the messages carry: template id -> [(element id, length)].
 using Templates = std::map<uint16_t, std::vector<std::pair<uint16_t, uint16_t>>>;
 
+// flow4's 5-tuple denied by a policy rule (from a LAN port: no line), and
+// dropped red by the meter on line slot 6.
+ExportFlow denied4() {
+  ExportFlow x = flow4();
+  x.flow.key.status = static_cast<uint8_t>(engine::FlowStatus::kPolicyDeny);
+  x.flow.key.rule = 12;
+  x.flow.key.line = engine::kNoLine;
+  x.flow.key.peer = engine::kNoPeer;
+  x.flow.rule_name = "no-ssh";
+  return x;
+}
+ExportFlow red4() {
+  ExportFlow x = flow4();
+  x.flow.key.status = static_cast<uint8_t>(engine::FlowStatus::kRateLimit);
+  return x;
+}
+ExportFlow isolated6() {
+  ExportFlow x = flow6();
+  x.flow.key.status = static_cast<uint8_t>(engine::FlowStatus::kIsolation);
+  x.flow.key.rule = 3;
+  return x;
+}
+
 // Walks one IPFIX message (RFC 7011 3.1, 3.3, 3.4.1); returns the data
 // records' bytes by template id.
 std::vector<std::pair<uint16_t, Datagram>> walk(const Datagram& m, Templates& templates) {
@@ -183,9 +206,9 @@ TEST(IpfixExport, MessagesFollowRfc7011) {
   auto e = IpfixExporter::open({*config::IpAddress::parse("127.0.0.1"), c.port}, 0);
   ASSERT_TRUE(e) << e.error();
   ASSERT_TRUE((*e)->sendTemplates()) << (*e)->stats().last_error;
-  std::vector<ExportFlow> flows = {flow4(), flow6(), flow4()};
+  std::vector<ExportFlow> flows = {flow4(), flow6(), flow4(), denied4(), red4(), isolated6()};
   ASSERT_TRUE((*e)->send(flows)) << (*e)->stats().last_error;
-  EXPECT_EQ((*e)->stats().records, 3u);
+  EXPECT_EQ((*e)->stats().records, 6u);
   EXPECT_EQ((*e)->stats().errors, 0u);
   const auto messages = c.receive();
   ASSERT_GE(messages.size(), 2u);
@@ -201,13 +224,16 @@ TEST(IpfixExport, MessagesFollowRfc7011) {
   ASSERT_TRUE(templates.count(kTemplateIpv4));
   ASSERT_TRUE(templates.count(kTemplateIpv6));
   // No samplingPacketInterval (305): the counts are already scaled.
-  const std::vector<uint16_t> v4 = {152, 153, 2, 1, 8, 12, 234, 10, 14, 7, 11, 6, 4, 61, 136};
+  const std::vector<uint16_t> v4 = {152, 153, 2, 1, 8, 12, 234, 10, 14, 7, 11, 6, 4, 61, 136, 89};
   std::vector<uint16_t> got4;
   for (auto& f : templates[kTemplateIpv4]) {
     got4.push_back(f.first);
   }
   EXPECT_EQ(got4, v4);
-  ASSERT_EQ(records.size(), 3u);
+  // forwardingStatus in one octet (IANA: unsigned8), in both templates.
+  EXPECT_EQ(templates[kTemplateIpv4].back(), (std::pair<uint16_t, uint16_t>{89, 1}));
+  EXPECT_EQ(templates[kTemplateIpv6].back(), (std::pair<uint16_t, uint16_t>{89, 1}));
+  ASSERT_EQ(records.size(), 6u);
   EXPECT_EQ(records[0].first, kTemplateIpv4);
   EXPECT_EQ(records[1].first, kTemplateIpv6);
   auto f = fields(templates, kTemplateIpv4, records[0].second);
@@ -224,8 +250,9 @@ TEST(IpfixExport, MessagesFollowRfc7011) {
   EXPECT_EQ(be16(f[11].data()), 5201);
   EXPECT_EQ(be16(f[6].data()), 0x1b);
   EXPECT_EQ(f[4], Datagram{6});
-  EXPECT_EQ(f[61], Datagram{1});   // egress: into the tunnel
-  EXPECT_EQ(f[136], Datagram{1});  // idle timeout
+  EXPECT_EQ(f[61], Datagram{1});     // egress: into the tunnel
+  EXPECT_EQ(f[136], Datagram{1});    // idle timeout
+  EXPECT_EQ(f[89], Datagram{0x40});  // forwarded (reason unknown)
   auto g = fields(templates, kTemplateIpv6, records[1].second);
   ASSERT_EQ(g[27].size(), 16u);
   EXPECT_EQ(g[27][0], 0xfd);
@@ -235,6 +262,35 @@ TEST(IpfixExport, MessagesFollowRfc7011) {
   EXPECT_EQ(be32(g[14].data()), 0u);
   EXPECT_EQ(g[61], Datagram{0});
   EXPECT_EQ(g[136], Datagram{2});
+  EXPECT_EQ(g[89], Datagram{0x40});
+  // The denied and dropped ones: RFC 7270's status in the two high bits
+  // (2: dropped), the reason in the low six (1: ACL deny, 10: policer).
+  auto d = fields(templates, kTemplateIpv4, records[3].second);
+  EXPECT_EQ(d[89], Datagram{0x81});
+  EXPECT_EQ(be32(d[10].data()), 0u);  // from a LAN port: no line either way
+  EXPECT_EQ(be32(d[14].data()), 0u);
+  EXPECT_EQ(d[8], (Datagram{10, 1, 0, 10}));
+  auto red = fields(templates, kTemplateIpv4, records[4].second);
+  EXPECT_EQ(red[89], Datagram{0x8a});
+  EXPECT_EQ(be32(red[14].data()), 7u);  // the line whose meter dropped it
+  EXPECT_EQ(records[5].first, kTemplateIpv6);
+  auto iso = fields(templates, kTemplateIpv6, records[5].second);
+  EXPECT_EQ(iso[89], Datagram{0x81});
+}
+
+TEST(IpfixExport, ForwardingStatusCodes) {
+  using engine::FlowStatus;
+  EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kForwarded)), 64);
+  EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kPolicyDeny)), 129);
+  EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kIsolation)), 129);
+  EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kRateLimit)), 138);
+  EXPECT_EQ(forwardingStatus(200), 128);  // none of ours: dropped, unknown
+  EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kPolicyDeny)), "policy-deny");
+  EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kIsolation)), "tenant-isolation");
+  EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kRateLimit)), "rate-limit");
+  EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kForwarded)), "forwarded");
+  EXPECT_EQ(lineInterface(engine::kNoLine), 0u);
+  EXPECT_EQ(lineInterface(0), 1u);
 }
 
 // The datagrams as a pcap (Ethernet, IPv4, UDP to port 4739).
@@ -287,9 +343,11 @@ TEST(IpfixExport, TsharkDecodesEveryFieldAndNothingMalformed) {
   auto e = IpfixExporter::open({*config::IpAddress::parse("127.0.0.1"), c.port}, 0);
   ASSERT_TRUE(e) << e.error();
   // One record per message: tshark prints a frame's fields together.
-  std::vector<ExportFlow> one = {flow4()}, other = {flow6()};
+  std::vector<ExportFlow> one = {flow4()}, other = {flow6()}, denied = {denied4()}, red = {red4()};
   ASSERT_TRUE((*e)->send(one)) << (*e)->stats().last_error;  // templates go first
   ASSERT_TRUE((*e)->send(other)) << (*e)->stats().last_error;
+  ASSERT_TRUE((*e)->send(denied)) << (*e)->stats().last_error;
+  ASSERT_TRUE((*e)->send(red)) << (*e)->stats().last_error;
   EXPECT_EQ((*e)->stats().templates, 1u);
   const auto messages = c.receive();
   ASSERT_FALSE(messages.empty());
@@ -314,6 +372,17 @@ TEST(IpfixExport, TsharkDecodesEveryFieldAndNothingMalformed) {
   EXPECT_NE(got.find("\n;fd00::1;;fd00::2;5353;53;17;7000;10485760;1001;7;0;0;2;0x0000\n"),
             std::string::npos)
       << got;
+  // forwardingStatus as Wireshark reads RFC 7270: the status (1 forwarded,
+  // 2 dropped) and its reason code, frame by frame.
+  const std::string status =
+      run(tshark +
+          "-Y cflow.forwarding_status -T fields -E separator=\\; -e cflow.forwarding_status "
+          "-e cflow.forwarding_status_forward_code -e cflow.forwarding_status_drop_code "
+          "-e cflow.outputint 2>/dev/null");
+  EXPECT_EQ(status, "1;0;;7\n1;0;;0\n2;;1;0\n2;;10;7\n") << status;
+  const std::string named = run(tshark + "-Y cflow.forwarding_status -V 2>/dev/null");
+  EXPECT_NE(named.find("Drop ACL Deny"), std::string::npos) << named;
+  EXPECT_NE(named.find("Drop Policer"), std::string::npos) << named;
   const std::string times = run(
       tshark + "-Y cflow.srcport -T fields -e cflow.abstimestart -e cflow.abstimeend 2>/dev/null");
   EXPECT_NE(times.find("Dec  5, 2025 02:00:00.123000000 UTC\tDec  5, 2025 02:00:04.567000000 UTC"),
