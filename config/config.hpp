@@ -132,6 +132,7 @@ struct BandwidthWindow {
 
 struct TenantBandwidth {
   std::optional<uint8_t> yellow_dscp;
+  uint8_t priority = 0;  // on lines with a capacity: 7 leaves first, 0 last
   std::vector<BandwidthLimit> limits;
   std::vector<BandwidthWindow> windows;
   bool operator==(const TenantBandwidth&) const = default;
@@ -169,6 +170,10 @@ struct LineConfig {
   std::optional<uint8_t> bfd_multiplier;
   // "encryption: none": clear text even when the peer's lines are encrypted.
   bool clear_text = false;
+  // The line's rate when shaped (a rate text as in tenants[].bandwidth;
+  // empty: not shaped) and the queue per priority in milliseconds at it.
+  std::string capacity;
+  uint16_t queue_ms = 50;
   bool operator==(const LineConfig&) const = default;
 };
 

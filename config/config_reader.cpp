@@ -150,6 +150,7 @@ Config buildConfig(lyd_node* tree) {
     if (R::child(bw, "yellow-dscp")) {
       tc.bandwidth.yellow_dscp = R::num<uint8_t>(bw, "yellow-dscp");
     }
+    tc.bandwidth.priority = R::num<uint8_t>(bw, "priority", 0);
     auto rates = [](lyd_node* n) {
       return MeterRates{R::str(n, "rate"), R::str(n, "peak-rate"), R::str(n, "burst"),
                         R::str(n, "peak-burst")};
@@ -236,7 +237,10 @@ Config buildConfig(lyd_node* tree) {
                     R::num<uint8_t>(l, "outer-ttl"),
                     std::nullopt,
                     std::nullopt,
-                    std::nullopt};
+                    std::nullopt,
+                    false,
+                    "",
+                    50};
       if (auto nh = R::str(l, "next-hop"); !nh.empty()) {
         lc.next_hop = R::addr(nh);
       }
@@ -247,6 +251,8 @@ Config buildConfig(lyd_node* tree) {
         lc.bfd_multiplier = R::num<uint8_t>(l, "bfd-multiplier");
       }
       lc.clear_text = R::str(l, "encryption", "peer") == "none";
+      lc.capacity = R::str(l, "capacity");
+      lc.queue_ms = R::num<uint16_t>(l, "queue-ms", lc.queue_ms);
       pc.lines.push_back(std::move(lc));
     }
     pc.inner_mac = R::mac(R::str(p, "inner-mac", "02:00:00:00:00:01"));

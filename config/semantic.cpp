@@ -560,6 +560,14 @@ class Checker {
           error(lpath + "/mtu", "line MTU " + std::to_string(l.mtu) + " is larger than port " +
                                     q(l.port) + "'s MTU " + std::to_string(port->mtu));
         }
+        if (!l.capacity.empty()) {
+          if (auto rate = parseRate(l.capacity); !rate) {
+            error(lpath + "/capacity", rate.error());
+          } else if (*rate < kMinCapacityBits || *rate > kMaxCapacityBits) {
+            error(lpath + "/capacity", "capacity " + l.capacity +
+                                           " is not within 1M..250G (the lines the shaper serves)");
+          }
+        }
         auto key = std::make_pair(l.local_vtep, l.remote_vtep);
         if (auto [it, fresh] = tunnels.emplace(key, p.name + "/" + l.name); !fresh) {
           error(lpath + "/remote-vtep", "the VTEP pair " + l.local_vtep.toString() + " → " +

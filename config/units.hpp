@@ -14,6 +14,10 @@ namespace mcgw::config {
 // Bounds of what parseRate accepts: 8 kbit/s .. 10 Tbit/s.
 inline constexpr uint64_t kMinRateBits = 8'000;
 inline constexpr uint64_t kMaxRateBits = 10'000'000'000'000;
+// The line capacities (peers[].lines[].capacity) the shaper serves
+// (dataplane/policy/shaper.hpp: its byte-cycle arithmetic within 64 bits).
+inline constexpr uint64_t kMinCapacityBits = 1'000'000;
+inline constexpr uint64_t kMaxCapacityBits = 250'000'000'000;
 // Bounds of what parseSize accepts: 1 byte .. 4 GiB.
 inline constexpr uint64_t kMaxSizeBytes = uint64_t{1} << 32;
 // The smallest bucket: one maximum-size Ethernet frame (1500 bytes of IP and

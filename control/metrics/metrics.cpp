@@ -157,6 +157,9 @@ std::vector<MetricInfo> buildCatalog() {
        "reloads"},
       {"mcgw_tenant_line_meter_packets_total", kCounter, "tenant, peer, line, colour",
        "Packets the tenant's meter on the line marked yellow or red"},
+      {"mcgw_tenant_line_full_packets_total", kCounter, "tenant, peer, line",
+       "The tenant's packets dropped because the queue of its priority on the shaped line was "
+       "full; kept across reloads"},
       {"mcgw_usage_write_errors_total", kCounter, "",
        "Failed writes of usage files (retried at the next interval)"},
       {"mcgw_usage_dropped_intervals_total", kCounter, "",

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -183,26 +184,104 @@ std::optional<Bandwidth::InForce> Bandwidth::inForceLocked(const std::string& te
   return std::nullopt;
 }
 
+std::vector<uint32_t> shareWeights(const std::vector<uint64_t>& delta) {
+  const size_t n = delta.size();
+  uint64_t total = 0;
+  for (uint64_t d : delta) {
+    total += d;
+  }
+  if (n < 2 || total < kMinShareSample) {
+    return {};
+  }
+  // Each worker's demand plus a floor of total / 4n; then scaled to
+  // kShareScale, every worker at least 1.
+  const double floor = static_cast<double>(total) / (4.0 * static_cast<double>(n));
+  const double sum = static_cast<double>(total) + floor * static_cast<double>(n);
+  std::vector<uint32_t> w(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double share = (static_cast<double>(delta[i]) + floor) / sum;
+    w[i] = std::max<uint32_t>(1, static_cast<uint32_t>(share * kShareScale + 0.5));
+  }
+  return w;
+}
+
+namespace {
+
+// Whether two weight vectors give some worker a share that differs by more
+// than 2 % of the rate (empty: equal shares).
+bool sharesMoved(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t workers) {
+  auto share = [&](const std::vector<uint32_t>& w, size_t i) {
+    if (w.empty()) {
+      return 1.0 / static_cast<double>(workers);
+    }
+    double sum = 0;
+    for (uint32_t x : w) {
+      sum += x;
+    }
+    return static_cast<double>(w[i]) / sum;
+  };
+  for (size_t i = 0; i < workers; ++i) {
+    if (std::abs(share(a, i) - share(b, i)) > 0.02) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void Bandwidth::apply(const std::vector<engine::TenantLineEntry>& pairs, policy::MeterTable& meters,
-                      Clock::time_point now) {
+                      Clock::time_point now, const std::vector<std::vector<uint64_t>>* demand) {
   std::lock_guard lock(mutex_);
-  std::map<uint16_t, policy::Rate> want;
+  std::map<uint16_t, Applied> want;
   for (const auto& p : pairs) {
     if (auto f = inForceLocked(p.tenant, p.peer, p.line, now)) {
-      want[p.slot] = f->rate;
+      want[p.slot] = {f->rate, {}};
+    }
+  }
+  // The workers' shares by what each offered since the last apply.
+  const size_t workers = meters.workers();
+  std::map<uint16_t, std::vector<uint64_t>> seen;
+  if (demand && workers > 1 && demand->size() == workers) {
+    for (auto& [slot, a] : want) {
+      std::vector<uint64_t> cur(workers), delta(workers);
+      for (size_t w = 0; w < workers; ++w) {
+        cur[w] = slot < (*demand)[w].size() ? (*demand)[w][slot] : 0;
+      }
+      auto last = last_demand_.find(slot);
+      for (size_t w = 0; w < workers; ++w) {
+        const uint64_t before = last == last_demand_.end() ? cur[w] : last->second[w];
+        delta[w] = cur[w] >= before ? cur[w] - before : cur[w];  // a rebased slot: from zero
+      }
+      auto old = applied_.find(slot);
+      const std::vector<uint32_t> current =
+          old == applied_.end() ? std::vector<uint32_t>{} : old->second.weights;
+      // Too little traffic to tell (empty): the shares stay as they are.
+      const std::vector<uint32_t> proposed = shareWeights(delta);
+      a.weights = !proposed.empty() && sharesMoved(proposed, current, workers) ? proposed : current;
+      seen[slot] = std::move(cur);
+    }
+  } else {
+    for (auto& [slot, a] : want) {
+      if (auto old = applied_.find(slot); old != applied_.end()) {
+        a.weights = old->second.weights;
+      }
     }
   }
   std::vector<policy::MeterTable::Change> changes;
-  for (const auto& [slot, rate] : want) {
+  for (const auto& [slot, a] : want) {
     auto it = applied_.find(slot);
-    if (it == applied_.end() || !(it->second == rate)) {
-      changes.push_back({slot, rate, {}});
+    if (it == applied_.end() || !(it->second.rate == a.rate) || it->second.weights != a.weights) {
+      changes.push_back({slot, a.rate, a.weights});
     }
   }
-  for (const auto& [slot, rate] : applied_) {
+  for (const auto& [slot, a] : applied_) {
     if (!want.count(slot)) {
       changes.push_back({slot, std::nullopt, {}});
     }
+  }
+  if (demand) {
+    last_demand_ = std::move(seen);
   }
   if (changes.empty()) {
     return;
@@ -212,6 +291,12 @@ void Bandwidth::apply(const std::vector<engine::TenantLineEntry>& pairs, policy:
     return;
   }
   applied_ = std::move(want);
+}
+
+std::vector<uint32_t> Bandwidth::weights(uint16_t slot) const {
+  std::lock_guard lock(mutex_);
+  auto it = applied_.find(slot);
+  return it == applied_.end() ? std::vector<uint32_t>{} : it->second.weights;
 }
 
 json Bandwidth::view(const std::vector<engine::TenantLineEntry>& pairs,
@@ -226,7 +311,13 @@ json Bandwidth::view(const std::vector<engine::TenantLineEntry>& pairs,
     json e = {{"peer", p.peer},
               {"line", p.line},
               {"yellow_packets", counters.meter_yellow[p.slot]},
-              {"red_packets", counters.meter_red[p.slot]}};
+              {"red_packets", counters.meter_red[p.slot]},
+              {"priority", p.priority}};
+    if (p.capacity_bits) {
+      e["line_capacity_bps"] = p.capacity_bits;
+      e["line_capacity"] = config::formatRate(p.capacity_bits);
+      e["line_full_packets"] = counters.line_full[p.slot];
+    }
     if (auto f = inForceLocked(p.tenant, p.peer, p.line, now)) {
       e["rate_bps"] = f->rate.cir * 8;
       e["peak_rate_bps"] = f->rate.pir * 8;
@@ -235,6 +326,10 @@ json Bandwidth::view(const std::vector<engine::TenantLineEntry>& pairs,
       e["rate"] = config::formatRate(f->rate.cir * 8);
       e["peak_rate"] = config::formatRate(f->rate.pir * 8);
       e["source"] = f->source;
+      // The workers' shares in per mille (absent: equal shares).
+      if (auto a = applied_.find(p.slot); a != applied_.end() && !a->second.weights.empty()) {
+        e["worker_shares"] = a->second.weights;
+      }
     } else {
       e["source"] = "unmetered";
     }

@@ -55,8 +55,15 @@ class Bandwidth {
   // `tables`, changing only the slots whose rate differs (a slot no pair
   // has any more is cleared): `pairs` is the tables' tenant_lines.  Errors (never expected: the
   // rates were checked) are logged and leave that slot as it was.
+  // `demand` (with several workers): per worker, per slot (kMaxTenantLines
+  // entries) the packets offered to the meter so far (Dataplane::
+  // meterDemand); each metered slot's shares then follow what each worker
+  // offered since the last apply (shareWeights), changed when a share
+  // moved by more than 2 %.
   void apply(const std::vector<engine::TenantLineEntry>& pairs, policy::MeterTable& meters,
-             Clock::time_point now);
+             Clock::time_point now, const std::vector<std::vector<uint64_t>>* demand = nullptr);
+  // The workers' weights a slot's rate is shared by now (empty: equal).
+  std::vector<uint32_t> weights(uint16_t slot) const;
 
   // The rates a pair has at `now` and where they come from
   // ("live by controller.example.net", "window 01:00-06:00", "config"), or
@@ -90,7 +97,25 @@ class Bandwidth {
   mutable std::mutex mutex_;
   config::ConfigPtr config_;
   std::map<std::pair<std::string, std::string>, Live> live_;  // (tenant, PEER[/LINE])
-  std::map<uint16_t, policy::Rate> applied_;                  // slot -> what the meters have
+  // slot -> what the meters have: the rate and the workers' weights (empty:
+  // equal shares).
+  struct Applied {
+    policy::Rate rate;
+    std::vector<uint32_t> weights;
+  };
+  std::map<uint16_t, Applied> applied_;
+  // slot -> each worker's demand counter at the last apply (weighing).
+  std::map<uint16_t, std::vector<uint64_t>> last_demand_;
 };
+
+// The workers' shares of a metered rate from what each offered the meter
+// since the last time (`delta`, packets per worker; docs/policy.md,
+// "Several workers"): in proportion to the demand, each worker also getting
+// a floor of a quarter of an equal share's worth of demand so that one that
+// was idle can still start; weights summing to kShareScale.  Empty (equal
+// shares) with one worker or fewer than kMinShareSample packets in all.
+inline constexpr uint32_t kShareScale = 1000;
+inline constexpr uint64_t kMinShareSample = 64;
+std::vector<uint32_t> shareWeights(const std::vector<uint64_t>& delta);
 
 }  // namespace mcgw::policyview

@@ -143,6 +143,14 @@ std::string renderPolicy(const json& view) {
         std::snprintf(line, sizeof line, "  bandwidth %-20s unmetered\n", where.c_str());
       }
       out += line;
+      if (b.is_object() && b.contains("line_capacity")) {
+        std::snprintf(line, sizeof line,
+                      "  shaped    %-20s capacity %s, priority %llu: %llu dropped (line-full)\n",
+                      where.c_str(), str(b, "line_capacity").c_str(),
+                      static_cast<unsigned long long>(num(b, "priority")),
+                      static_cast<unsigned long long>(num(b, "line_full_packets")));
+        out += line;
+      }
     }
     const json& iso = t.is_object() && t.contains("isolation") ? t["isolation"] : json::object();
     std::snprintf(

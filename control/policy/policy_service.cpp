@@ -108,7 +108,12 @@ void PolicyService::abort() {
 
 void PolicyService::refresh() {
   if (const engine::ForwardingTables* t = dp_.tables()) {
-    bandwidth_.apply(t->tenant_lines, dp_.meters(), Bandwidth::Clock::now());
+    // With several workers each metered rate is shared by what each worker
+    // offered its meter in the last second.
+    const auto demand =
+        dp_.meters().workers() > 1 ? dp_.meterDemand() : std::vector<std::vector<uint64_t>>{};
+    bandwidth_.apply(t->tenant_lines, dp_.meters(), Bandwidth::Clock::now(),
+                     demand.empty() ? nullptr : &demand);
   }
 }
 

@@ -29,7 +29,8 @@ uint64_t delta(uint64_t now, uint64_t last) {
 Usage deltaOf(const Usage& now, const Usage& last) {
   return {delta(now.tx_packets, last.tx_packets), delta(now.tx_bytes, last.tx_bytes),
           delta(now.rx_packets, last.rx_packets), delta(now.rx_bytes, last.rx_bytes),
-          delta(now.yellow, last.yellow),         delta(now.red, last.red)};
+          delta(now.yellow, last.yellow),         delta(now.red, last.red),
+          delta(now.line_full, last.line_full)};
 }
 
 // A CSV field (RFC 4180): quoted when it holds a comma, a quote, a line
@@ -125,7 +126,8 @@ json row(const PairKey& k, bool present, const Usage& u) {
           {"tx", pb(u.tx_packets, u.tx_bytes)},
           {"rx", pb(u.rx_packets, u.rx_bytes)},
           {"yellow", u.yellow},
-          {"red", u.red}};
+          {"red", u.red},
+          {"line_full", u.line_full}};
 }
 
 }  // namespace
@@ -137,6 +139,7 @@ Usage& Usage::operator+=(const Usage& o) {
   rx_bytes += o.rx_bytes;
   yellow += o.yellow;
   red += o.red;
+  line_full += o.line_full;
   return *this;
 }
 
@@ -208,7 +211,7 @@ void UsageLedger::sample(const std::vector<engine::TenantLineEntry>& pairs,
   for (const auto& p : pairs) {
     const size_t s = p.slot;
     if (s >= slots_.size() || s >= c.usage_tx.size() || s >= c.usage_rx.size() ||
-        s >= c.meter_yellow.size() || s >= c.meter_red.size()) {
+        s >= c.meter_yellow.size() || s >= c.meter_red.size() || s >= c.line_full.size()) {
       continue;
     }
     Slot& st = slots_[s];
@@ -223,7 +226,8 @@ void UsageLedger::sample(const std::vector<engine::TenantLineEntry>& pairs,
     }
     st.seen = samples_;
     const Usage cur{c.usage_tx[s].packets, c.usage_tx[s].bytes, c.usage_rx[s].packets,
-                    c.usage_rx[s].bytes,   c.meter_yellow[s],   c.meter_red[s]};
+                    c.usage_rx[s].bytes,   c.meter_yellow[s],   c.meter_red[s],
+                    c.line_full[s]};
     const Usage d = deltaOf(cur, st.last);
     st.last = cur;
     Pair& pair = st.pair->second;
@@ -526,7 +530,7 @@ json UsageLedger::usageView(std::optional<chr::sys_seconds> since,
 std::vector<MetricSample> UsageLedger::metricSamples() const {
   std::lock_guard lock(mu_);
   std::vector<MetricSample> out;
-  out.reserve(pairs_.size() * 6);
+  out.reserve(pairs_.size() * 7);
   for (const auto& [k, p] : pairs_) {
     const std::vector<std::pair<std::string, std::string>> base = {
         {"tenant", k.tenant}, {"peer", k.peer}, {"line", k.line}};
@@ -548,6 +552,7 @@ std::vector<MetricSample> UsageLedger::metricSamples() const {
                    static_cast<double>(u.yellow)});
     out.push_back({"mcgw_tenant_line_meter_packets_total", with("colour", "red"),
                    static_cast<double>(u.red)});
+    out.push_back({"mcgw_tenant_line_full_packets_total", base, static_cast<double>(u.line_full)});
   }
   out.push_back({"mcgw_usage_write_errors_total", {}, static_cast<double>(write_errors_)});
   out.push_back(

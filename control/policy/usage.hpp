@@ -30,9 +30,12 @@ namespace mcgw::usage {
 
 // What one (tenant, line) pair used: tx = the tenant's tunnel packets into
 // the line, rx = out of it; bytes as on the wire (Ethernet header
-// included); yellow and red = packets the tenant's meter on the line marked.
+// included); yellow and red = packets the tenant's meter on the line marked;
+// line_full = packets dropped because the queue of the tenant's priority on
+// a shaped line was full (not in the CSV files: they are not usage).
 struct Usage {
-  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, yellow = 0, red = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0, yellow = 0, red = 0,
+           line_full = 0;
 
   bool zero() const { return *this == Usage{}; }
   Usage& operator+=(const Usage& o);

@@ -47,6 +47,7 @@
 #include "config/config.hpp"
 #include "dataplane/bench/harness.hpp"
 #include "dataplane/bench/meter_bench.hpp"
+#include "dataplane/bench/shaper_bench.hpp"
 #include "dataplane/bench/packets.hpp"
 #include "dataplane/bench/pipeline_policy_bench.hpp"
 #include "dataplane/bench/policy_bench.hpp"
@@ -1663,7 +1664,7 @@ int main(int argc, char** argv) {
   size_t big_routes = 1'000'000;
   uint64_t seed = 1;
   unsigned workers = 1;
-  std::vector<std::string> names{"all", "mss", "fib-load", "fib-churn", "meter"};
+  std::vector<std::string> names{"all", "mss", "fib-load", "fib-churn", "meter", "shaper"};
   for (const auto& p : mcgw::bench::policyScenarioNames()) {
     names.push_back(p);
   }
@@ -1693,6 +1694,8 @@ int main(int argc, char** argv) {
       "\n  fib-churn: route changes per second applied while a second thread looks up"
       "\n  meter: tenant bandwidth metering and DSCP remarking per packet against meter-off "
       "(runs alone)"
+      "\n  shaper: a packet through a shaped line's priority queues, rte_sched against a ring "
+      "per priority with a token bucket (runs alone)"
       "\n  policy-0, policy-1k, policy-10k: fillKey4 alone, and with classify4 over 1,000 and "
       "10,000 policy rules (rte_acl), bursts of 32, --repeat rounds interleaved (run without "
       "the other scenarios)"
@@ -1756,6 +1759,10 @@ int main(int argc, char** argv) {
   const bool route_scale = has("fib-load") || has("fib-churn");
   if (has("meter") && scenarios.size() != 1) {
     std::fprintf(stderr, "mcgw-bench: meter runs alone\n");
+    return 2;
+  }
+  if (has("shaper") && scenarios.size() != 1) {
+    std::fprintf(stderr, "mcgw-bench: shaper runs alone\n");
     return 2;
   }
   const bool policy = std::any_of(scenarios.begin(), scenarios.end(), isPolicyScenario);
@@ -1824,6 +1831,11 @@ int main(int argc, char** argv) {
   }
   if (pipeline_policy) {
     pipelinePolicyBench({scenarios, packets, repeat, sizes, seed});
+    rte_eal_cleanup();
+    return 0;
+  }
+  if (has("shaper")) {
+    shaperBench({packets, repeat});
     rte_eal_cleanup();
     return 0;
   }

@@ -66,7 +66,10 @@ struct PacketsBytes {
   X(flow_samples, "flow_audit", "samples",                                                         \
     "packets sampled for flow audit (1-in-N of those routed into or out of a tunnel)")             \
   X(flow_ring_full, "flow_audit", "ring_full",                                                     \
-    "flow-audit samples dropped: the worker's ring to the control plane was full")
+    "flow-audit samples dropped: the worker's ring to the control plane was full")              \
+  X(shaped, "shaping", "queued", "packets queued in a shaped line's priority queues")              \
+  X(shaper_failed, "shaping", "failed",                                                            \
+    "shapers a worker could not create (no memory): that line's packets left unshaped")
 
 enum class WorkerState : uint8_t { kPolling, kPausing, kSleeping, kStopped };
 inline constexpr WorkerState kWorkerStates[] = {WorkerState::kPolling, WorkerState::kPausing,
@@ -102,9 +105,10 @@ struct alignas(64) WorkerCounters {
   // Per (tenant, line) slot: the tenant's packets and bytes into (tx) and
   // out of (rx) the line, as the line counters count them (the tunnel
   // packet on the wire, Ethernet header included), and the packets its
-  // meter coloured yellow (remarked) and red (dropped).
+  // meter coloured yellow (remarked) and red (dropped), and those dropped
+  // because the queue of its priority on a shaped line was full.
   std::array<PacketsBytes, kMaxTenantLines> usage_tx, usage_rx;
-  std::array<Counter, kMaxTenantLines> meter_yellow, meter_red;
+  std::array<Counter, kMaxTenantLines> meter_yellow, meter_red, line_full;
 #define MCGW_COUNTER_MEMBER(name, ...) Counter name;
   MCGW_EVENT_COUNTERS(MCGW_COUNTER_MEMBER)
 #undef MCGW_COUNTER_MEMBER

@@ -152,6 +152,9 @@ int Dataplane::run(void* arg) {
         if (pipeline.held() && (t != last || rte_rdtsc() - last_drain >= drain_tsc)) {
           pipeline.retryHeld(*t);  // new neighbours, or time to give up on some
         }
+        if (t != last) {
+          pipeline.adoptShapers(*t);
+        }
         last = t;
         for (const RxQueue& q : t->poll[w->index]) {
           const uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, kBurst);
@@ -160,6 +163,7 @@ int Dataplane::run(void* arg) {
             got += n;
           }
         }
+        pipeline.serviceShapers(*t);  // shaped lines: what their rates let out now
       }
       const uint64_t now = rte_rdtsc();
       c.polls.add();
@@ -191,7 +195,8 @@ int Dataplane::run(void* arg) {
         continue;
       }
       ++idle;
-      if (idle < kSpinPolls || pipeline.held()) {  // held packets wait for their MAC
+      // Held packets wait for their MAC; shaped ones for their time.
+      if (idle < kSpinPolls || pipeline.held() || pipeline.shaping()) {
         continue;
       }
       if (sleep_max == 0 || idle < kSpinPolls + kPausePolls) {
@@ -259,6 +264,7 @@ CountersSnapshot Dataplane::counters() const {
       add(s.usage_rx[i], c.usage_rx[i]);
       s.meter_yellow[i] += c.meter_yellow[i].get();
       s.meter_red[i] += c.meter_red[i].get();
+      s.line_full[i] += c.line_full[i].get();
     }
 #define MCGW_SUM_COUNTER(name, ...) s.name += c.name.get();
     MCGW_EVENT_COUNTERS(MCGW_SUM_COUNTER)
@@ -302,8 +308,23 @@ CountersSnapshot Dataplane::counters() const {
     sub(s.usage_rx[i], baseline_->usage_rx[i]);
     s.meter_yellow[i] -= std::min(s.meter_yellow[i], baseline_->meter_yellow[i]);
     s.meter_red[i] -= std::min(s.meter_red[i], baseline_->meter_red[i]);
+    s.line_full[i] -= std::min(s.line_full[i], baseline_->line_full[i]);
   }
   return s;
+}
+
+std::vector<std::vector<uint64_t>> Dataplane::meterDemand() const {
+  std::vector<std::vector<uint64_t>> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) {
+    const WorkerCounters& c = *w->counters;
+    std::vector<uint64_t> d(kMaxTenantLines);
+    for (size_t i = 0; i < kMaxTenantLines; ++i) {
+      d[i] = c.usage_tx[i].packets.get() + c.meter_red[i].get();
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 std::vector<NeighborMiss> Dataplane::takeMisses() {
@@ -374,6 +395,7 @@ void Dataplane::resetTenantLineSlots(const std::vector<uint16_t>& slots) {
     rebase(baseline_->usage_rx[slot], now.usage_rx[slot]);
     baseline_->meter_yellow[slot] += now.meter_yellow[slot];
     baseline_->meter_red[slot] += now.meter_red[slot];
+    baseline_->line_full[slot] += now.line_full[slot];
   }
 }
 

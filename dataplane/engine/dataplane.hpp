@@ -50,7 +50,8 @@ struct CountersSnapshot {
   std::vector<PB> usage_tx = std::vector<PB>(kMaxTenantLines),
                   usage_rx = std::vector<PB>(kMaxTenantLines);
   std::vector<uint64_t> meter_yellow = std::vector<uint64_t>(kMaxTenantLines),
-                        meter_red = std::vector<uint64_t>(kMaxTenantLines);
+                        meter_red = std::vector<uint64_t>(kMaxTenantLines),
+                        line_full = std::vector<uint64_t>(kMaxTenantLines);
 #define MCGW_SNAPSHOT_MEMBER(name, ...) uint64_t name = 0;
   MCGW_EVENT_COUNTERS(MCGW_SNAPSHOT_MEMBER)
 #undef MCGW_SNAPSHOT_MEMBER
@@ -124,6 +125,10 @@ class Dataplane {
   const policy::MeterTable& meters() const { return *meters_; }
 
   CountersSnapshot counters() const;
+  // Per worker, per (tenant, line) slot: the packets offered to the slot's
+  // meter so far (passed into the line, and red), as the workers count
+  // them (no baseline): what the workers' shares of a rate are weighed by.
+  std::vector<std::vector<uint64_t>> meterDemand() const;
 
   // Neighbours the workers found unresolved since the last call.
   std::vector<NeighborMiss> takeMisses();

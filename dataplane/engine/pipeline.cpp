@@ -990,10 +990,19 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
   if (line.esp && !sealEsp(m, line, out, udp_len)) [[unlikely]] {
     return;
   }
+  // A line with a capacity: the packet waits in its priority's queue
+  // (pipeline_shaper.cpp), counted as sent when it is queued.
+  const Shaping shaping =
+      line.shape.rate_bytes ? shape(line, tunnel.priority, tenant_line, m) : Shaping::kSend;
+  if (shaping == Shaping::kDropped) [[unlikely]] {
+    return;
+  }
   runs_[kRunTunnelTx].add(counters_->tunnel_tx[tunnel.slot], inner_len);
   runs_[kRunLineTx].add(counters_->line_tx[line.slot], m->pkt_len);
   runs_[kRunUsageTx].add(counters_->usage_tx[tenant_line], m->pkt_len);
-  transmit(t, line.port, m);
+  if (shaping == Shaping::kSend) [[likely]] {
+    transmit(t, line.port, m);
+  }
 }
 
 }  // namespace mcgw::engine

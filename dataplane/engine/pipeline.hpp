@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "dataplane/engine/tables.hpp"
 #include "dataplane/policy/acl.hpp"
 #include "dataplane/policy/meter.hpp"
+#include "dataplane/policy/shaper.hpp"
 #include "dataplane/policy/verdict_cache.hpp"
 #include "dataplane/proto/icmp_error.hpp"
 
@@ -175,6 +177,16 @@ class Pipeline {
   // change and now and then.
   void retryHeld(const ForwardingTables& t);
   unsigned held() const { return n_held_; }
+
+  // Shaped lines (pipeline_shaper.cpp, docs/policy.md "Priority when a line
+  // is full").  adoptShapers: when tables change, a shaper for each line
+  // with a capacity (a changed one gets a new shaper; the old one sends
+  // what it holds first).  serviceShapers: every poll, sends the queued
+  // packets whose time has come.  While shaping() the worker must keep
+  // polling (never sleep).
+  void adoptShapers(const ForwardingTables& t);
+  void serviceShapers(const ForwardingTables& t);
+  bool shaping() const { return shaped_queued_; }
 
  private:
   static bool virtualMacToKernel(const uint8_t* data, size_t len);
@@ -335,6 +347,19 @@ class Pipeline {
     policy::VerdictCache verdicts;   // this worker's answers by policy serial and key
   };
   PolicyScratch policy_scratch_;
+
+  // A line's shaper in this worker.
+  struct ShapedLine {
+    std::unique_ptr<policy::Shaper> shaper;
+    uint16_t slot = 0;      // the line's counter slot
+    uint16_t port = 0;      // the WAN port it leaves through
+    bool draining = false;  // replaced or gone: sends what it holds, takes nothing
+  };
+  enum class Shaping : uint8_t { kSend, kQueued, kDropped };
+  Shaping shape(const LineEntry& line, uint8_t priority, uint16_t tenant_line, rte_mbuf* m);
+  std::vector<std::unique_ptr<ShapedLine>> shaped_;
+  std::array<ShapedLine*, kMaxLines> shaper_of_slot_{};  // null: none (or its creation failed)
+  bool shaped_queued_ = false;                           // a shaper holds packets
 
   uint16_t tx_queue_;
   rte_mempool* pool_;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "config/units.hpp"
 #include "dataplane/proto/checksum.hpp"
 
 namespace mcgw::engine {
@@ -773,6 +774,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
                   " lines");
     }
     std::vector<uint16_t> line_indexes;
+    std::array<uint64_t, kMaxLinesPerPeer> line_capacity{};  // bits/s, by position
     for (const auto& lc : peer.lines) {
       LineEntry le;
       const std::string key = peer.name + "/" + lc.name;
@@ -790,6 +792,17 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       le.peer = peer.name;
       le.name = lc.name;
       le.mtu = lc.mtu;
+      if (!lc.capacity.empty()) {
+        auto bits = config::parseRate(lc.capacity);
+        if (!bits) {
+          return fail("line " + key + ": " + bits.error());
+        }
+        const unsigned workers = std::max(1u, input.workers);
+        le.shape.rate_bytes = std::max<uint64_t>(1, *bits / 8 / workers);
+        le.shape.queue = policy::queuePackets(*bits / workers, lc.queue_ms);
+        le.shape.mtu = std::max<uint32_t>(lc.mtu, 1500) + 18;
+        line_capacity[line_indexes.size()] = *bits;
+      }
       le.next_hop = lc.next_hop.value_or(lc.remote_vtep);
       le.header.ipv6 = lc.remote_vtep.family == Family::V6;
       le.header.ttl = lc.outer_ttl;
@@ -885,6 +898,7 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
       te.peer = static_cast<uint16_t>(pi);
       te.tenant = static_cast<uint16_t>(ti);
       te.vni = tc.vni;
+      te.priority = tc.bandwidth.priority;
       te.ecmp = peer.line_mode == config::LineMode::kEcmp;
       te.n_lines = static_cast<uint8_t>(line_indexes.size());
       std::copy(line_indexes.begin(), line_indexes.end(), te.lines.begin());
@@ -901,7 +915,9 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
         }
         tenant_line_names.push_back(tl);
         te.tenant_line[li] = *tl_slot;
-        t->tenant_lines.push_back({tc.name, peer.name, le.name, *tl_slot});
+        t->tenant_lines.push_back({tc.name, peer.name, le.name, *tl_slot,
+                                   le.shape.rate_bytes ? line_capacity[li] : 0,
+                                   tc.bandwidth.priority});
       }
       te.inner_dst = toMac(peer.inner_mac);
       te.mss_insert = peer.mss_insert;

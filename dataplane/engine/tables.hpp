@@ -29,6 +29,7 @@
 #include "dataplane/engine/flat_index.hpp"
 #include "dataplane/engine/policy_tables.hpp"
 #include "dataplane/engine/routes.hpp"
+#include "dataplane/policy/shaper.hpp"
 #include "dataplane/proto/prefix_map.hpp"
 #include "dataplane/proto/tunnel.hpp"
 
@@ -94,6 +95,10 @@ struct LineEntry {
   std::string peer, name;  // "peer", "line"
   config::IpAddress next_hop;
   uint8_t pos = 0;  // its index among its peer's lines (and in each tunnel's `lines`)
+  // With a capacity: each worker's shaper of the line (its share of the
+  // rate); rate_bytes 0: not shaped (docs/policy.md, "Priority when a line
+  // is full").
+  policy::ShapeParams shape;
 };
 
 struct TunnelEntry {
@@ -103,6 +108,7 @@ struct TunnelEntry {
   uint32_t vni = 0;
   bool ecmp = false;
   bool mss_insert = false;  // add an MSS option to SYNs without one
+  uint8_t priority = 0;     // the tenant's bandwidth priority on shaped lines
   uint8_t n_lines = 0;
   std::array<uint16_t, kMaxLinesPerPeer> lines{};  // indexes into lines, in preference order
   // The (tenant, line) slot of each of those lines: its meter (the tenant's
@@ -165,6 +171,8 @@ struct TenantEntry {
 struct TenantLineEntry {
   std::string tenant, peer, line;
   uint16_t slot = 0;
+  uint64_t capacity_bits = 0;  // the line's capacity (0: not shaped)
+  uint8_t priority = 0;        // the tenant's bandwidth priority
 };
 
 // One receive queue a worker polls.

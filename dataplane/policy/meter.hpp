@@ -23,11 +23,11 @@
 //   configured burst by up to N x 1518 bytes when the buckets are small).
 //   Exact when the slot's traffic spreads evenly over the workers (many flows
 //   through RSS); a single flow, which RSS keeps on one worker, gets 1/N of
-//   the rate.  set() also takes per-worker weights, so the control plane can
-//   move the shares towards the workers that carry the slot's traffic (from
-//   the per-worker byte counters, every few tens of milliseconds) without
-//   touching the fast path; a shared bucket would need an atomic per packet
-//   on a cache line every worker writes.
+//   the rate.  apply() also takes per-worker weights: the control plane
+//   moves the shares towards the workers that carry the slot's traffic
+//   (control/policy/bandwidth.cpp, from the per-worker counters, every
+//   second) without touching the fast path; a shared bucket would need an
+//   atomic per packet on a cache line every worker writes.
 // * The token-bucket profile.  DPDK's rte_meter_trtcm_profile_config() takes
 //   the TSC rate from the EAL (before rte_eal_init it is 0, and the profile
 //   it gives divides by zero) and updates the buckets every 100 to 200

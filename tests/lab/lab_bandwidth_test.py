@@ -69,8 +69,21 @@ printed (/proc/pressure/cpu) includes the lab's own tasks (70-90 %).
   with the limit at 80M: the live rate stays (120M, live by local socket),
   UDP at 150 Mbit/s within 5 % of 120 Mbit/s; cleared: 80M (config).
 
+- priority: gwa's line gets `capacity: 100M` (outer frames), the tenants
+  priorities 6 and 0 and no meters (show policy: priority, capacity,
+  unmetered); both send UDP at 80 Mbit/s at once for 5 s: the higher one's
+  steady goodput within 5 % of 80M, both together as outer frames (1,492
+  bytes per 1,400-byte datagram) within 5 % of 100M, the lower one below a
+  third of what it sent; line_full_packets grew for the lower one only and
+  equal the drops `line-full`.  Swapped by a reload: the other way round.
+
+- latency: 40 policy-set on gwa's Unix socket (raw, timed connect to
+  answer) and 41 over one HTTPS connection from rtr
+  (https_keepalive_client.py): all ok / 200, show policy has the last rate
+  (source local socket, then the HTTPS client); the round trips printed.
+
 A failed part is reported and the next ones still run (the config back to
-the base first).  Figures printed.  About 80 s.  Run as root with
+the base first).  Figures printed.  About 95 s.  Run as root with
 /usr/bin/python3; MCGW_BUILD_DIR names the build; MCGW_BW_PARTS=limit,live
 runs only those parts.
 """
@@ -82,6 +95,7 @@ import os
 import subprocess
 import re
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -159,9 +173,14 @@ class BandwidthLab(lp.PolicyLab):
 
     bandwidth: dict = {}
     certs: dict = {}
+    capacity: dict = {}  # node -> the capacity of its line (absent: not shaped)
 
     def gateway_config(self, node: str, fake_macs: bool = False) -> dict:
         c = super().gateway_config(node, fake_macs)
+        if self.capacity.get(node):
+            for peer in c["peers"]:
+                for line in peer["lines"]:
+                    line["capacity"] = self.capacity[node]
         for t in c["tenants"]:
             bw = self.bandwidth.get(node, {}).get(t["name"])
             if bw:
@@ -717,6 +736,57 @@ def controller(lab) -> None:
        f"bad rate 400; nothing changed; the refusal logged")
 
 
+def api_request(sock: str, command: str, args: dict) -> tuple[float, dict]:
+    """One request on mcgwd's Unix socket (protocol.hpp: a JSON line each
+    way), timed from connect to the answer's last byte: (ms, answer)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    t0 = time.perf_counter()
+    try:
+        s.connect(sock)
+        s.sendall((json.dumps({"version": 1, "command": command, "args": args}) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    return (time.perf_counter() - t0) * 1000, json.loads(data)
+
+
+def latency(lab) -> None:
+    """How long a live rate change takes to be in force, i.e. for its answer
+    to come back (the new profile is published before the answer): 40
+    policy-set requests on gwa's Unix socket (no mcgwctl process), and 40
+    over one HTTPS connection with the controller's certificate from rtr
+    (tests/lab/https_keepalive_client.py; the first, with the TLS handshake,
+    apart).  Every answer ok / 200 and show policy has the last rate set.
+    Printed, not asserted (tests never assert on speed)."""
+    sock = lab.state["gateways"]["gwa"]["socket"]
+    local = []
+    for i in range(40):
+        ms, r = api_request(sock, "policy-set", {"tenant": "train", "line": LINE, "rate": "120M" if i % 2 else "150M"})
+        check(r.get("ok") is True, "gwa: policy-set over the socket answers ok", r)
+        local.append(ms)
+    expect_meter(lab, 120_000_000, "live by local socket")
+    c = lab.certs
+    r = lab.run("rtr", "/usr/bin/python3", str(HERE / "https_keepalive_client.py"), str(c["ca.pem"]),
+                str(c["controller.pem"]), str(c["controller.key"]), HTTPS_AT.split(":")[0], HTTPS_AT.split(":")[1],
+                "train", LINE, "41", "150M", "130M", check=False, timeout=60)
+    check(r.returncode == 0, "controller: 41 policy-set over one HTTPS connection, each 200", (r.stdout + r.stderr)[-400:])
+    h = json.loads(r.stdout)
+    expect_meter(lab, 150_000_000, f"live by HTTPS client {CONTROLLER}")
+    policy_set(lab, "clear", "train", "--line", LINE)
+    expect_meter(lab, 50_000_000, "config")
+    local.sort()
+    hs = sorted(h["ms"])
+    ok(f"latency: policy-set over the Unix socket min {local[0]:.2f} ms, median {local[len(local) // 2]:.2f}, "
+       f"max {local[-1]:.2f} (40); over one HTTPS connection from rtr min {hs[0]:.2f} ms, median "
+       f"{hs[len(hs) // 2]:.2f}, max {hs[-1]:.2f} (40), the first with the TLS handshake {h['first_ms']:.1f} ms")
+
+
 def red(lab) -> None:
     e0, d0 = meter(lab), drops(lab)
     r = udp_measure(lab, "red", "100M", 50e6)
@@ -806,6 +876,81 @@ def reloads(lab) -> None:
     restore(lab)
 
 
+# Outer frame bytes on the line per UDP_LEN datagram: the inner frame
+# (Ethernet 14, IP 20, UDP 8) and VXLAN over IPv4 (14 + 20 + 8 + 8).
+FRAME_PER_DATAGRAM = UDP_LEN + 42 + 50
+CAPACITY = 100e6
+
+
+def priority(lab) -> None:
+    """gwa's line gets `capacity: 100M` (outer frames); no meters.  Both
+    tenants send UDP at 80 Mbit/s at once for 5 s: the one of priority 6
+    gets all it sends (steady goodput within 5 % of 80M), the one of
+    priority 0 the rest of the line (the two together within 5 % of 100M
+    as frames on the line; the lower one below a third of what it sent),
+    and only the lower one's packets are dropped (line_full_packets and
+    drops line-full grew for it, not for the other).  Then the priorities
+    swapped by a reload: the other way round."""
+    def setup(high: str, low: str) -> None:
+        lab.capacity["gwa"] = "100M"
+        lab.bandwidth["gwa"] = {high: {"priority": 6}, low: {"priority": 0}}
+        reload(lab, "gwa", high, {"priority": 6})
+        for tenant, want in ((high, 6), (low, 0)):
+            e = meter(lab, tenant)
+            check(e.get("priority") == want and e.get("line_capacity_bps") == 100_000_000
+                  and e.get("source") == "unmetered",
+                  f"gwa: show policy {tenant}: priority {want} on a line of capacity 100M, unmetered", e)
+
+    def attempt(high: str, low: str):
+        e0 = {t: meter(lab, t) for t in (high, low)}
+        d0 = drops(lab)
+        runs = {t: Iperf(lab, f"{t}a", f"{t}b", {"train": TRAIN_A, "infer": INFER_A}[t], 5, udp="80M")
+                for t in (high, low)}
+        res = {t: r.finish() for t, r in runs.items()}
+        e1 = {t: meter(lab, t) for t in (high, low)}
+        d1 = drops(lab)
+        full = {t: e1[t]["line_full_packets"] - e0[t]["line_full_packets"] for t in (high, low)}
+        for t, r in res.items():
+            print(f"   priority {high} > {low}: {t}: {r}; line-full +{full[t]}", flush=True)
+        return res, full, d1.get("line-full", 0) - d0.get("line-full", 0)
+
+    def judge(high: str, low: str):
+        def j(v):
+            res, full, dropped = v
+            why = [r.error for r in res.values() if r.error]
+            if why:
+                return "; ".join(why)
+            hi, lo = res[high].mean(1.0, 4.5), res[low].mean(1.0, 4.5)  # the last interval drains the queue
+            frames = (hi + lo) * FRAME_PER_DATAGRAM / UDP_LEN
+            if not within(hi, 80e6):
+                why.append(f"{high} (priority 6) steady {hi / 1e6:.2f} Mbit/s, not within 5 % of 80")
+            if not within(frames, CAPACITY):
+                why.append(f"both together {frames / 1e6:.2f} Mbit/s of frames on the line, not within 5 % of 100")
+            if lo > 80e6 / 3:
+                why.append(f"{low} (priority 0) steady {lo / 1e6:.2f} Mbit/s: not held back")
+            if full[high] != 0 or full[low] <= 0 or dropped != full[low]:
+                why.append(f"line-full: {high} +{full[high]}, {low} +{full[low]}, drops +{dropped}")
+            return "; ".join(why) or None
+        return j
+
+    results = []
+    try:
+        for high, low in (("train", "infer"), ("infer", "train")):
+            setup(high, low)
+            res, full, _ = measured(f"priority: {high} 6, {low} 0 on a 100M line", lambda: attempt(high, low),
+                                    judge(high, low),
+                                    lambda v: overloaded_by(*v[0].values(), udp_rate=80e6))
+            hi, lo = res[high].mean(1.0, 4.5), res[low].mean(1.0, 4.5)
+            results.append(f"{high} (6) {hi / 1e6:.1f} Mbit/s, {low} (0) {lo / 1e6:.1f} Mbit/s, together "
+                           f"{(hi + lo) * FRAME_PER_DATAGRAM / UDP_LEN / 1e6:.1f} Mbit/s of frames; line-full "
+                           f"{low} +{full[low]}, {high} +{full[high]}")
+    finally:
+        lab.capacity.pop("gwa", None)
+        lab.bandwidth["gwa"] = {}
+        reload(lab, "gwa", "train", base_bandwidth())
+    ok("priority: both tenants UDP at 80M into a 100M line: " + "; then swapped: ".join(results))
+
+
 def run(tmp: Path) -> None:
     t_start = time.monotonic()
     lab = new_lab(tmp)
@@ -813,7 +958,7 @@ def run(tmp: Path) -> None:
         print(f"   lab {lab.prefix} up in {time.monotonic() - t_start:.1f} s", flush=True)
         failed = []
         parts = (("limit", limit), ("controller", controller), ("live", live), ("red", red), ("window", window),
-                 ("reload", reloads))
+                 ("reload", reloads), ("priority", priority), ("latency", latency))
         only = os.environ.get("MCGW_BW_PARTS")
         for label, part in parts:
             if only and label not in only.split(","):

@@ -572,6 +572,32 @@ std::vector<BrokenCase> brokenCases() {
        edited(
            {{"    hold: 9\n", withNeighbor("10.1.0.254", "lan0", "      bfd-interval-ms: 5\n")}}),
        48, 24, "10..60000", "neighbor[address='10.1.0.254']/bfd-interval-ms"},
+      // --- line shaping (peers[].lines[].capacity, queue-ms) and priority
+      {"LineCapacityBelowOneMegabit",
+       edited(
+           {{"remote-vtep: 203.0.113.2\n", "remote-vtep: 203.0.113.2\n        capacity: 500k\n"}}),
+       38, 19, "capacity 500k is not within 1M..250G (the lines the shaper serves)",
+       "/mcgw:peers/peer[name='site-b']/lines/line[name='line1']/capacity"},
+      {"LineCapacityAboveTheShaper",
+       edited(
+           {{"remote-vtep: 203.0.113.2\n", "remote-vtep: 203.0.113.2\n        capacity: 251G\n"}}),
+       38, 19, "capacity 251G is not within 1M..250G (the lines the shaper serves)",
+       "/mcgw:peers/peer[name='site-b']/lines/line[name='line1']/capacity"},
+      {"LineCapacityUnknownUnit",
+       edited({{"remote-vtep: 203.0.113.2\n", "remote-vtep: 203.0.113.2\n        capacity: 1X\n"}}),
+       38, 19, "a rate in bits per second such as 50M, 2.5G or 40G, found \"1X\"",
+       "line[name='line1']/capacity"},
+      {"LineQueueMsZero",
+       edited({{"remote-vtep: 203.0.113.2\n",
+                "remote-vtep: 203.0.113.2\n        capacity: 100M\n        queue-ms: 0\n"}}),
+       39, 19, "expected an integer in 1..1000, found \"0\"", "line[name='line1']/queue-ms"},
+      {"LineQueueMsTooLong",
+       edited({{"remote-vtep: 203.0.113.2\n",
+                "remote-vtep: 203.0.113.2\n        capacity: 100M\n        queue-ms: 1001\n"}}),
+       39, 19, "expected an integer in 1..1000, found \"1001\"", "line[name='line1']/queue-ms"},
+      {"TenantPriorityEight",
+       edited({{"    vni: 1001\n", "    vni: 1001\n    bandwidth:\n      priority: 8\n"}}), 24, 17,
+       "expected an integer in 0..7, found \"8\"", "tenant[name='blue']/bandwidth/priority"},
       {"LineBfdMultiplierOutOfRange",
        edited({{"remote-vtep: 203.0.113.2\n",
                 "remote-vtep: 203.0.113.2\n        bfd-multiplier: 1\n"}}),
@@ -644,6 +670,26 @@ TEST(BrokenConfigsTest, PrefixesOfBothFamiliesDoNotOverlap) {
 
 TEST(BrokenConfigsTest, AtLeastThirtyCases) {
   EXPECT_GE(brokenCases().size(), 30u);
+}
+
+// A line's capacity below the shaper's smallest: one error, printed as
+// file:line:column: path: message.
+TEST(BrokenConfigsTest, LineCapacityErrorPrintsWhereAndWhy) {
+  LoadResult result = loadConfigText(
+      edited(
+          {{"remote-vtep: 203.0.113.2\n", "remote-vtep: 203.0.113.2\n        capacity: 500k\n"}}),
+      kFile);
+  ASSERT_FALSE(result.ok());
+  ASSERT_EQ(result.error().size(), 1u) << describe(result.error());
+  EXPECT_EQ(result.error()[0].toString(),
+            "broken.yaml:38:19: /mcgw:peers/peer[name='site-b']/lines/line[name='line1']/capacity: "
+            "capacity 500k is not within 1M..250G (the lines the shaper serves)");
+  // 1M exactly is the smallest accepted.
+  LoadResult ok = loadConfigText(
+      edited({{"remote-vtep: 203.0.113.2\n", "remote-vtep: 203.0.113.2\n        capacity: 1M\n"}}),
+      kFile);
+  ASSERT_TRUE(ok.ok()) << describe(ok.error());
+  EXPECT_EQ((*ok)->peers[0].lines[0].capacity, "1M");
 }
 
 TEST(BrokenConfigsTest, ReportsEveryIndependentMistakeAtOnce) {

@@ -366,6 +366,43 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
   EXPECT_EQ(c->path_mtu.quality_interval_ms, 100u);
 }
 
+// Line shaping: a line's capacity (as written) and queue-ms (default 50),
+// a tenant's bandwidth priority (default 0).
+TEST(LoaderTest, LineCapacityQueueAndTenantPriority) {
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"
+      "ports:\n"
+      "  - {name: lan0, role: lan, vdev: net_null0, addresses: [10.1.0.1/24], tenant: train}\n"
+      "  - {name: lan1, role: lan, vdev: net_null2, addresses: [10.9.0.1/24], tenant: bulk}\n"
+      "  - {name: wan0, role: wan, vdev: net_null1, addresses: [192.0.2.1/24]}\n"
+      "tenants:\n"
+      "  - {name: train, vni: 100, bandwidth: {priority: 7}}\n"
+      "  - {name: bulk, vni: 200, bandwidth: {yellow-dscp: 8}}\n"
+      "peers:\n"
+      "  - name: site-b\n"
+      "    lines:\n"
+      "      - {name: l1, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.2,\n"
+      "         capacity: 2.5G, queue-ms: 200}\n"
+      "      - {name: l2, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.3,\n"
+      "         capacity: 100M}\n"
+      "      - {name: l3, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.4}\n",
+      "shape.yaml");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  const auto& lines = (*r)->peers.at(0).lines;
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].capacity, "2.5G");
+  EXPECT_EQ(lines[0].queue_ms, 200u);
+  EXPECT_EQ(lines[1].capacity, "100M");
+  EXPECT_EQ(lines[1].queue_ms, 50u);  // the model's default
+  EXPECT_TRUE(lines[2].capacity.empty());
+  EXPECT_EQ(lines[2].queue_ms, 50u);
+  const auto& tenants = (*r)->tenants;
+  ASSERT_EQ(tenants.size(), 2u);
+  EXPECT_EQ(tenants[0].bandwidth.priority, 7);
+  EXPECT_EQ(tenants[1].bandwidth.priority, 0);  // default
+  EXPECT_EQ(tenants[1].bandwidth.yellow_dscp, 8);
+}
+
 // The plan example: the etcd store over TLS, the operator's reserved
 // ranges, pools for some clouds, and a legacy overlap with its mapped range.
 TEST(LoaderTest, AddressPlanExampleHasTypedValues) {

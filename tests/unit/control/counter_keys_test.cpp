@@ -36,6 +36,8 @@ TEST(CounterKeysTest, EventCountersKeepTheirJsonKeys) {
       "sites.stand_in",
       "flow_audit.samples",
       "flow_audit.ring_full",
+      "shaping.queued",
+      "shaping.failed",
   };
   EXPECT_EQ(keys, expected);
 }

@@ -54,11 +54,12 @@ constexpr Expected kExpected[] = {
     {R::kPOLICY_DENY, "policy-deny"},
     {R::kTENANT_ISOLATION, "tenant-isolation"},
     {R::kRATE_LIMIT, "rate-limit"},
+    {R::kLINE_FULL, "line-full"},
 };
 
 TEST(DropReason, NamesAndOrderAreTheLiteralList) {
-  ASSERT_EQ(kDropReasonCount, 31u);
-  ASSERT_EQ(std::size(kExpected), 31u);
+  ASSERT_EQ(kDropReasonCount, 32u);
+  ASSERT_EQ(std::size(kExpected), 32u);
   for (size_t i = 0; i < std::size(kExpected); ++i) {
     EXPECT_EQ(static_cast<size_t>(kExpected[i].reason), i) << kExpected[i].name;
     EXPECT_EQ(toString(kExpected[i].reason), kExpected[i].name);

@@ -173,6 +173,58 @@ TEST(Bandwidth, ApplyPublishesOnlyWhatChanged) {
   EXPECT_TRUE(meters.rate(3));
 }
 
+TEST(ShareWeights, ByDemandWithAFloorForIdleWorkers) {
+  EXPECT_TRUE(shareWeights({1000}).empty());    // one worker: nothing to share
+  EXPECT_TRUE(shareWeights({40, 23}).empty());  // 63 packets: too few to tell
+  EXPECT_EQ(shareWeights({1000, 0}), (std::vector<uint32_t>{900, 100}));  // floor 1000/8
+  EXPECT_EQ(shareWeights({500, 500}), (std::vector<uint32_t>{500, 500}));
+  EXPECT_EQ(shareWeights({3000, 1000, 0, 0}), (std::vector<uint32_t>{650, 250, 50, 50}));
+  EXPECT_EQ(shareWeights({64, 0}), (std::vector<uint32_t>{900, 100}));
+}
+
+// With two workers, each metered slot's rate is shared by what each worker
+// offered since the last apply; too little traffic or a move of 2 % or less
+// leaves the shares as they are (nothing published).
+TEST(Bandwidth, WorkersShareARateByTheirDemand) {
+  Bandwidth b(load(kConfig));
+  int grace_periods = 0;
+  policy::MeterTable meters(2, 2'000'000'000, [&] { ++grace_periods; });
+  const std::vector<engine::TenantLineEntry> pairs = {{"train", "site-b", "l1", 3},
+                                                      {"train", "site-b", "l2", 4}};
+  std::vector<std::vector<uint64_t>> demand(2, std::vector<uint64_t>(8));
+  b.apply(pairs, meters, at(12, 0), &demand);
+  EXPECT_TRUE(b.weights(3).empty());
+  EXPECT_EQ(meters.workerRate(3, 0)->cir, 50'000'000u / 8 / 2);
+  // Worker 0 offered 1000 packets of slot 3, worker 1 none: 90 % / 10 %.
+  demand[0][3] += 1000;
+  b.apply(pairs, meters, at(12, 0), &demand);
+  EXPECT_EQ(b.weights(3), (std::vector<uint32_t>{900, 100}));
+  EXPECT_EQ(meters.workerRate(3, 0)->cir, 50'000'000u / 8 * 9 / 10);
+  EXPECT_EQ(meters.workerRate(3, 1)->cir, 50'000'000u / 8 / 10);
+  EXPECT_TRUE(b.weights(4).empty());  // slot 4 saw nothing: equal shares
+  EXPECT_EQ(meters.workerRate(4, 1)->cir, 10'000'000u / 8 / 2);
+  // The same split again, and then a trickle: nothing published.
+  int before = grace_periods;
+  demand[0][3] += 1000;
+  b.apply(pairs, meters, at(12, 0), &demand);
+  demand[1][3] += 10;
+  b.apply(pairs, meters, at(12, 0), &demand);
+  EXPECT_EQ(grace_periods, before);
+  EXPECT_EQ(b.weights(3), (std::vector<uint32_t>{900, 100}));
+  // Balanced: half each.
+  demand[0][3] += 500;
+  demand[1][3] += 500;
+  b.apply(pairs, meters, at(12, 0), &demand);
+  EXPECT_EQ(b.weights(3), (std::vector<uint32_t>{500, 500}));
+  EXPECT_EQ(meters.workerRate(3, 1)->cir, 50'000'000u / 8 / 2);
+  // A rate change keeps the shares.
+  before = grace_periods;
+  b.apply(pairs, meters, at(1, 0), &demand);  // the night window: 200M
+  EXPECT_GT(grace_periods, before);
+  EXPECT_EQ(meters.workerRate(3, 0)->cir, 200'000'000u / 8 / 2);
+  EXPECT_EQ(b.weights(3), (std::vector<uint32_t>{500, 500}));
+}
+
 TEST(Bandwidth, ViewSaysWhereRatesComeFrom) {
   Bandwidth b(load(kConfig));
   engine::CountersSnapshot c;

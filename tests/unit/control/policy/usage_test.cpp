@@ -65,6 +65,7 @@ class UsageTest : public ::testing::Test {
     c_->usage_rx[slot] = {u.rx_packets, u.rx_bytes};
     c_->meter_yellow[slot] = u.yellow;
     c_->meter_red[slot] = u.red;
+    c_->line_full[slot] = u.line_full;
   }
 
   std::string root_;
@@ -282,10 +283,10 @@ TEST_F(UsageTest, FailedWritesAreCountedRetriedAndBounded) {
   EXPECT_EQ(v["dropped_intervals"], 1);
   EXPECT_NE(v["last_error"].get<std::string>().find("/var"), std::string::npos);
   const auto m = l.metricSamples();
-  ASSERT_EQ(m.size(), 9u);
-  EXPECT_EQ(m[6].value, 4);  // write errors
-  EXPECT_EQ(m[7].value, 1);  // dropped
-  EXPECT_EQ(m[8].value, 3);  // pending
+  ASSERT_EQ(m.size(), 10u);
+  EXPECT_EQ(m[7].value, 4);  // write errors
+  EXPECT_EQ(m[8].value, 1);  // dropped
+  EXPECT_EQ(m[9].value, 3);  // pending
 
   fs::remove(root_ + "/var");
   l.sample(pairs, *c_, at(10, 5, 0));
@@ -376,10 +377,10 @@ TEST_F(UsageTest, ViewWithAndWithoutSince) {
     "pairs": [
       {"tenant": "bulk", "peer": "site-b", "line": "inet", "present": true,
        "tx": {"packets": 0, "bytes": 0}, "rx": {"packets": 4, "bytes": 4000},
-       "yellow": 0, "red": 0},
+       "yellow": 0, "red": 0, "line_full": 0},
       {"tenant": "train", "peer": "site-b", "line": "mpls", "present": true,
        "tx": {"packets": 10, "bytes": 1000}, "rx": {"packets": 1, "bytes": 10},
-       "yellow": 2, "red": 1}]})"));
+       "yellow": 2, "red": 1, "line_full": 0}]})"));
 
   // Since 10:01:00: the interval from 10:01 and the open one.
   json v = l.usageView(floor<seconds>(at(10, 1, 0)));
@@ -468,12 +469,12 @@ TEST_F(UsageTest, ClockGoingBackClosesTheOpenInterval) {
 
 TEST_F(UsageTest, MetricsAreTheTotalsAndStayMonotonicAcrossReloads) {
   UsageLedger l(options(60), at(10, 0, 0));
-  set(3, {100, 10000, 20, 2000, 4, 2});
+  set(3, {100, 10000, 20, 2000, 4, 2, 7});
   l.sample({pair("train", "mpls", 3)}, *c_, at(10, 0, 1));
-  set(3, {1, 100, 0, 0, 0, 0});  // rebased under the same name
+  set(3, {1, 100, 0, 0, 0, 0, 1});  // rebased under the same name
   l.sample({pair("train", "mpls", 3)}, *c_, at(10, 0, 2));
   const auto m = l.metricSamples();
-  ASSERT_EQ(m.size(), 9u);
+  ASSERT_EQ(m.size(), 10u);
   auto find = [&](const std::string& name, const std::string& key, const std::string& value) {
     for (const auto& s : m) {
       if (s.name == name && s.labels.size() == 4 && s.labels[0].second == "train" &&
@@ -491,10 +492,14 @@ TEST_F(UsageTest, MetricsAreTheTotalsAndStayMonotonicAcrossReloads) {
   EXPECT_EQ(find("mcgw_tenant_line_bytes_total", "direction", "rx"), 2000);
   EXPECT_EQ(find("mcgw_tenant_line_meter_packets_total", "colour", "yellow"), 4);
   EXPECT_EQ(find("mcgw_tenant_line_meter_packets_total", "colour", "red"), 2);
-  EXPECT_EQ(m[6].name, "mcgw_usage_write_errors_total");
-  EXPECT_EQ(m[7].name, "mcgw_usage_dropped_intervals_total");
-  EXPECT_EQ(m[8].name, "mcgw_usage_pending_intervals");
-  for (size_t i = 6; i < 9; ++i) {
+  // Packets dropped line-full: 7, then 1 more after the rebase.
+  EXPECT_EQ(m[6].name, "mcgw_tenant_line_full_packets_total");
+  EXPECT_EQ(m[6].labels.size(), 3u);
+  EXPECT_EQ(m[6].value, 8);
+  EXPECT_EQ(m[7].name, "mcgw_usage_write_errors_total");
+  EXPECT_EQ(m[8].name, "mcgw_usage_dropped_intervals_total");
+  EXPECT_EQ(m[9].name, "mcgw_usage_pending_intervals");
+  for (size_t i = 7; i < 10; ++i) {
     EXPECT_TRUE(m[i].labels.empty());
     EXPECT_EQ(m[i].value, 0);
   }
