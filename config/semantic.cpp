@@ -128,6 +128,45 @@ class Checker {
                                    " and packets in flight need more; use at least " +
                                    std::to_string(suggest - 1));
     }
+    // Shaped lines hold packets in their priorities' queues: each worker
+    // has each line's queues (a queue per priority its tenants use), and a
+    // full queue of every one of them must still leave buffers for the RX
+    // rings and the packets in flight, or one busy tenant empties the pool
+    // and every port stops receiving.
+    const uint64_t workers = std::max<size_t>(1, c_.eal.workers.size());
+    uint64_t shaped = 0;
+    for (const auto& p : c_.peers) {
+      std::set<uint8_t> priorities;
+      for (const auto& t : c_.tenants) {
+        if (p.tenants.empty() ||
+            std::find(p.tenants.begin(), p.tenants.end(), t.name) != p.tenants.end()) {
+          priorities.insert(t.bandwidth.priority);
+        }
+      }
+      for (const auto& l : p.lines) {
+        if (l.capacity.empty()) {
+          continue;
+        }
+        auto bits = parseRate(l.capacity);
+        if (bits && *bits >= kMinCapacityBits && *bits <= kMaxCapacityBits) {
+          shaped += workers * priorities.size() * shapeQueuePackets(*bits / workers, l.queue_ms);
+        }
+      }
+    }
+    if (shaped > 0 && c_.eal.mbufs < in_rings + 1024 + shaped) {
+      uint64_t suggest = 1;
+      while (suggest - 1 < in_rings + 1024 + shaped) {
+        suggest <<= 1;
+      }
+      error("/mcgw:eal/mbufs",
+            "eal.mbufs " + std::to_string(c_.eal.mbufs) +
+                " is too few for the shaped lines: their queues may hold " +
+                std::to_string(shaped) +
+                " packets (per worker and line, a queue of queue-ms at the capacity for each "
+                "priority its tenants use), the RX rings " +
+                std::to_string(in_rings) + " and packets in flight need more; use at least " +
+                std::to_string(suggest - 1) + ", or lower the lines' queue-ms");
+    }
     std::set<uint16_t> seen;
     for (uint16_t w : c_.eal.workers) {
       if (w == c_.eal.main_lcore) {
@@ -560,7 +599,14 @@ class Checker {
           error(lpath + "/mtu", "line MTU " + std::to_string(l.mtu) + " is larger than port " +
                                     q(l.port) + "'s MTU " + std::to_string(port->mtu));
         }
-        if (!l.capacity.empty()) {
+        if (!l.capacity.empty() && p.encrypts(l)) {
+          // ESP numbers a packet when it is sealed, before it waits in its
+          // priority's queue: a low priority's packets would reach the peer
+          // behind more than a replay window of later ones and be dropped.
+          error(lpath + "/capacity",
+                "line " + q(l.name) +
+                    " is encrypted: capacity (shaping) is not supported on encrypted lines yet");
+        } else if (!l.capacity.empty()) {
           if (auto rate = parseRate(l.capacity); !rate) {
             error(lpath + "/capacity", rate.error());
           } else if (*rate < kMinCapacityBits || *rate > kMaxCapacityBits) {

@@ -1,6 +1,9 @@
 // Rates and sizes as the config and the API spell them (units.hpp).
 #include "config/units.hpp"
 
+#include <algorithm>
+#include <bit>
+
 namespace mcgw::config {
 namespace {
 
@@ -178,6 +181,12 @@ std::string formatRate(uint64_t bits) {
     }
   }
   return best;
+}
+
+uint32_t shapeQueuePackets(uint64_t rate_bits, uint32_t queue_ms) {
+  const uint64_t packets = rate_bits / 8 * queue_ms / 1000 / 1500;
+  return static_cast<uint32_t>(
+      std::bit_ceil(std::clamp<uint64_t>(packets, kMinShapeQueue, kMaxShapeQueue)));
 }
 
 }  // namespace mcgw::config

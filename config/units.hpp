@@ -18,6 +18,13 @@ inline constexpr uint64_t kMaxRateBits = 10'000'000'000'000;
 // (dataplane/policy/shaper.hpp: its byte-cycle arithmetic within 64 bits).
 inline constexpr uint64_t kMinCapacityBits = 1'000'000;
 inline constexpr uint64_t kMaxCapacityBits = 250'000'000'000;
+// Bounds of a shaped line's queue per priority, packets (a power of two).
+inline constexpr uint32_t kMinShapeQueue = 16;
+inline constexpr uint32_t kMaxShapeQueue = 16384;
+// The queue a priority of a shaped line gets for `queue_ms` of traffic at
+// `rate_bits` (one worker's share of the capacity) in 1500-byte packets,
+// rounded up to a power of two within the bounds.
+uint32_t shapeQueuePackets(uint64_t rate_bits, uint32_t queue_ms);
 // Bounds of what parseSize accepts: 1 byte .. 4 GiB.
 inline constexpr uint64_t kMaxSizeBytes = uint64_t{1} << 32;
 // The smallest bucket: one maximum-size Ethernet frame (1500 bytes of IP and

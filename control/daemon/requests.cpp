@@ -163,6 +163,13 @@ json policyRules(Gateway& gw, const json& args, const std::string& who, bool cle
   if (!clear && !args.contains("policy")) {
     return api::errorResponse(std::string(command) + ": argument \"policy\" is missing" + usage);
   }
+  // A null or empty policy (a failed pipe into mcgwctl) would open the
+  // tenant to everything: refused; {} written out is default allow.
+  if (!clear && (!args["policy"].is_object() || args["policy"].empty())) {
+    return api::errorResponse(std::string(command) +
+                              ": \"policy\" must be an object with \"default\" and/or \"rules\"" +
+                              usage);
+  }
   auto r = clear ? gw.clearLiveRules(*tenant, who) : gw.setLiveRules(*tenant, args["policy"], who);
   if (!r) {
     const auto& errors = r.error();

@@ -15,6 +15,8 @@ uint8_t forwardingStatus(uint8_t status) {
       return 0x81;  // dropped, ACL deny
     case engine::FlowStatus::kRateLimit:
       return 0x8a;  // dropped, policer
+    case engine::FlowStatus::kLineFull:
+      return 0x80;  // dropped, unknown: the registry has no code for a full queue
   }
   return 0x80;  // dropped, unknown reason
 }
@@ -29,6 +31,8 @@ const char* statusName(uint8_t status) {
       return "tenant-isolation";
     case engine::FlowStatus::kRateLimit:
       return "rate-limit";
+    case engine::FlowStatus::kLineFull:
+      return "line-full";
   }
   return "dropped";
 }

@@ -73,6 +73,11 @@ std::string toJson(const YAML::Node& node, int depth, size_t& nodes, json& out) 
 std::string policyFromYaml(const std::string& text, json& out) {
   try {
     YAML::Node root = YAML::Load(text);
+    // An empty file (a failed pipe) would read as "no rules, allow": refused.
+    if (!root.IsMap() || root.size() == 0) {
+      return "the policy must be a mapping with default and/or rules (the file is " +
+             std::string(root.IsNull() || !root.IsDefined() ? "empty" : "not a mapping") + ")";
+    }
     size_t nodes = 0;
     return toJson(root, 0, nodes, out);
   } catch (const YAML::Exception& e) {

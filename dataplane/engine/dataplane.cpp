@@ -149,11 +149,11 @@ int Dataplane::run(void* arg) {
       uint32_t sleep_max = 0;
       if (t) {
         sleep_max = t->idle_sleep_max_us;
+        if (t != last) {
+          pipeline.adoptShapers(*t);  // first: held packets retried below may be shaped
+        }
         if (pipeline.held() && (t != last || rte_rdtsc() - last_drain >= drain_tsc)) {
           pipeline.retryHeld(*t);  // new neighbours, or time to give up on some
-        }
-        if (t != last) {
-          pipeline.adoptShapers(*t);
         }
         last = t;
         for (const RxQueue& q : t->poll[w->index]) {

@@ -22,6 +22,7 @@ enum class FlowStatus : uint8_t {
   kPolicyDeny = 1,
   kIsolation = 2,
   kRateLimit = 3,
+  kLineFull = 4,  // the queue of its priority on a shaped line was full
 };
 
 // FlowSample::rule when no rule decided (forwarded, rate-limit).

@@ -28,6 +28,8 @@ Pipeline::Shaping Pipeline::shape(const LineEntry& line, uint8_t priority, uint1
     return Shaping::kSend;  // its shaper could not be made (counted: shaping.failed)
   }
   if (!s->shaper->enqueue(m, priority)) {
+    // For flow audit (routeSampled): the line (last_hop_) and why.
+    last_drop_ = uint32_t{static_cast<uint8_t>(FlowStatus::kLineFull)} << 16 | kNoRule;
     counters_->line_full[tenant_line].add();
     drop(m, DropReason::kLINE_FULL);
     return Shaping::kDropped;

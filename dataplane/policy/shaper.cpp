@@ -9,12 +9,6 @@
 
 namespace mcgw::policy {
 
-uint32_t queuePackets(uint64_t rate_bits, uint32_t queue_ms) {
-  const uint64_t packets = rate_bits / 8 * queue_ms / 1000 / 1500;
-  const uint64_t bounded = std::clamp<uint64_t>(packets, kMinQueue, kMaxQueue);
-  return static_cast<uint32_t>(rte_align64pow2(bounded));
-}
-
 std::unique_ptr<Shaper> Shaper::create(const ShapeParams& p, int socket, std::string* error,
                                        uint64_t tsc_hz) {
   auto fail = [&](const std::string& why) -> std::unique_ptr<Shaper> {
@@ -100,7 +94,9 @@ unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now) {
         }
         m = static_cast<rte_mbuf*>(obj);
       }
-      const uint64_t cost = uint64_t{m->pkt_len} * hz_;
+      // A packet larger than the whole bucket (never: the bucket holds two
+      // of the largest frames) goes when the bucket is full, not never.
+      const uint64_t cost = std::min(uint64_t{m->pkt_len} * hz_, capacity_);
       if (tokens_ < cost) {
         head_[prio] = m;  // it goes first when the bucket can pay for it
         return got;

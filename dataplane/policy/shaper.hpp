@@ -4,7 +4,7 @@
 //
 // One DPDK ring (single producer, single consumer: the worker) per priority
 // and a token bucket on the TSC.  DPDK's hierarchical scheduler (rte_sched)
-// was measured first and cost 250..724 cycles per packet against 12..33 for
+// was measured first and cost 257..963 cycles per packet against 12.6..54.5 for
 // this (mcgw-bench --scenario shaper, docs/performance.md "Line shaping"):
 // it is built for thousands of pipes, and with one pipe per line most of
 // its grinder steps find nothing to do.
@@ -35,12 +35,14 @@
 #include <memory>
 #include <string>
 
+#include "config/units.hpp"
+
 namespace mcgw::policy {
 
 inline constexpr unsigned kPriorities = 8;  // 0 (served last) .. 7 (first)
 // Bounds of a priority's queue, packets (a power of two).
-inline constexpr uint32_t kMinQueue = 16;
-inline constexpr uint32_t kMaxQueue = 16384;
+inline constexpr uint32_t kMinQueue = config::kMinShapeQueue;
+inline constexpr uint32_t kMaxQueue = config::kMaxShapeQueue;
 
 struct ShapeParams {
   uint64_t rate_bytes = 0;  // bytes per second, 1 .. kMaxShapeRateBytes
@@ -54,8 +56,11 @@ struct ShapeParams {
 inline constexpr uint64_t kMaxShapeRateBytes = 250'000'000'000 / 8;
 
 // The queue a priority gets for `queue_ms` of traffic at `rate_bits` in
-// 1500-byte packets, rounded up to a power of two within the bounds.
-uint32_t queuePackets(uint64_t rate_bits, uint32_t queue_ms);
+// 1500-byte packets, rounded up to a power of two within the bounds (the
+// config's eal.mbufs check uses the same function).
+inline uint32_t queuePackets(uint64_t rate_bits, uint32_t queue_ms) {
+  return config::shapeQueuePackets(rate_bits, queue_ms);
+}
 
 class Shaper {
  public:

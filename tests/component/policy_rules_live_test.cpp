@@ -238,8 +238,8 @@ TEST_F(PolicyRulesLiveTest, SetIsInForceWhenItAnswersAndClearGoesBackToTheConfig
   EXPECT_EQ(r["message"], "tenant t1: 1 live rule, default deny, in force") << r.dump();
   EXPECT_EQ(ruleNames("t1"), std::vector<std::string>{"ping"});
   EXPECT_EQ(tenantView("t1")["default"], "deny");
-  // An empty policy: no rules, default allow (as a config's `policy: {}`).
-  okResult("policy-rules-set", {{"tenant", "t1"}, {"policy", json::object()}});
+  // No rules, default allow: said explicitly (an empty policy is refused).
+  okResult("policy-rules-set", {{"tenant", "t1"}, {"policy", {{"default", "allow"}}}});
   EXPECT_TRUE(ruleNames("t1").empty());
   EXPECT_EQ(tenantView("t1")["default"], "allow");
 
@@ -303,7 +303,6 @@ TEST_F(PolicyRulesLiveTest, BadInputIsLocatedAndChangesNothing) {
        "tenant \"t1\": policy.rules[0].protocol: "},
       {json{{"default", "perhaps"}}, "tenant \"t1\": policy.default: "},
       {json{{"rules", "none"}}, "tenant \"t1\": policy.rules: "},
-      {json::array(), "tenant \"t1\": policy: "},
   };
   for (const Case& c : cases) {
     const std::string m = refused("policy-rules-set", {{"tenant", "t1"}, {"policy", c.policy}});
@@ -329,6 +328,14 @@ TEST_F(PolicyRulesLiveTest, BadInputIsLocatedAndChangesNothing) {
   // Arguments.
   EXPECT_EQ(refused("policy-rules-set", {{"tenant", "nope"}, {"policy", denyPing()}}),
             "policy-rules-set: no tenant \"nope\"; nothing changed\nno tenant \"nope\"");
+  // Null, empty or not an object (a failed pipe into a client): refused,
+  // not read as "no rules, allow".
+  for (const json& empty : {json(), json::object(), json::array(), json("deny")}) {
+    EXPECT_NE(refused("policy-rules-set", {{"tenant", "t1"}, {"policy", empty}})
+                  .find("\"policy\" must be an object with \"default\" and/or \"rules\""),
+              std::string::npos)
+        << empty.dump();
+  }
   EXPECT_NE(refused("policy-rules-set", {{"tenant", "t1"}}).find("argument \"policy\" is missing"),
             std::string::npos);
   EXPECT_NE(refused("policy-rules-set", {{"policy", denyPing()}}).find("\"tenant\" is missing"),

@@ -590,6 +590,39 @@ TEST_F(ShaperPipelineTest, FullClassQueueDropsOnlyItsTenant) {
   EXPECT_EQ(tags(drain(t, 5.0)), range(0x300, 16));
 }
 
+// Flow audit at 1-in-1: the packets the full queue dropped are sampled as
+// line-full on the line they were headed into, the others as forwarded.
+TEST_F(ShaperPipelineTest, LineFullDropsAreSampledForFlowAudit) {
+  rte_ring* flows = rte_ring_create_elem("shp_flows", sizeof(FlowSample), 4096, SOCKET_ID_ANY,
+                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
+  ASSERT_NE(flows, nullptr);
+  pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_, nullptr, flows);
+  health_.flow_sampling.store(1);
+  const ForwardingTables& t = build(kShaped8M);
+  pipeline_->adoptShapers(t);
+  sendRun(t, kBulk, 0x200, 20);  // 16 admitted, 4 dropped
+  health_.flow_sampling.store(0);
+  EXPECT_EQ(drops(DropReason::kLINE_FULL), 4u);
+  unsigned forwarded = 0, full = 0;
+  FlowSample f;
+  while (rte_ring_sc_dequeue_elem(flows, &f, sizeof(f)) == 0) {
+    EXPECT_EQ(f.line, line(t).slot);
+    EXPECT_EQ(f.direction, static_cast<uint8_t>(FlowDirection::kToTunnel));
+    if (f.status == static_cast<uint8_t>(FlowStatus::kLineFull)) {
+      ++full;
+      EXPECT_EQ(f.rule, kNoRule);
+    } else {
+      EXPECT_EQ(f.status, static_cast<uint8_t>(FlowStatus::kForwarded));
+      ++forwarded;
+    }
+  }
+  EXPECT_EQ(full, 4u);
+  EXPECT_EQ(forwarded, 16u);
+  EXPECT_EQ(tags(drain(t, 5.0)), range(0x200, 16));
+  pipeline_.reset();
+  rte_ring_free(flows);
+}
+
 // A changed capacity: a new shaper, and the old one's packets leave before
 // any of the new one's, the line's order kept; once everything has left
 // the old shaper is freed (its queues' memory).  Tables adopted again

@@ -369,7 +369,7 @@ TEST(LoaderTest, MinimalExampleGetsDefaultsFromTheModel) {
 // Line shaping: a line's capacity (as written) and queue-ms (default 50),
 // a tenant's bandwidth priority (default 0).
 TEST(LoaderTest, LineCapacityQueueAndTenantPriority) {
-  LoadResult r = loadConfigText(
+  const std::string text =
       "node: {name: gw, site: s}\n"
       "ports:\n"
       "  - {name: lan0, role: lan, vdev: net_null0, addresses: [10.1.0.1/24], tenant: train}\n"
@@ -385,8 +385,20 @@ TEST(LoaderTest, LineCapacityQueueAndTenantPriority) {
       "         capacity: 2.5G, queue-ms: 200}\n"
       "      - {name: l2, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.3,\n"
       "         capacity: 100M}\n"
-      "      - {name: l3, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.4}\n",
-      "shape.yaml");
+      "      - {name: l3, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.4}\n";
+  // The queues may hold 2 priorities x (16,384 (2.5G for 200 ms, the
+  // ceiling) + 512 (100M for 50 ms)) = 33,792 packets: more than the
+  // default pool leaves.
+  LoadResult few = loadConfigText(text, "shape.yaml");
+  ASSERT_FALSE(few.ok());
+  ASSERT_EQ(few.error().size(), 1u) << describe(few.error());
+  EXPECT_EQ(few.error()[0].path, "/mcgw:eal/mbufs");
+  EXPECT_NE(
+      few.error()[0].message.find("too few for the shaped lines: their queues may hold 33792"),
+      std::string::npos)
+      << few.error()[0].message;
+  EXPECT_NE(few.error()[0].message.find("use at least 65535"), std::string::npos);
+  LoadResult r = loadConfigText("eal: {mbufs: 65535}\n" + text, "shape.yaml");
   ASSERT_TRUE(r.ok()) << describe(r.error());
   const auto& lines = (*r)->peers.at(0).lines;
   ASSERT_EQ(lines.size(), 3u);
@@ -672,6 +684,41 @@ TEST(LoaderTest, RefusesASecondYamlDocument) {
       "ports: [{name: p, role: lan, vdev: net_null0}]\n...\n# trailing comment\n",
       "one.yaml");
   EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error()[0].toString());
+}
+
+// Shaping is refused on an encrypted line (ESP numbers packets before they
+// wait in their priority's queue) and allowed on a line of the same peer
+// that is left in clear text.
+TEST(LoaderTest, LineCapacityIsRefusedOnAnEncryptedLine) {
+  LoadResult r = loadConfigText(
+      "node: {name: gw, site: s}\n"
+      "ports:\n"
+      "  - {name: lan0, role: lan, vdev: net_null0, addresses: [10.1.0.1/24], tenant: t}\n"
+      "  - {name: wan0, role: wan, vdev: net_null1, addresses: [192.0.2.1/24]}\n"
+      "tenants: [{name: t, vni: 100}]\n"
+      "peers:\n"
+      "  - name: site-b\n"
+      "    encryption: {mode: esp-aes-256-gcm, static-keys: /nonexistent/site-b.keys}\n"
+      "    lines:\n"
+      "      - {name: l1, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.2,\n"
+      "         capacity: 100M}\n"
+      "      - {name: l2, port: wan0, local-vtep: 192.0.2.1, remote-vtep: 192.0.2.3,\n"
+      "         capacity: 100M, encryption: none}\n",
+      "enc.yaml");
+  ASSERT_FALSE(r.ok());
+  std::vector<std::string> capacity_errors;
+  for (const auto& e : r.error()) {
+    if (e.path.find("/capacity") != std::string::npos) {
+      capacity_errors.push_back(e.path + ": " + e.message);
+    }
+  }
+  ASSERT_EQ(capacity_errors.size(), 1u) << describe(r.error());
+  EXPECT_NE(capacity_errors[0].find("line[name='l1']/capacity"), std::string::npos)
+      << capacity_errors[0];
+  EXPECT_NE(capacity_errors[0].find("line 'l1' is encrypted: capacity (shaping) is not "
+                                    "supported on encrypted lines yet"),
+            std::string::npos)
+      << capacity_errors[0];
 }
 
 }  // namespace

@@ -284,11 +284,13 @@ TEST(IpfixExport, ForwardingStatusCodes) {
   EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kPolicyDeny)), 129);
   EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kIsolation)), 129);
   EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kRateLimit)), 138);
+  EXPECT_EQ(forwardingStatus(static_cast<uint8_t>(FlowStatus::kLineFull)), 128);
   EXPECT_EQ(forwardingStatus(200), 128);  // none of ours: dropped, unknown
   EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kPolicyDeny)), "policy-deny");
   EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kIsolation)), "tenant-isolation");
   EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kRateLimit)), "rate-limit");
   EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kForwarded)), "forwarded");
+  EXPECT_STREQ(statusName(static_cast<uint8_t>(FlowStatus::kLineFull)), "line-full");
   EXPECT_EQ(lineInterface(engine::kNoLine), 0u);
   EXPECT_EQ(lineInterface(0), 1u);
 }

@@ -37,8 +37,22 @@ TEST(PolicyFile, JsonIsReadToo) {
   json out;
   ASSERT_EQ(policyFromYaml(R"({"rules": [{"name": "a", "action": "deny", "dscp": 46}]})", out), "");
   EXPECT_EQ(out, json::parse(R"({"rules": [{"name": "a", "action": "deny", "dscp": "46"}]})"));
-  ASSERT_EQ(policyFromYaml("", out), "");
-  EXPECT_TRUE(out.is_null());
+}
+
+// An empty file or stdin (a failed pipe) would open the tenant: refused, as
+// is anything but a mapping.
+TEST(PolicyFile, EmptyOrNotAMappingIsRefused) {
+  json out;
+  EXPECT_EQ(policyFromYaml("", out),
+            "the policy must be a mapping with default and/or rules (the file is empty)");
+  EXPECT_EQ(policyFromYaml("# nothing\n", out),
+            "the policy must be a mapping with default and/or rules (the file is empty)");
+  EXPECT_EQ(policyFromYaml("[a, b]", out),
+            "the policy must be a mapping with default and/or rules (the file is not a mapping)");
+  EXPECT_EQ(policyFromYaml("{}", out),
+            "the policy must be a mapping with default and/or rules (the file is not a mapping)");
+  ASSERT_EQ(policyFromYaml("default: deny\n", out), "");
+  EXPECT_EQ(out, json::parse(R"({"default": "deny"})"));
 }
 
 TEST(PolicyFile, RefusedWithTheLine) {
@@ -52,7 +66,8 @@ TEST(PolicyFile, RefusedWithTheLine) {
   for (int i = 0; i < 40; ++i) {
     deep += "[";
   }
-  EXPECT_EQ(policyFromYaml(deep + std::string(40, ']'), out), "nested more than 32 levels");
+  EXPECT_EQ(policyFromYaml("rules: " + deep + std::string(40, ']'), out),
+            "nested more than 32 levels");
 }
 
 TEST(PolicyView, SaysWhereTheRulesComeFrom) {
