@@ -134,7 +134,11 @@ int Dataplane::run(void* arg) {
   {
     Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_,
                       w->misses, w->flows, w->meters.get());
+    // The tables of the last poll.  Compared by address and generation: new
+    // tables published twice while the worker slept may sit where the old
+    // ones were freed.
     const ForwardingTables* last = nullptr;
+    uint64_t last_generation = 0;
     rte_rcu_qsbr_thread_register(dp->qsbr_, w->index);
     rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
     const uint64_t drain_tsc = rte_get_tsc_hz() * kDrainUs / 1000000;
@@ -149,13 +153,15 @@ int Dataplane::run(void* arg) {
       uint32_t sleep_max = 0;
       if (t) {
         sleep_max = t->idle_sleep_max_us;
-        if (t != last) {
+        const bool fresh = t != last || t->generation != last_generation;
+        if (fresh) {
           pipeline.adoptShapers(*t);  // first: held packets retried below may be shaped
         }
-        if (pipeline.held() && (t != last || rte_rdtsc() - last_drain >= drain_tsc)) {
+        if (pipeline.held() && (fresh || rte_rdtsc() - last_drain >= drain_tsc)) {
           pipeline.retryHeld(*t);  // new neighbours, or time to give up on some
         }
         last = t;
+        last_generation = t->generation;
         for (const RxQueue& q : t->poll[w->index]) {
           const uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, kBurst);
           if (n) {

@@ -912,6 +912,8 @@ def priority(lab) -> None:
         full = {t: e1[t]["line_full_packets"] - e0[t]["line_full_packets"] for t in (high, low)}
         for t, r in res.items():
             print(f"   priority {high} > {low}: {t}: {r}; line-full +{full[t]}", flush=True)
+        events = json.loads(lab.ctl("gwa", "show", "counters", "--json", check=True).stdout)
+        print(f"   gwa shaping counters: {events.get('shaping')}", flush=True)
         return res, full, d1.get("line-full", 0) - d0.get("line-full", 0)
 
     def judge(high: str, low: str):
