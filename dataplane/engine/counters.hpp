@@ -66,7 +66,7 @@ struct PacketsBytes {
   X(flow_samples, "flow_audit", "samples",                                                         \
     "packets sampled for flow audit (1-in-N of those routed into or out of a tunnel)")             \
   X(flow_ring_full, "flow_audit", "ring_full",                                                     \
-    "flow-audit samples dropped: the worker's ring to the control plane was full")              \
+    "flow-audit samples dropped: the worker's ring to the control plane was full")                 \
   X(shaped, "shaping", "queued", "packets queued in a shaped line's priority queues")              \
   X(shaper_failed, "shaping", "failed",                                                            \
     "shapers a worker could not create (no memory): that line's packets left unshaped")

@@ -40,7 +40,7 @@
   X(POLICY_DENY, "policy-deny", "a tenant policy rule (or the tenant's default) denied it")      \
   X(TENANT_ISOLATION, "tenant-isolation",                                                        \
     "no route, and the destination belongs to another tenant only")                              \
-  X(RATE_LIMIT, "rate-limit", "red: above the tenant's peak rate into the line")                \
+  X(RATE_LIMIT, "rate-limit", "red: above the tenant's peak rate into the line")                 \
   X(LINE_FULL, "line-full", "the queue of the tenant's priority on a shaped line was full")
 
 #endif
