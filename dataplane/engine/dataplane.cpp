@@ -57,6 +57,10 @@ Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
   }
   dp->meters_ = std::make_unique<policy::MeterTable>(n, rte_get_tsc_hz(),
                                                      [d = dp.get()] { d->synchronize(); });
+  dp->line_buckets_ = std::make_unique<std::array<policy::LineBucket, kMaxLines>>();
+  for (auto& b : *dp->line_buckets_) {
+    b.tat.store(rte_rdtsc() << 8, std::memory_order_relaxed);  // every line starts idle
+  }
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>();
     w->dp = dp.get();
@@ -133,7 +137,7 @@ int Dataplane::run(void* arg) {
   WorkerCounters& c = *w->counters;
   {
     Pipeline pipeline(static_cast<uint16_t>(w->index), dp->pool_, w->counters.get(), &dp->health_,
-                      w->misses, w->flows, w->meters.get());
+                      w->misses, w->flows, w->meters.get(), dp->line_buckets_->data());
     // The tables of the last poll.  Compared by address and generation: new
     // tables published twice while the worker slept may sit where the old
     // ones were freed.

@@ -155,6 +155,9 @@ class Dataplane {
   std::atomic<bool> stop_{false};
   LiveState health_;
   std::unique_ptr<policy::MeterTable> meters_;
+  // Each shaped line's bucket, by slot, shared by its shapers in all
+  // workers (policy::Shaper); outlives the workers' pipelines.
+  std::unique_ptr<std::array<policy::LineBucket, kMaxLines>> line_buckets_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // Counter values at the time a slot was (re)assigned.
   std::unique_ptr<CountersSnapshot> baseline_;

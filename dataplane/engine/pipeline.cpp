@@ -168,8 +168,9 @@ inline size_t maxInnerFrame(const LineEntry& line, size_t mtu) {
 
 Pipeline::Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters,
                    const LiveState* health, rte_ring* misses, rte_ring* flows,
-                   policy::WorkerMeters* meters)
-    : tx_queue_(tx_queue),
+                   policy::WorkerMeters* meters, policy::LineBucket* line_buckets)
+    : line_buckets_(line_buckets),
+      tx_queue_(tx_queue),
       pool_(pool),
       counters_(counters),
       health_(health),

@@ -153,9 +153,11 @@ class Pipeline {
   // sample counts as ring full).
   // meters: the worker's token buckets of the tenants' meters (null: no
   // metering).
+  // line_buckets: the shaped lines' buckets that all workers share, by
+  // line slot (kMaxLines; null: each shaper has its own, as with one worker).
   Pipeline(uint16_t tx_queue, rte_mempool* pool, WorkerCounters* counters, const LiveState* health,
            rte_ring* misses = nullptr, rte_ring* flows = nullptr,
-           policy::WorkerMeters* meters = nullptr);
+           policy::WorkerMeters* meters = nullptr, policy::LineBucket* line_buckets = nullptr);
   ~Pipeline();  // frees whatever is still buffered
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -360,6 +362,7 @@ class Pipeline {
   std::vector<std::unique_ptr<ShapedLine>> shaped_;
   std::array<ShapedLine*, kMaxLines> shaper_of_slot_{};  // null: none (or its creation failed)
   bool shaped_queued_ = false;                           // a shaper holds packets
+  policy::LineBucket* line_buckets_;                     // by slot; null: own buckets
 
   uint16_t tx_queue_;
   rte_mempool* pool_;

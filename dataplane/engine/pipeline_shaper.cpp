@@ -4,6 +4,10 @@
 // that queue is full.  Every poll, serviceShapers() sends what the lines'
 // rates let out.
 //
+// Each worker has its own shaper of a line; the line's shapers in all
+// workers share the line's bucket (Dataplane::line_buckets_), so the line
+// gets its capacity and strict priority holds across workers.
+//
 // A shaper lives as long as its line keeps its rate, queue and port across
 // table changes.  A line whose shaping changes gets a new shaper; the old one
 // keeps sending what it holds at the old rate, and the new one sends nothing
@@ -96,7 +100,8 @@ void Pipeline::adoptShapers(const ForwardingTables& t) {
       cur->draining = true;
       shaper_of_slot_[line.slot] = nullptr;
     }
-    auto shaper = policy::Shaper::create(line.shape, static_cast<int>(rte_socket_id()), nullptr);
+    auto shaper = policy::Shaper::create(line.shape, static_cast<int>(rte_socket_id()), nullptr, 0,
+                                         line_buckets_ ? &line_buckets_[line.slot] : nullptr);
     if (!shaper) {
       counters_->shaper_failed.add();
       continue;

@@ -797,8 +797,10 @@ Result<std::unique_ptr<ForwardingTables>, std::string> TablesBuilder::build(
         if (!bits) {
           return fail("line " + key + ": " + bits.error());
         }
+        // The line's rate, in a bucket its shapers in all workers share;
+        // each worker's queues hold queue-ms of its share of the capacity.
         const unsigned workers = std::max(1u, input.workers);
-        le.shape.rate_bytes = std::max<uint64_t>(1, *bits / 8 / workers);
+        le.shape.rate_bytes = std::max<uint64_t>(1, *bits / 8);
         le.shape.queue = policy::queuePackets(*bits / workers, lc.queue_ms);
         le.shape.mtu = std::max<uint32_t>(lc.mtu, 1500) + 18;
         line_capacity[line_indexes.size()] = *bits;

@@ -95,9 +95,9 @@ struct LineEntry {
   std::string peer, name;  // "peer", "line"
   config::IpAddress next_hop;
   uint8_t pos = 0;  // its index among its peer's lines (and in each tunnel's `lines`)
-  // With a capacity: each worker's shaper of the line (its share of the
-  // rate); rate_bytes 0: not shaped (docs/policy.md, "Priority when a line
-  // is full").
+  // With a capacity: the line's rate and each worker's queues (the
+  // workers' shapers share the line's bucket); rate_bytes 0: not shaped (docs/policy.md, "Priority
+  // when a line is full").
   policy::ShapeParams shape;
 };
 

@@ -5,12 +5,11 @@
 #include <rte_malloc.h>
 
 #include <algorithm>
-#include <limits>
 
 namespace mcgw::policy {
 
 std::unique_ptr<Shaper> Shaper::create(const ShapeParams& p, int socket, std::string* error,
-                                       uint64_t tsc_hz) {
+                                       uint64_t tsc_hz, LineBucket* line) {
   auto fail = [&](const std::string& why) -> std::unique_ptr<Shaper> {
     if (error) {
       *error = "shaper: " + why;
@@ -30,16 +29,27 @@ std::unique_ptr<Shaper> Shaper::create(const ShapeParams& p, int socket, std::st
   }
   const uint64_t frame = uint64_t{p.mtu} + 128;  // a frame with the largest outer headers
   const uint64_t bucket = std::max(p.bucket ? p.bucket : p.rate_bytes / 200, 2 * frame);
-  if (bucket > std::numeric_limits<uint64_t>::max() / 4 / hz) {
+  // 1/256 cycles per byte, << 16: at most 8e9 << 24 (2^57), rounded up (as
+  // is each packet's cost) so that the line never gets more than its rate.
+  // tau below 2^62: signed comparisons.
+  const unsigned __int128 per_byte =
+      ((static_cast<unsigned __int128>(hz) << 24) + p.rate_bytes - 1) / p.rate_bytes;
+  const unsigned __int128 tau = (static_cast<unsigned __int128>(bucket) * per_byte) >> 16;
+  if (tau >= (unsigned __int128){1} << 62) {
     return fail("bucket " + std::to_string(bucket) + " bytes is too large");
   }
   std::unique_ptr<Shaper> s(new Shaper());
   s->params_ = p;
-  s->hz_ = hz;
-  s->capacity_ = bucket * hz;
-  s->tokens_ = s->capacity_;  // a line starts idle
-  s->max_gap_ = s->capacity_ / p.rate_bytes + 1;
-  s->last_ = tsc_hz ? 0 : rte_rdtsc();  // a caller's own clock starts at 0
+  s->per_byte_ = static_cast<uint64_t>(per_byte);
+  s->tau_ = static_cast<uint64_t>(tau);
+  if (line) {
+    s->line_ = line;
+  } else {
+    s->own_ = std::make_unique<LineBucket>();
+    s->line_ = s->own_.get();
+    // A line starts idle; a caller's own clock starts at 0.
+    s->line_->tat.store(tsc_hz ? 0 : rte_rdtsc() << 8, std::memory_order_relaxed);
+  }
   // A ring of 2 x queue slots holds 2 x queue - 1 packets, room() stops at
   // `queue`.  (RING_F_EXACT_SZ would size the ring itself at twice the
   // count rte_ring_get_memsize_elem is given.)
@@ -72,19 +82,39 @@ Shaper::~Shaper() {
       rte_free(r);
     }
   }
+  if (published_) {
+    line_->backlog.fetch_sub(published_, std::memory_order_relaxed);
+  }
+}
+
+void Shaper::publish() {
+  uint64_t mine = 0;
+  for (unsigned prio = 0; prio < kPriorities; ++prio) {
+    mine |= uint64_t{queued_[prio] != 0} << (8 * prio);
+  }
+  if (mine != published_) {
+    // One add: counts rise and fall in their own bytes, none below 0.
+    line_->backlog.fetch_add(mine - published_, std::memory_order_relaxed);
+    published_ = mine;
+  }
 }
 
 unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now) {
   if (total_ == 0) {
-    return 0;
+    return 0;  // nothing published either: publish() ran when it emptied
   }
-  if (now > last_) {  // an earlier `now` (another worker's TSC reading) adds nothing
-    const uint64_t gap = std::min(now - last_, max_gap_);
-    tokens_ = std::min(capacity_, tokens_ + gap * params_.rate_bytes);
-    last_ = now;
-  }
+  // The lowest priority this shaper may send: the highest another holds.
+  const uint64_t others = line_->backlog.load(std::memory_order_relaxed) - published_;
+  const int lowest = others ? (63 - __builtin_clzll(others)) / 8 : 0;
+  // What the bucket lets go: tau less the time the line is still busy.
+  const uint64_t now_fp = now << 8;
+  uint64_t tat = line_->tat.load(std::memory_order_relaxed);
+  const int64_t busy = std::max<int64_t>(0, static_cast<int64_t>(tat - now_fp));
+  const int64_t room = static_cast<int64_t>(tau_) - busy;
+  int64_t spent = 0;
   unsigned got = 0;
-  for (int prio = kPriorities - 1; prio >= 0 && got < n; --prio) {
+  bool blocked = false;  // a head packet waits for the bucket
+  for (int prio = kPriorities - 1; prio >= lowest && got < n && !blocked; --prio) {
     while (got < n && queued_[prio] != 0) {
       rte_mbuf* m = head_[prio];
       if (!m) {
@@ -96,19 +126,29 @@ unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now) {
       }
       // A packet larger than the whole bucket (never: the bucket holds two
       // of the largest frames) goes when the bucket is full, not never.
-      const uint64_t cost = std::min(uint64_t{m->pkt_len} * hz_, capacity_);
-      if (tokens_ < cost) {
+      const int64_t cost = static_cast<int64_t>(std::min<uint64_t>(
+          ((static_cast<unsigned __int128>(m->pkt_len) * per_byte_ + 0xffff) >> 16), tau_));
+      if (spent + cost > room) {
         head_[prio] = m;  // it goes first when the bucket can pay for it
-        return got;
+        blocked = true;   // and nothing of a lower priority before it
+        break;
       }
-      tokens_ -= cost;
+      spent += cost;
       head_[prio] = nullptr;
       --queued_[prio];
       --total_;
       out[got++] = m;
     }
   }
+  if (spent) {
+    // Another worker may have moved tat since: the line then gets this
+    // batch beyond the bucket once (see the header), never lost time.
+    uint64_t next;
+    do {
+      next = (static_cast<int64_t>(tat - now_fp) > 0 ? tat : now_fp) + static_cast<uint64_t>(spent);
+    } while (!line_->tat.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+  }
+  publish();
   return got;
 }
-
 }  // namespace mcgw::policy

@@ -1,36 +1,52 @@
 // A line's shaper (docs/policy.md, "Priority when a line is full"): the
 // packets into a line with a `capacity` wait in one queue per priority and
-// leave at the line's rate, the highest priority first (strict priority).
+// leave at the line's rate, the highest priority first (strict priority),
+// across all the workers that send into the line.
 //
-// One DPDK ring (single producer, single consumer: the worker) per priority
-// and a token bucket on the TSC.  DPDK's hierarchical scheduler (rte_sched)
-// was measured first and cost 257..963 cycles per packet against 12.6..54.5 for
-// this (mcgw-bench --scenario shaper, docs/performance.md "Line shaping"):
-// it is built for thousands of pipes, and with one pipe per line most of
-// its grinder steps find nothing to do.
+// Each worker has its own shaper of the line: one DPDK ring (single
+// producer, single consumer: the worker) per priority.  The line's rate is
+// one token bucket that the line's shapers in all workers share
+// (LineBucket).  DPDK's hierarchical scheduler (rte_sched) was measured
+// first and cost 257..963 cycles per packet against 12.6..54.5 for this
+// (mcgw-bench --scenario shaper, docs/performance.md "Line shaping"): it is
+// built for thousands of pipes, and with one pipe per line most of its
+// grinder steps find nothing to do.
 //
-// * The bucket counts in byte-cycles: every TSC cycle adds `rate_bytes`, a
-//   packet of L bytes costs L x tsc_hz, the bucket holds `bucket` bytes'
-//   worth.  Exact integer arithmetic, no rounding of the rate.
-// * Strict priority: dequeue() serves the highest non-empty priority first;
-//   when the bucket cannot pay for the head packet of that priority, nothing
-//   leaves (a smaller packet of a lower priority does not overtake it).
+// * The shared bucket is a GCRA (the virtual-scheduling form of a token
+//   bucket): one atomic, the TSC time at which the line has sent all it
+//   was given (`tat`, in 1/256 cycles, wrapping).  A batch of packets
+//   costing c may leave when max(tat, now) + c <= now + tau, and moves tat
+//   to max(tat, now) + c with a compare-and-swap.  tau is the bucket: 5 ms
+//   at the rate by default, at least two maximum-size frames.  A worker
+//   checks against the tat it read, so when two workers take tokens at the
+//   same instant the line may get one batch (up to 32 packets) per such
+//   worker beyond the bucket; the long-run rate stays exact, as every byte
+//   moves tat.
+// * Strict priority across workers: the bucket also counts, per priority,
+//   the shapers that hold packets of it after their last dequeue
+//   (`backlog`, eight 8-bit counts in one word).  A shaper sends nothing of
+//   a priority below the highest one another shaper holds, so a worker's
+//   bulk tenant yields the line to a training tenant whose packets another
+//   worker queues.  Within a shaper, dequeue() serves the highest non-empty
+//   priority first; when the bucket cannot pay for the head packet of that
+//   priority, nothing leaves (a smaller packet of a lower priority does not
+//   overtake it).
 // * Admission: enqueue() refuses a packet whose priority's queue is full;
 //   the caller drops and counts it (line-full).  The destructor frees what
-//   is still queued.
+//   is still queued and withdraws its backlog from the bucket.
 // * The rate counts the outer frames' bytes as the WAN port sends them
 //   (mbuf pkt_len: no preamble, gap or FCS), the bytes of the line's TX
-//   counters.  The bucket holds 5 ms at the rate by default (at least two
-//   maximum-size frames): the line never sees more than that beyond its
-//   rate, and a worker kept from polling for up to 5 ms loses nothing.
+//   counters.  The line never sees more than the bucket beyond its rate,
+//   and a worker kept from polling for up to 5 ms loses nothing.
 //
-// Not thread-safe: one worker owns it.
+// A Shaper is not thread-safe: one worker owns it.  A LineBucket is shared.
 #pragma once
 
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,15 +61,21 @@ inline constexpr uint32_t kMinQueue = config::kMinShapeQueue;
 inline constexpr uint32_t kMaxQueue = config::kMaxShapeQueue;
 
 struct ShapeParams {
-  uint64_t rate_bytes = 0;  // bytes per second, 1 .. kMaxShapeRateBytes
+  uint64_t rate_bytes = 0;  // the line's bytes per second, 1 .. kMaxShapeRateBytes
   uint32_t queue = 0;       // packets per priority: a power of two in kMinQueue..kMaxQueue
   uint32_t mtu = 9216;      // the largest frame it will see (bucket floor)
   uint64_t bucket = 0;      // the token bucket, bytes; 0: 5 ms at the rate
   bool operator==(const ShapeParams&) const = default;
 };
-// The byte-cycle arithmetic stays within 64 bits up to this rate (at a TSC
-// of up to 8 GHz, with the default bucket): 250 Gbit/s per worker.
+// The highest line rate: 250 Gbit/s (config's capacity bound).
 inline constexpr uint64_t kMaxShapeRateBytes = 250'000'000'000 / 8;
+
+// What the shapers of one line in all workers share (see above).  Zeroed,
+// then `tat` set to the TSC << 8 of its first use (wrapping arithmetic).
+struct LineBucket {
+  alignas(64) std::atomic<uint64_t> tat{0};      // 1/256 TSC cycles
+  alignas(64) std::atomic<uint64_t> backlog{0};  // byte p: shapers holding priority p
+};
 
 // The queue a priority gets for `queue_ms` of traffic at `rate_bits` in
 // 1500-byte packets, rounded up to a power of two within the bounds (the
@@ -67,8 +89,10 @@ class Shaper {
   // nullptr and `error` when the parameters are out of bounds or memory
   // runs out.  tsc_hz 0: rte_get_tsc_hz() and dequeue() gets rte_rdtsc();
   // else the caller's own clock at that rate, starting at 0 (tests).
+  // line: the bucket shared with the line's other shapers (it must outlive
+  // them all); nullptr: a bucket of its own.
   static std::unique_ptr<Shaper> create(const ShapeParams& p, int socket, std::string* error,
-                                        uint64_t tsc_hz = 0);
+                                        uint64_t tsc_hz = 0, LineBucket* line = nullptr);
   ~Shaper();
   Shaper(const Shaper&) = delete;
   Shaper& operator=(const Shaper&) = delete;
@@ -85,19 +109,22 @@ class Shaper {
     ++total_;
     return true;
   }
-  // Up to n packets whose time has come at TSC `now`, highest priority first.
+  // Up to n packets whose time has come at TSC `now`, highest priority
+  // first, none of a priority below one another shaper of the line holds.
   unsigned dequeue(rte_mbuf** out, unsigned n, uint64_t now);
   uint32_t queued() const { return total_; }
   uint32_t queued(uint8_t priority) const { return queued_[priority]; }
 
  private:
   Shaper() = default;
+  // Tells the line which priorities this shaper holds now.
+  void publish();
   ShapeParams params_;
-  uint64_t hz_ = 0;
-  uint64_t capacity_ = 0;  // the bucket in byte-cycles
-  uint64_t tokens_ = 0;    // byte-cycles
-  uint64_t last_ = 0;      // TSC of the last refill
-  uint64_t max_gap_ = 0;   // cycles that fill an empty bucket
+  LineBucket* line_ = nullptr;
+  std::unique_ptr<LineBucket> own_;  // when no line bucket was given
+  uint64_t tau_ = 0;                 // the bucket, 1/256 cycles
+  uint64_t per_byte_ = 0;            // 1/256 cycles per byte, << 16
+  uint64_t published_ = 0;           // this shaper's share of line_->backlog
   std::array<rte_ring*, kPriorities> rings_{};
   std::array<rte_mbuf*, kPriorities> head_{};   // taken off its ring, waiting for tokens
   std::array<uint32_t, kPriorities> queued_{};  // including head_

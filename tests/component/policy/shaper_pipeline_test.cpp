@@ -16,7 +16,8 @@
 // counters count admitted packets only; a changed capacity keeps the
 // line's packets in order (also across two quick changes) and frees the
 // old shaper; a removed capacity; a pipeline destroyed with packets queued
-// gives every mbuf back.
+// gives every mbuf back.  Two workers sharing the line's bucket: the rate
+// holds for both, priority across them.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -259,8 +260,11 @@ class ShaperPipelineTest : public ::testing::Test {
     return *tables_.back();
   }
 
-  // The frames (LAN port, tag) as one process() call, flushed.
-  void send(const ForwardingTables& t, const std::vector<std::pair<int, uint16_t>>& frames) {
+  // The frames (LAN port, tag) as one process() call of `worker` (default:
+  // pipeline_), flushed.
+  void send(const ForwardingTables& t, const std::vector<std::pair<int, uint16_t>>& frames,
+            Pipeline* worker = nullptr) {
+    Pipeline& p = worker ? *worker : *pipeline_;
     std::vector<rte_mbuf*> mbufs;
     for (const auto& [lan, tag] : frames) {
       const Bytes f = lanFrame(lan, tag);
@@ -270,16 +274,17 @@ class ShaperPipelineTest : public ::testing::Test {
       m->port = lan_[lan].id;
       mbufs.push_back(m);
     }
-    pipeline_->process(t, mbufs.data(), static_cast<uint16_t>(mbufs.size()));
-    pipeline_->flush();
+    p.process(t, mbufs.data(), static_cast<uint16_t>(mbufs.size()));
+    p.flush();
   }
   // `n` frames of one LAN port tagged from `first`.
-  void sendRun(const ForwardingTables& t, int lan, uint16_t first, unsigned n) {
+  void sendRun(const ForwardingTables& t, int lan, uint16_t first, unsigned n,
+               Pipeline* worker = nullptr) {
     std::vector<std::pair<int, uint16_t>> frames;
     for (unsigned i = 0; i < n; ++i) {
       frames.emplace_back(lan, static_cast<uint16_t>(first + i));
     }
-    send(t, frames);
+    send(t, frames, worker);
   }
 
   // A poll's shaping: serviceShapers(), then the TX buffers flushed (the
@@ -411,14 +416,15 @@ std::vector<uint16_t> range(uint16_t first, unsigned n) {
   return v;
 }
 
-// The tables: each worker's share of the capacity in bytes/s, its queue
-// for queue-ms at that share, the frame it sizes the bucket by; the
+// The tables: the line's capacity in bytes/s, each worker's queue for
+// queue-ms at its share, the frame it sizes the bucket by; the
 // tenants' priorities in their tunnels and pairs; the pairs' capacity.
 TEST_F(ShaperPipelineTest, TablesCarryTheShapeAndThePriorities) {
   const ForwardingTables& t2 = build("        capacity: 100M\n        queue-ms: 200\n", 2);
   const LineEntry& l = line(t2);
-  EXPECT_EQ(l.shape.rate_bytes, 100'000'000u / 8 / 2);
-  // 200 ms at 50 Mbit/s in 1500-byte packets: 833, rounded up to 1024.
+  EXPECT_EQ(l.shape.rate_bytes, 100'000'000u / 8);  // the line's: the workers share its bucket
+  // Each worker's queues: 200 ms at 50 Mbit/s in 1500-byte packets: 833,
+  // rounded up to 1024.
   EXPECT_EQ(l.shape.queue, 1024u);
   EXPECT_EQ(l.shape.queue, policy::queuePackets(50'000'000, 200));
   EXPECT_EQ(l.shape.mtu, 1518u);
@@ -544,6 +550,59 @@ TEST_F(ShaperPipelineTest, HigherPriorityLeavesFirst) {
   const auto bulk = range(0x200, 12);
   want_tags.insert(want_tags.end(), bulk.begin(), bulk.end());
   EXPECT_EQ(tags(out), want_tags);
+}
+
+// Two workers (two pipelines sharing the line buckets, as the Dataplane's
+// do), tables for two: bulk's packets queue in one worker, train's in the
+// other.  The line's rate holds for both together; bulk's worker polls
+// first and finds the bucket full (5 frames), then train's worker holds
+// priority 6 and everything of train's leaves before the rest of bulk's.
+TEST_F(ShaperPipelineTest, TwoWorkersShareTheLineAndItsPriorities) {
+  const ForwardingTables& t = build(kShaped8M, 2);
+  auto buckets = std::make_unique<std::array<policy::LineBucket, kMaxLines>>();
+  for (auto& b : *buckets) {
+    b.tat = rte_rdtsc() << 8;
+  }
+  WorkerCounters bulk_counters;
+  pipeline_ = std::make_unique<Pipeline>(0, pool_, counters_.get(), &health_, nullptr, nullptr,
+                                         nullptr, buckets->data());
+  auto bulk_worker = std::make_unique<Pipeline>(0, pool_, &bulk_counters, &health_, nullptr,
+                                                nullptr, nullptr, buckets->data());
+  pipeline_->adoptShapers(t);
+  bulk_worker->adoptShapers(t);
+  const uint64_t start = rte_get_tsc_cycles();
+  sendRun(t, kBulk, 0x200, 16, bulk_worker.get());
+  sendRun(t, kTrain, 0x100, 16);
+  std::vector<Out> out;
+  uint64_t bytes = 0;
+  const uint64_t hz = rte_get_tsc_hz();
+  while ((pipeline_->shaping() || bulk_worker->shaping()) &&
+         rte_get_tsc_cycles() - start < 5 * hz) {
+    bulk_worker->serviceShapers(t);
+    bulk_worker->flush();
+    service(t);
+    for (const Out& o : sent()) {
+      out.push_back(o);
+      bytes += o.size;
+    }
+    const double allowed =
+        double(kRate8M) * double(rte_get_tsc_cycles() - start) / double(hz) + kBucket8M + kFrame;
+    ASSERT_LE(double(bytes), allowed) << "the two workers together above the line's rate";
+  }
+  ASSERT_EQ(out.size(), 32u);
+  // Bulk's first frames (the full bucket), then all of train's, then bulk's.
+  size_t first_train = 0;
+  while (first_train < out.size() && out[first_train].vni == kBulkVni) {
+    ++first_train;
+  }
+  EXPECT_GE(first_train, 4u);
+  EXPECT_LE(first_train, 6u) << "bulk took more than the bucket it found";
+  std::vector<uint32_t> want(first_train, kBulkVni);
+  want.resize(first_train + 16, kTrainVni);
+  want.resize(32, kBulkVni);
+  EXPECT_EQ(vnis(out), want);
+  EXPECT_EQ(buckets->at(line(t).slot).backlog.load(), 0u);  // nothing held: nothing published
+  bulk_worker.reset();
 }
 
 // Bulk offers 20 packets to its 16-packet queue: 4 dropped as line-full,

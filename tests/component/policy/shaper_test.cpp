@@ -6,7 +6,11 @@
 // a head packet the bucket cannot pay for holds back the lower priorities);
 // admission stops at the queue size and every admitted packet leaves, in
 // priority order; freeing a shaper frees what it holds; the real TSC; the
-// parameter checks and queuePackets.
+// parameter checks and queuePackets.  The shapers of one line in several
+// workers (a shared LineBucket): together the line's rate, shared about
+// evenly at one priority; a higher priority in another shaper takes the
+// line (and gives it back when freed); a light one gets all it offers; two
+// threads on the real TSC stay within the rate.
 #include "dataplane/policy/shaper.hpp"
 
 #include <gtest/gtest.h>
@@ -17,7 +21,9 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/eal.hpp"
@@ -51,40 +57,68 @@ class ShaperTest : public ::testing::Test {
     return m;
   }
 
+  // A shaper and what it is offered, by priority (kOff: nothing).
+  struct Offer {
+    Shaper* shaper;
+    std::array<double, kPriorities> offered;
+  };
+  using Sent = std::array<uint64_t, kPriorities>;  // bytes that left, by priority
+
   // `seconds` of the test clock in steps of 10 us: each step every priority
   // with offered[p] >= 0 is topped up (0: as much as fits; else what that
-  // many bytes/s allow so far), then up to 32 packets leave.  The bytes
-  // that left, per priority.
-  std::array<uint64_t, kPriorities> run(Shaper& s, double seconds,
-                                        const std::array<double, kPriorities>& offered) {
-    std::array<uint64_t, kPriorities> out{};
-    std::array<double, kPriorities> in{};
+  // many bytes/s allow so far), then the shapers, in an order drawn anew
+  // each step (several workers poll at no fixed phase), send what they
+  // may.  The bytes that left, per shaper and priority.
+  std::vector<Sent> runAll(double seconds, const std::vector<Offer>& offers) {
+    std::vector<Sent> out(offers.size());
+    std::vector<std::array<double, kPriorities>> in(offers.size());
+    std::vector<size_t> order(offers.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      order[i] = i;
+    }
     const uint64_t step = kHz / 100'000;
     const uint64_t end = clock_ + static_cast<uint64_t>(seconds * kHz);
     const uint64_t start = clock_;
     for (; clock_ < end; clock_ += step) {
       const double elapsed = static_cast<double>(clock_ - start) / kHz;
-      for (uint8_t p = 0; p < kPriorities; ++p) {
-        while (offered[p] >= 0 && s.room(p) &&
-               (offered[p] == 0 || in[p] + kFrame <= offered[p] * elapsed + kFrame)) {
-          rte_mbuf* m = packet(p);
-          if (!m || !s.enqueue(m, p)) {
-            ADD_FAILURE() << "room() but enqueue refused";
-            rte_pktmbuf_free(m);
-            return out;
+      for (size_t i = 0; i < offers.size(); ++i) {
+        Shaper& s = *offers[i].shaper;
+        const auto& offered = offers[i].offered;
+        for (uint8_t p = 0; p < kPriorities; ++p) {
+          while (offered[p] >= 0 && s.room(p) &&
+                 (offered[p] == 0 || in[i][p] + kFrame <= offered[p] * elapsed + kFrame)) {
+            rte_mbuf* m = packet(p);
+            if (!m || !s.enqueue(m, p)) {
+              ADD_FAILURE() << "room() but enqueue refused";
+              rte_pktmbuf_free(m);
+              return out;
+            }
+            in[i][p] += kFrame;
           }
-          in[p] += kFrame;
         }
       }
-      rte_mbuf* pkts[32];
-      for (unsigned n; (n = s.dequeue(pkts, 32, clock_)) != 0;) {
-        for (unsigned i = 0; i < n; ++i) {
-          out[*rte_pktmbuf_mtod(pkts[i], uint8_t*)] += pkts[i]->pkt_len;
-          rte_pktmbuf_free(pkts[i]);
+      std::shuffle(order.begin(), order.end(), random_);
+      for (size_t i : order) {
+        rte_mbuf* pkts[32];
+        for (unsigned n; (n = offers[i].shaper->dequeue(pkts, 32, clock_)) != 0;) {
+          for (unsigned k = 0; k < n; ++k) {
+            out[i][*rte_pktmbuf_mtod(pkts[k], uint8_t*)] += pkts[k]->pkt_len;
+            rte_pktmbuf_free(pkts[k]);
+          }
         }
       }
     }
     return out;
+  }
+  Sent run(Shaper& s, double seconds, const std::array<double, kPriorities>& offered) {
+    return runAll(seconds, {{&s, offered}})[0];
+  }
+  static uint64_t total(const Sent& s) {
+    uint64_t n = 0;
+    for (uint64_t b : s) {
+      n += b;
+    }
+    return n;
   }
 
   static std::array<double, kPriorities> offering(
@@ -100,6 +134,7 @@ class ShaperTest : public ::testing::Test {
   static inline unsigned n_ = 0;
   rte_mempool* pool_ = nullptr;
   uint64_t clock_ = 0;
+  std::mt19937 random_{19};
 };
 
 TEST_F(ShaperTest, SendsTheRatePlusTheBucketWithinAFrame) {
@@ -235,6 +270,117 @@ TEST_F(ShaperTest, OnTheRealTscNeverMoreThanTheRateAndTheBucket) {
   const double elapsed = static_cast<double>(rte_rdtsc() - start) / static_cast<double>(hz);
   EXPECT_LE(static_cast<double>(out), static_cast<double>(rate) * (elapsed + 0.005) + kFrame);
   EXPECT_GT(out, 0u);
+}
+
+// The line's shapers in several workers share its bucket (LineBucket).
+
+TEST_F(ShaperTest, ShapersOfOneLineTogetherSendItsRateAndShareIt) {
+  const double rate = 100'000'000.0 / 8;
+  LineBucket line;
+  auto a = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  auto b = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  ASSERT_TRUE(a && b);
+  const double seconds = 0.2;
+  const auto out = runAll(seconds, {{a.get(), offering({{3, 0}})}, {b.get(), offering({{3, 0}})}});
+  const double sa = static_cast<double>(out[0][3]), sb = static_cast<double>(out[1][3]);
+  // Not twice the rate (each its own), not half of it (capacity / N).
+  EXPECT_NEAR(sa + sb, rate * seconds + rate / 200, 3 * kFrame);
+  // Equal priorities share it as the workers find room: about evenly.
+  EXPECT_GT(sa, 0.35 * (sa + sb));
+  EXPECT_GT(sb, 0.35 * (sa + sb));
+}
+
+TEST_F(ShaperTest, AHigherPriorityInAnotherShaperTakesTheLineUntilItGoes) {
+  const double rate = 100'000'000.0 / 8;
+  const double bucket = rate / 200;
+  LineBucket line;
+  auto bulk = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  auto train = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  ASSERT_TRUE(bulk && train);
+  const double seconds = 0.2;
+  auto out = runAll(seconds, {{bulk.get(), offering({{0, 0}})}, {train.get(), offering({{6, 0}})}});
+  // The bulk shaper gets at most the bucket it found full before the train
+  // shaper first queued (that shaper's backlog is known from its first
+  // dequeue on), then nothing.
+  EXPECT_LE(static_cast<double>(out[0][0]), bucket + kFrame);
+  EXPECT_GE(static_cast<double>(out[1][6]), rate * seconds - 3 * kFrame);
+  EXPECT_NEAR(static_cast<double>(out[0][0] + out[1][6]), rate * seconds + bucket, 3 * kFrame);
+  EXPECT_EQ(line.backlog.load(), (1ull << 0) | (1ull << 48));  // both hold packets
+
+  // The train shaper freed (its line changed, its worker stopped): its
+  // backlog goes with it, and the bulk one gets the whole line.
+  train.reset();
+  EXPECT_EQ(line.backlog.load(), 1ull);
+  out = runAll(seconds, {{bulk.get(), offering({{0, 0}})}});
+  EXPECT_NEAR(static_cast<double>(out[0][0]), rate * seconds, 3 * kFrame);
+}
+
+TEST_F(ShaperTest, ALightHigherPriorityInAnotherShaperGetsAllItOffers) {
+  const double rate = 100'000'000.0 / 8;
+  LineBucket line;
+  auto bulk = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  auto train = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  ASSERT_TRUE(bulk && train);
+  const double seconds = 0.2;
+  const auto out = runAll(
+      seconds, {{bulk.get(), offering({{2, 0}})}, {train.get(), offering({{6, 0.3 * rate}})}});
+  const double high = static_cast<double>(out[1][6]), low = static_cast<double>(out[0][2]);
+  EXPECT_NEAR(high, 0.3 * rate * seconds, 2 * kFrame);               // everything it offered
+  EXPECT_NEAR(high + low, rate * seconds + rate / 200, 3 * kFrame);  // the line is full
+  EXPECT_EQ(total(out[0]), out[0][2]);
+}
+
+// Two threads (two workers) on the real TSC, each with its shaper of one
+// line, backlogged: together never more than the rate, the bucket and the
+// one batch (32 packets) each may take at the same instant as the other.
+TEST_F(ShaperTest, WorkersOnTheRealTscTogetherNeverMoreThanTheRate) {
+  const uint64_t rate = 100'000'000 / 8;
+  LineBucket line;
+  line.tat = rte_rdtsc() << 8;
+  constexpr unsigned kWorkers = 2, kHeld = 256;
+  std::array<std::unique_ptr<Shaper>, kWorkers> shapers;
+  std::array<std::vector<rte_mbuf*>, kWorkers> mbufs;
+  for (unsigned w = 0; w < kWorkers; ++w) {
+    shapers[w] = Shaper::create({rate, 1024, 1518}, 0, nullptr, 0, &line);
+    ASSERT_TRUE(shapers[w]);
+    for (unsigned i = 0; i < kHeld; ++i) {
+      mbufs[w].push_back(packet(static_cast<uint8_t>(w)));
+      ASSERT_NE(mbufs[w].back(), nullptr);
+    }
+  }
+  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t start = rte_rdtsc();
+  std::array<uint64_t, kWorkers> sent{};
+  std::array<uint64_t, kWorkers> ended{};
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      Shaper& s = *shapers[w];
+      const uint8_t prio = static_cast<uint8_t>(w);  // different priorities: both rules run
+      for (rte_mbuf* m : mbufs[w]) {
+        s.enqueue(m, prio);
+      }
+      uint64_t now = start;
+      for (; now - start < hz / 5; now = rte_rdtsc()) {
+        rte_mbuf* pkts[32];
+        const unsigned n = s.dequeue(pkts, 32, now);
+        for (unsigned i = 0; i < n; ++i) {
+          sent[w] += pkts[i]->pkt_len;
+          s.enqueue(pkts[i], prio);  // the same packets again: always backlogged
+        }
+      }
+      ended[w] = now;
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  const double elapsed =
+      static_cast<double>(std::max(ended[0], ended[1]) - start) / static_cast<double>(hz);
+  const double bound = static_cast<double>(rate) * (elapsed + 0.005) + kWorkers * 32.0 * kFrame;
+  EXPECT_LE(static_cast<double>(sent[0] + sent[1]), bound);
+  EXPECT_GT(sent[0] + sent[1], 0u);
+  shapers = {};  // frees the packets they hold
 }
 
 TEST(ShaperParams, QueuePacketsAndChecks) {
