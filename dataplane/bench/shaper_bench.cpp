@@ -10,7 +10,9 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataplane/policy/shaper.hpp"
@@ -107,13 +109,22 @@ void shaperBench(const ShaperBenchOptions& o) {
   if (!pool) {
     failShaper("no mempool");
   }
-  std::vector<rte_mbuf*> pkts(kBurst * 4);
+  // The packets in flight: one set for the single runs and each of the
+  // two workers of the shared run.
+  auto frames = [&] {
+    std::vector<rte_mbuf*> v(kBurst * 4);
+    for (auto& m : v) {
+      m = rte_pktmbuf_alloc(pool);
+      if (!m || !rte_pktmbuf_append(m, kFrame)) {
+        failShaper("no mbuf");
+      }
+    }
+    return v;
+  };
+  const std::vector<rte_mbuf*> pkts = frames();
+  const std::array<std::vector<rte_mbuf*>, 2> worker_pkts = {frames(), frames()};
   std::vector<uint8_t> prio(pkts.size());
   for (size_t i = 0; i < pkts.size(); ++i) {
-    pkts[i] = rte_pktmbuf_alloc(pool);
-    if (!pkts[i] || !rte_pktmbuf_append(pkts[i], kFrame)) {
-      failShaper("no mbuf");
-    }
     prio[i] = (i * 7 % 3 == 0) ? 6 : 0;  // a third of priority 6
   }
   std::string error;
@@ -126,8 +137,9 @@ void shaperBench(const ShaperBenchOptions& o) {
 
   // One timed run: bursts of the packets in flight go in, whatever leaves
   // is the next input.  `queue` puts a burst in, `take` gets up to 32 out.
-  auto timed = [&](uint64_t n_bursts, auto queue, auto take) {
-    std::vector<rte_mbuf*> in(pkts), next;
+  auto timed = [&](const std::vector<rte_mbuf*>& packets, uint64_t n_bursts, auto queue,
+                   auto take) {
+    std::vector<rte_mbuf*> in(packets), next;
     size_t at = 0;
     uint64_t out_total = 0, inside = 0;
     const uint64_t start = rte_rdtsc_precise();
@@ -160,20 +172,50 @@ void shaperBench(const ShaperBenchOptions& o) {
     }
     return std::make_pair(cycles, out_total);
   };
-  auto runShaper = [&](uint64_t n_bursts) {
+  auto runOn = [&](policy::Shaper& s, const std::vector<rte_mbuf*>& packets, uint64_t n_bursts) {
     return timed(
-        n_bursts,
+        packets, n_bursts,
         [&](rte_mbuf** b, unsigned n) {
           unsigned k = 0;
-          for (; k < n && shaper->enqueue(b[k], prio[k % prio.size()]); ++k) {
+          for (; k < n && s.enqueue(b[k], prio[k % prio.size()]); ++k) {
           }
           return k;
         },
-        [&](rte_mbuf** out) { return shaper->dequeue(out, kBurst, rte_rdtsc()); });
+        [&](rte_mbuf** out) { return s.dequeue(out, kBurst, rte_rdtsc()); });
+  };
+  auto runShaper = [&](uint64_t n_bursts) { return runOn(*shaper, pkts, n_bursts); };
+  // Two workers (threads) at once, each its own shaper of one line whose
+  // bucket they share (250 Gbit/s, above what both offer), or (shared
+  // false) each with a bucket of its own: the cycles per packet of the
+  // slower one.
+  auto runTwo = [&](uint64_t n_bursts, bool shared) {
+    policy::LineBucket line;
+    line.tat = rte_rdtsc() << 8;
+    std::array<std::unique_ptr<policy::Shaper>, 2> shapers;
+    for (auto& s : shapers) {
+      s = policy::Shaper::create({policy::kMaxShapeRateBytes, 1024, 1518}, 0, &error, 0,
+                                 shared ? &line : nullptr);
+      if (!s) {
+        failShaper(error);
+      }
+    }
+    std::array<std::pair<uint64_t, uint64_t>, 2> got{};
+    std::array<std::thread, 2> threads;
+    for (unsigned w = 0; w < 2; ++w) {
+      threads[w] = std::thread([&, w] { got[w] = runOn(*shapers[w], worker_pkts[w], n_bursts); });
+    }
+    for (auto& t : threads) {
+      t.join();
+    }
+    if (got[0].second == 0 || got[1].second == 0) {
+      failShaper("nothing left a shared line");
+    }
+    return std::max(static_cast<double>(got[0].first) / static_cast<double>(got[0].second),
+                    static_cast<double>(got[1].first) / static_cast<double>(got[1].second));
   };
   auto runSched = [&](uint64_t n_bursts) {
     return timed(
-        n_bursts,
+        pkts, n_bursts,
         [&](rte_mbuf** b, unsigned n) {
           for (unsigned k = 0; k < n; ++k) {
             sched.stamp(b[k], prio[k % prio.size()]);
@@ -185,8 +227,10 @@ void shaperBench(const ShaperBenchOptions& o) {
 
   runShaper(bursts / 4 + 1);
   runSched(bursts / 4 + 1);
-  std::vector<double> shaper_c, sp_c;
+  std::vector<double> shaper_c, sp_c, shared_c, own_c;
   for (unsigned r = 0; r < o.rounds; ++r) {
+    shared_c.push_back(runTwo(bursts, true));
+    own_c.push_back(runTwo(bursts, false));
     const auto [sc, so] = runShaper(bursts);
     const auto [pc, po] = runSched(bursts);
     if (so == 0 || po == 0) {
@@ -202,6 +246,12 @@ void shaperBench(const ShaperBenchOptions& o) {
   std::printf(
       "  %-10s %s cycles per packet out (mcgw's: a ring per priority, a TSC token bucket)\n",
       "shaper", range(shaper_c).c_str());
+  std::printf(
+      "  %-10s %s cycles per packet out (two threads at once into one line, their shapers "
+      "sharing its bucket: the slower thread)\n",
+      "shaper x2", range(shared_c).c_str());
+  std::printf("  %-10s %s cycles per packet out (the same, each thread a bucket of its own)\n",
+              "x2 own", range(own_c).c_str());
   std::printf("  %-10s %s cycles per packet out (stamp, enqueue, dequeue)\n", "rte_sched",
               range(sp_c).c_str());
   rte_mempool_free(pool);  // the packets with it

@@ -5,6 +5,11 @@
 //   shaper:    policy::Shaper, the one the fast path uses: a DPDK ring per
 //              priority and a token bucket on the TSC; per burst of 32 each
 //              packet enqueued, then dequeue() of up to 32;
+//   shaper x2: the same in two threads at once, each its own shaper of one
+//              line whose bucket they share (the cost of two workers
+//              sending into one line: the bucket's cache line moves
+//              between cores), and for comparison the same with a bucket
+//              per thread (`x2 own`);
 //   rte_sched: DPDK's hierarchical scheduler, which the issue names, with
 //              the smallest tree the shaper needs (one subport, one pipe, a
 //              traffic class per priority): per burst stamp each packet,
