@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/support/eal.hpp"
@@ -274,11 +275,18 @@ TEST_F(ShaperTest, OnTheRealTscNeverMoreThanTheRateAndTheBucket) {
 
 // The line's shapers in several workers share its bucket (LineBucket).
 
+constexpr uint64_t kLine = 100'000'000 / 8;  // 100 Mbit/s
+
+// Two shapers of a 100 Mbit/s line (two workers'), sharing `line`.
+std::pair<std::unique_ptr<Shaper>, std::unique_ptr<Shaper>> twoOn(LineBucket& line) {
+  return {Shaper::create({kLine, 1024, 1518}, 0, nullptr, kHz, &line),
+          Shaper::create({kLine, 1024, 1518}, 0, nullptr, kHz, &line)};
+}
+
 TEST_F(ShaperTest, ShapersOfOneLineTogetherSendItsRateAndShareIt) {
-  const double rate = 100'000'000.0 / 8;
+  const double rate = kLine;
   LineBucket line;
-  auto a = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
-  auto b = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  auto [a, b] = twoOn(line);
   ASSERT_TRUE(a && b);
   const double seconds = 0.2;
   const auto out = runAll(seconds, {{a.get(), offering({{3, 0}})}, {b.get(), offering({{3, 0}})}});
@@ -291,11 +299,10 @@ TEST_F(ShaperTest, ShapersOfOneLineTogetherSendItsRateAndShareIt) {
 }
 
 TEST_F(ShaperTest, AHigherPriorityInAnotherShaperTakesTheLineUntilItGoes) {
-  const double rate = 100'000'000.0 / 8;
+  const double rate = kLine;
   const double bucket = rate / 200;
   LineBucket line;
-  auto bulk = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
-  auto train = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  auto [bulk, train] = twoOn(line);
   ASSERT_TRUE(bulk && train);
   const double seconds = 0.2;
   auto out = runAll(seconds, {{bulk.get(), offering({{0, 0}})}, {train.get(), offering({{6, 0}})}});
@@ -316,10 +323,9 @@ TEST_F(ShaperTest, AHigherPriorityInAnotherShaperTakesTheLineUntilItGoes) {
 }
 
 TEST_F(ShaperTest, ALightHigherPriorityInAnotherShaperGetsAllItOffers) {
-  const double rate = 100'000'000.0 / 8;
+  const double rate = kLine;
   LineBucket line;
-  auto bulk = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
-  auto train = Shaper::create({100'000'000 / 8, 1024, 1518}, 0, nullptr, kHz, &line);
+  auto [bulk, train] = twoOn(line);
   ASSERT_TRUE(bulk && train);
   const double seconds = 0.2;
   const auto out = runAll(
