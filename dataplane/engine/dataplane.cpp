@@ -147,6 +147,8 @@ int Dataplane::run(void* arg) {
     rte_rcu_qsbr_thread_online(dp->qsbr_, w->index);
     const uint64_t drain_tsc = rte_get_tsc_hz() * kDrainUs / 1000000;
     uint64_t last_drain = rte_rdtsc();
+    const uint64_t refresh_tsc = rte_get_tsc_hz();  // every second
+    uint64_t last_refresh = last_drain;
     unsigned idle = 0;
     uint32_t sleep_us = 0;
     rte_mbuf* pkts[kBurst];
@@ -176,6 +178,13 @@ int Dataplane::run(void* arg) {
         pipeline.serviceShapers(*t);  // shaped lines: what their rates let out now
       }
       const uint64_t now = rte_rdtsc();
+      if (w->index == 0 && now - last_refresh >= refresh_tsc) {
+        // Idle shaped lines' buckets kept near the TSC (policy::LineBucket).
+        for (auto& b : *dp->line_buckets_) {
+          policy::refreshLineBucket(b, now);
+        }
+        last_refresh = now;
+      }
       c.polls.add();
       if (got) {
         c.busy_polls.add();

@@ -65,7 +65,7 @@ void Pipeline::serviceShapers(const ForwardingTables& t) {
         continue;
       }
       rte_mbuf* out[kBurst];
-      const unsigned n = s.shaper->dequeue(out, kBurst, now);
+      const unsigned n = s.shaper->dequeue(out, kBurst, now, s.draining);
       for (unsigned i = 0; i < n; ++i) {
         transmit(t, s.port, out[i]);
       }

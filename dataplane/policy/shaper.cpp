@@ -42,6 +42,13 @@ std::unique_ptr<Shaper> Shaper::create(const ShapeParams& p, int socket, std::st
   s->params_ = p;
   s->per_byte_ = static_cast<uint64_t>(per_byte);
   s->tau_ = static_cast<uint64_t>(tau);
+  // The most a line can legitimately be busy: the bucket plus a batch of
+  // the largest frames per worker that took tokens at the same instant,
+  // with a second to spare.
+  const unsigned __int128 batch = (static_cast<unsigned __int128>(32 * frame) * per_byte) >> 16;
+  s->stale_ = static_cast<uint64_t>(
+      std::min<unsigned __int128>((unsigned __int128){1} << 62,
+                                  256 * (tau + batch) + (static_cast<unsigned __int128>(hz) << 8)));
   if (line) {
     s->line_ = line;
   } else {
@@ -87,9 +94,9 @@ Shaper::~Shaper() {
   }
 }
 
-void Shaper::publish() {
+void Shaper::publish(bool draining) {
   uint64_t mine = 0;
-  for (unsigned prio = 0; prio < kPriorities; ++prio) {
+  for (unsigned prio = 0; prio < kPriorities && !draining; ++prio) {
     mine |= uint64_t{queued_[prio] != 0} << (8 * prio);
   }
   if (mine != published_) {
@@ -99,17 +106,34 @@ void Shaper::publish() {
   }
 }
 
-unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now) {
+void refreshLineBucket(LineBucket& line, uint64_t now) {
+  const uint64_t now_fp = now << 8;
+  uint64_t tat = line.tat.load(std::memory_order_relaxed);
+  // Idle for more than ~2^32 cycles: the bucket is full either way.
+  if (static_cast<int64_t>(now_fp - tat) > (int64_t{1} << 40)) {
+    line.tat.compare_exchange_strong(tat, now_fp, std::memory_order_relaxed);
+  }
+}
+
+unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now, bool draining) {
   if (total_ == 0) {
     return 0;  // nothing published either: publish() ran when it emptied
   }
   // The lowest priority this shaper may send: the highest another holds.
+  // A draining shaper's few packets go ahead of the line's new ones
+  // anyway: it neither yields nor holds others back.
   const uint64_t others = line_->backlog.load(std::memory_order_relaxed) - published_;
-  const int lowest = others ? (63 - __builtin_clzll(others)) / 8 : 0;
+  const int lowest = others && !draining ? (63 - __builtin_clzll(others)) / 8 : 0;
   // What the bucket lets go: tau less the time the line is still busy.
   const uint64_t now_fp = now << 8;
   uint64_t tat = line_->tat.load(std::memory_order_relaxed);
-  const int64_t busy = std::max<int64_t>(0, static_cast<int64_t>(tat - now_fp));
+  int64_t busy = std::max<int64_t>(0, static_cast<int64_t>(tat - now_fp));
+  if (busy > static_cast<int64_t>(stale_)) [[unlikely]] {
+    // Not a line that is busy: a tat so far behind (idle for 2^55 cycles,
+    // never with refreshLineBucket running) that it wrapped.
+    line_->tat.compare_exchange_strong(tat, now_fp, std::memory_order_relaxed);
+    busy = 0;
+  }
   const int64_t room = static_cast<int64_t>(tau_) - busy;
   int64_t spent = 0;
   unsigned got = 0;
@@ -124,16 +148,16 @@ unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now) {
         }
         m = static_cast<rte_mbuf*>(obj);
       }
-      // A packet larger than the whole bucket (never: the bucket holds two
-      // of the largest frames) goes when the bucket is full, not never.
-      const int64_t cost = static_cast<int64_t>(std::min<uint64_t>(
-          ((static_cast<unsigned __int128>(m->pkt_len) * per_byte_ + 0xffff) >> 16), tau_));
-      if (spent + cost > room) {
+      // GCRA's test: a packet conforms when the line is busy for less than
+      // tau when it starts, whatever its size (so small packets of another
+      // worker cannot keep a large one waiting for ever).
+      if (spent >= room) {
         head_[prio] = m;  // it goes first when the bucket can pay for it
         blocked = true;   // and nothing of a lower priority before it
         break;
       }
-      spent += cost;
+      spent += static_cast<int64_t>(
+          (static_cast<unsigned __int128>(m->pkt_len) * per_byte_ + 0xffff) >> 16);
       head_[prio] = nullptr;
       --queued_[prio];
       --total_;
@@ -148,7 +172,8 @@ unsigned Shaper::dequeue(rte_mbuf** out, unsigned n, uint64_t now) {
       next = (static_cast<int64_t>(tat - now_fp) > 0 ? tat : now_fp) + static_cast<uint64_t>(spent);
     } while (!line_->tat.compare_exchange_weak(tat, next, std::memory_order_relaxed));
   }
-  publish();
+  publish(draining);
   return got;
 }
+
 }  // namespace mcgw::policy
