@@ -45,11 +45,11 @@ struct Dataplane::Worker {
 };
 
 Result<std::unique_ptr<Dataplane>, std::string> Dataplane::start(
-    const std::vector<uint16_t>& lcores, rte_mempool* pool) {
+    const std::vector<uint16_t>& lcores, rte_mempool* pool, unsigned threads) {
   std::unique_ptr<Dataplane> dp(new Dataplane());
   dp->pool_ = pool;
   dp->baseline_ = std::make_unique<CountersSnapshot>();
-  const unsigned n = std::max<unsigned>(1, static_cast<unsigned>(lcores.size()));
+  const unsigned n = lcores.empty() ? std::max(1u, threads) : static_cast<unsigned>(lcores.size());
   const size_t size = rte_rcu_qsbr_get_memsize(n);
   dp->qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("mcgw_qsbr", size, RTE_CACHE_LINE_SIZE));
   if (!dp->qsbr_ || rte_rcu_qsbr_init(dp->qsbr_, n) != 0) {

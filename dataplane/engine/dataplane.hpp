@@ -63,8 +63,11 @@ class Dataplane {
   // Starts one worker per lcore in `lcores` (EAL worker lcores), or one
   // registered thread when the list is empty.  Workers poll nothing until
   // tables are published.
+  // One worker per lcore; with no lcores, `threads` worker threads that the
+  // kernel schedules (mcgwd: one, as eal.workers empty says; tests: more).
   static Result<std::unique_ptr<Dataplane>, std::string> start(const std::vector<uint16_t>& lcores,
-                                                               rte_mempool* pool);
+                                                               rte_mempool* pool,
+                                                               unsigned threads = 1);
   ~Dataplane();  // stops the workers
   Dataplane(const Dataplane&) = delete;
   Dataplane& operator=(const Dataplane&) = delete;

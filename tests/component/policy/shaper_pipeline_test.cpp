@@ -16,11 +16,13 @@
 // counters count admitted packets only; a changed capacity keeps the
 // line's packets in order (also across two quick changes) and frees the
 // old shaper; a removed capacity; a pipeline destroyed with packets queued
-// gives every mbuf back.  Two workers sharing the line's bucket: the rate
-// holds for both, priority across them.
+// gives every mbuf back.  Two workers sharing the line's bucket (two
+// Pipelines; two worker threads of a Dataplane): the rate holds for both,
+// priority across them.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -40,6 +42,7 @@
 
 #include "config/loader.hpp"
 #include "dataplane/engine/counters.hpp"
+#include "dataplane/engine/dataplane.hpp"
 #include "dataplane/engine/drop_reason.hpp"
 #include "dataplane/engine/pipeline.hpp"
 #include "dataplane/engine/tables.hpp"
@@ -294,6 +297,25 @@ class ShaperPipelineTest : public ::testing::Test {
     pipeline_->flush();
   }
 
+  // A frame `port` sent, decoded into `out` (and freed); a frame that is
+  // no tunnel packet from the WAN port is a failure.
+  static void take(rte_mbuf* m, uint16_t port, bool wan, std::vector<Out>& out) {
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    const Bytes f(d, d + m->data_len);
+    rte_pktmbuf_free(m);
+    if (!wan || f.size() < kInnerIp + 20 || get16(f, 12) != 0x0800 ||
+        get16(f, kInnerIp - 2) != 0x0800) {
+      ADD_FAILURE() << "port " << port << " sent a frame of " << f.size()
+                    << " bytes that is no tunnel packet";
+      return;
+    }
+    Out o;
+    o.vni = uint32_t{f[kEth + 32]} << 16 | uint32_t{f[kEth + 33]} << 8 | f[kEth + 34];
+    o.tag = get16(f, kInnerIp + 4);
+    o.size = f.size();
+    out.push_back(o);
+  }
+
   // What wan0 sent since the last call, decoded; anything else on the
   // ports is a failure.
   static std::vector<Out> sent() {
@@ -303,21 +325,7 @@ class ShaperPipelineTest : public ::testing::Test {
       unsigned n;
       while ((n = rte_ring_dequeue_burst(p->ring, objs, 64, nullptr)) > 0) {
         for (unsigned i = 0; i < n; ++i) {
-          auto* m = static_cast<rte_mbuf*>(objs[i]);
-          const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-          const Bytes f(d, d + m->data_len);
-          rte_pktmbuf_free(m);
-          if (p != &wan0_ || f.size() < kInnerIp + 20 || get16(f, 12) != 0x0800 ||
-              get16(f, kInnerIp - 2) != 0x0800) {
-            ADD_FAILURE() << "port " << p->id << " sent a frame of " << f.size()
-                          << " bytes that is no tunnel packet";
-            continue;
-          }
-          Out o;
-          o.vni = uint32_t{f[kEth + 32]} << 16 | uint32_t{f[kEth + 33]} << 8 | f[kEth + 34];
-          o.tag = get16(f, kInnerIp + 4);
-          o.size = f.size();
-          out.push_back(o);
+          take(static_cast<rte_mbuf*>(objs[i]), p->id, p == &wan0_, out);
         }
       }
     }
@@ -603,6 +611,122 @@ TEST_F(ShaperPipelineTest, TwoWorkersShareTheLineAndItsPriorities) {
   EXPECT_EQ(vnis(out), want);
   EXPECT_EQ(buckets->at(line(t).slot).backlog.load(), 0u);  // nothing held: nothing published
   bulk_worker.reset();
+}
+
+// The same with a real Dataplane: two worker threads, ports on rte_rings
+// (an RX ring the test fills; a TX ring per port that both workers' TX
+// queues share).  Receive queues go to the workers round-robin: lan0
+// (train) to worker 0, lan1 (bulk) to worker 1, so the tenants' packets
+// are queued by different workers into the one shaped line (8M, queues
+// of 512).  Both send 200 frames at once: once a train frame has left, no
+// bulk frame leaves until all of train's have, everything leaves, and the
+// two together stay within the line's rate.
+TEST_F(ShaperPipelineTest, TwoWorkerThreadsOfADataplaneKeepThePriorityAcrossThem) {
+  struct Port {
+    uint16_t id = 0;
+    rte_ring* rx = nullptr;
+    rte_ring* tx = nullptr;
+  };
+  constexpr unsigned kWorkers = 2, kEach = 200;
+  const int socket = static_cast<int>(rte_socket_id());
+  std::vector<Port> dp_ports;
+  for (const char* name : {"dpw_lan0", "dpw_lan1", "dpw_wan0"}) {
+    Port p;
+    p.rx = rte_ring_create((std::string(name) + "_rx").c_str(), 1024, socket, 0);
+    p.tx = rte_ring_create((std::string(name) + "_tx").c_str(), 1024, socket, 0);
+    ASSERT_TRUE(p.rx && p.tx) << rte_strerror(rte_errno);
+    rte_ring* rx[1] = {p.rx};
+    rte_ring* tx[kWorkers] = {p.tx, p.tx};
+    const int id = rte_eth_from_rings(name, rx, 1, tx, kWorkers, static_cast<unsigned>(socket));
+    ASSERT_GE(id, 0) << rte_strerror(rte_errno);
+    p.id = static_cast<uint16_t>(id);
+    rte_eth_conf conf{};
+    ASSERT_EQ(rte_eth_dev_configure(p.id, 1, kWorkers, &conf), 0);
+    ASSERT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool_),
+              0);
+    for (uint16_t q = 0; q < kWorkers; ++q) {
+      ASSERT_EQ(rte_eth_tx_queue_setup(p.id, q, 1024, static_cast<unsigned>(socket), nullptr), 0);
+    }
+    ASSERT_EQ(rte_eth_dev_start(p.id), 0);
+    dp_ports.push_back(p);
+  }
+  const Port &lan0 = dp_ports[0], &lan1 = dp_ports[1], &wan0 = dp_ports[2];
+  config::ConfigPtr c =
+      loadConfig(configText("        capacity: 8M\n        queue-ms: 1000\n", kWorkers));
+  ASSERT_TRUE(c);
+  const std::map<std::string, OpenPort> open = {{"lan0", {lan0.id, kLanMac[0], 1}},
+                                                {"lan1", {lan1.id, kLanMac[1], 1}},
+                                                {"wan0", {wan0.id, kWanMac, 1}}};
+  auto dp = Dataplane::start({}, pool_, kWorkers);
+  ASSERT_TRUE(dp.ok()) << dp.error();
+  ASSERT_EQ((*dp)->workers(), kWorkers);
+  auto built = builder_->build(TablesInput::fromConfig(*c, open, kWorkers),
+                               [d = dp->get()] { d->synchronize(); });
+  ASSERT_TRUE(built.ok()) << built.error();
+  ASSERT_EQ(line(**built).shape.queue, 512u);
+  ASSERT_EQ((*built)->poll[0].front().port, lan0.id);  // train: worker 0
+  ASSERT_EQ((*built)->poll[1].front().port, lan1.id);  // bulk: worker 1
+  (*dp)->setLineUp(line(**built).slot, true);
+
+  // Both tenants' frames into their RX rings, then the tables published:
+  // the workers find them all at once (polling nothing without tables).
+  for (unsigned i = 0; i < kEach; ++i) {
+    for (const auto& [lan, ring] : {std::pair{kTrain, lan0.rx}, std::pair{kBulk, lan1.rx}}) {
+      const Bytes f = lanFrame(lan, static_cast<uint16_t>(i));
+      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+      ASSERT_NE(m, nullptr);
+      std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+      ASSERT_EQ(rte_ring_enqueue(ring, m), 0);
+    }
+  }
+  const uint64_t hz = rte_get_tsc_hz(), start = rte_get_tsc_cycles();
+  (*dp)->publish(std::move(*built));
+  std::vector<Out> out;
+  uint64_t bytes = 0;
+  while (out.size() < 2 * kEach && rte_get_tsc_cycles() - start < 10 * hz) {
+    void* objs[64];
+    const unsigned n = rte_ring_dequeue_burst(wan0.tx, objs, 64, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+      bytes += static_cast<rte_mbuf*>(objs[i])->pkt_len;
+      take(static_cast<rte_mbuf*>(objs[i]), wan0.id, true, out);
+    }
+    // The rate, the bucket, and a batch of 32 frames each worker may take
+    // at the same instant as the other.
+    const double allowed = double(kRate8M) * double(rte_get_tsc_cycles() - start) / double(hz) +
+                           kBucket8M + kWorkers * 32 * kFrame;
+    ASSERT_LE(double(bytes), allowed) << "the two workers together above the line's rate";
+    rte_delay_us_sleep(200);
+  }
+  dp->reset();  // stops the workers; whatever a shaper still held is freed
+  for (const Port& p : dp_ports) {
+    void* objs[64];
+    unsigned n;
+    while ((n = rte_ring_dequeue_burst(p.tx, objs, 64, nullptr)) > 0) {
+      for (unsigned i = 0; i < n; ++i) {
+        ADD_FAILURE() << "port " << p.id << " sent more";
+        rte_pktmbuf_free(static_cast<rte_mbuf*>(objs[i]));
+      }
+    }
+    EXPECT_EQ(rte_ring_count(p.rx), 0u);
+    rte_eth_dev_stop(p.id);
+    rte_eth_dev_close(p.id);
+    rte_ring_free(p.rx);
+    rte_ring_free(p.tx);
+  }
+  ASSERT_EQ(out.size(), 2 * kEach) << "not all frames left the line within 10 s";
+  size_t first_train = 0, last_train = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].vni == kTrainVni) {
+      last_train = i;
+    }
+  }
+  while (out[first_train].vni != kTrainVni) {
+    ++first_train;
+  }
+  EXPECT_EQ(last_train - first_train + 1, size_t{kEach})
+      << "bulk frames (priority 0, worker 1) left between train's (priority 6, worker 0)";
+  std::printf("bulk frames before the first of train's: %zu (the bucket's worth is %llu)\n",
+              first_train, static_cast<unsigned long long>(kBucket8M / kFrame));
 }
 
 // Bulk offers 20 packets to its 16-packet queue: 4 dropped as line-full,
