@@ -599,14 +599,7 @@ class Checker {
           error(lpath + "/mtu", "line MTU " + std::to_string(l.mtu) + " is larger than port " +
                                     q(l.port) + "'s MTU " + std::to_string(port->mtu));
         }
-        if (!l.capacity.empty() && p.encrypts(l)) {
-          // ESP numbers a packet when it is sealed, before it waits in its
-          // priority's queue: a low priority's packets would reach the peer
-          // behind more than a replay window of later ones and be dropped.
-          error(lpath + "/capacity",
-                "line " + q(l.name) +
-                    " is encrypted: capacity (shaping) is not supported on encrypted lines yet");
-        } else if (!l.capacity.empty()) {
+        if (!l.capacity.empty()) {
           if (auto rate = parseRate(l.capacity); !rate) {
             error(lpath + "/capacity", rate.error());
           } else if (*rate < kMinCapacityBits || *rate > kMaxCapacityBits) {

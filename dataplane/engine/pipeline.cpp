@@ -988,20 +988,23 @@ const TunnelEntry* Pipeline::standIn(const ForwardingTables& t, const TunnelEntr
     uint16_t c = static_cast<uint16_t>(~proto::checksumFold(sum));
     put16(udp + 6, c == 0 ? 0xffff : c);
   }
-  if (line.esp && !sealEsp(m, line, out, udp_len)) [[unlikely]] {
-    return;
+  // A line with a capacity (and a shaper: shaping.failed otherwise): the
+  // packet waits in its priority's queue (pipeline_shaper.cpp), counted as
+  // sent when it is queued; on an encrypted line it is sealed when it
+  // leaves the queue.
+  ShapedLine* shaped = line.shape.rate_bytes ? shaper_of_slot_[line.slot] : nullptr;
+  if (line.esp) {
+    if (!(shaped ? appendEspTrailer(m, udp_len) : sealEsp(m, line, out, udp_len))) [[unlikely]] {
+      return;
+    }
   }
-  // A line with a capacity: the packet waits in its priority's queue
-  // (pipeline_shaper.cpp), counted as sent when it is queued.
-  const Shaping shaping =
-      line.shape.rate_bytes ? shape(line, tunnel.priority, tenant_line, m) : Shaping::kSend;
-  if (shaping == Shaping::kDropped) [[unlikely]] {
+  if (shaped && shape(*shaped, tunnel.priority, tenant_line, m) == Shaping::kDropped) {
     return;
   }
   runs_[kRunTunnelTx].add(counters_->tunnel_tx[tunnel.slot], inner_len);
   runs_[kRunLineTx].add(counters_->line_tx[line.slot], m->pkt_len);
   runs_[kRunUsageTx].add(counters_->usage_tx[tenant_line], m->pkt_len);
-  if (shaping == Shaping::kSend) [[likely]] {
+  if (!shaped) [[likely]] {
     transmit(t, line.port, m);
   }
 }

@@ -275,10 +275,16 @@ class Pipeline {
   // tunnel's UDP datagram) and *line set to its SA's line; dropped (and
   // counted) when refused.  sealEsp: the packet's tunnel datagram
   // (payload_len bytes at out + line.outer_l4) protected with the line's
-  // outbound SA, the trailer appended; false when dropped.
+  // outbound SA, the trailer appended; false when dropped.  On a shaped
+  // line the two happen apart: appendEspTrailer when the packet is queued
+  // (so that the shaper counts its full size), sealAppended when it leaves
+  // the queue (so that ESP numbers packets in the order they leave).
   enum class EspVerdict : uint8_t { kNotEsp, kOpened, kDropped };
   EspVerdict openEsp(const ForwardingTables& t, rte_mbuf* m, int32_t* line);
   bool sealEsp(rte_mbuf* m, const LineEntry& line, uint8_t* out, size_t payload_len);
+  bool appendEspTrailer(rte_mbuf* m, size_t payload_len);
+  bool sealAppended(rte_mbuf* m, EspSa& sa, uint8_t esp_at, bool esp_udp, uint8_t* out,
+                    size_t payload_len);
   void transmit(const ForwardingTables& t, uint16_t port, rte_mbuf* m);
   void drop(rte_mbuf* m, DropReason why);
   void toKernel(const ForwardingTables& t, const PortEntry& pe, rte_mbuf* m, DropReason otherwise);
@@ -356,9 +362,20 @@ class Pipeline {
     uint16_t slot = 0;      // the line's counter slot
     uint16_t port = 0;      // the WAN port it leaves through
     bool draining = false;  // replaced or gone: sends what it holds, takes nothing
+    // An encrypted line: its packets wait unsealed (trailer appended) and
+    // are sealed as they leave, with the line's outbound SA of the newest
+    // tables that kept this shaper (held here: a draining shaper outlives
+    // the tables it came with).  The layout is the line's when the shaper
+    // was made; a line whose layout changes gets a new shaper.
+    bool esp_line = false;
+    bool esp_udp = false;
+    uint8_t esp_at = 0;
+    uint8_t outer_l4 = 0;
+    std::shared_ptr<EspSa> esp;
   };
-  enum class Shaping : uint8_t { kSend, kQueued, kDropped };
-  Shaping shape(const LineEntry& line, uint8_t priority, uint16_t tenant_line, rte_mbuf* m);
+  enum class Shaping : uint8_t { kQueued, kDropped };
+  Shaping shape(ShapedLine& s, uint8_t priority, uint16_t tenant_line, rte_mbuf* m);
+  bool sealQueued(ShapedLine& s, rte_mbuf* m);
   std::vector<std::unique_ptr<ShapedLine>> shaped_;
   std::array<ShapedLine*, kMaxLines> shaper_of_slot_{};  // null: none (or its creation failed)
   bool shaped_queued_ = false;                           // a shaper holds packets

@@ -130,13 +130,22 @@ Pipeline::EspVerdict Pipeline::openEsp(const ForwardingTables& t, rte_mbuf* m, i
 }
 
 bool Pipeline::sealEsp(rte_mbuf* m, const LineEntry& line, uint8_t* out, size_t payload_len) {
+  return appendEspTrailer(m, payload_len) &&
+         sealAppended(m, *line.esp, line.esp_at, line.esp_udp, out, payload_len);
+}
+
+bool Pipeline::appendEspTrailer(rte_mbuf* m, size_t payload_len) {
   const size_t trailer = crypto::espTrailerLen(payload_len);
   if (rte_pktmbuf_append(m, static_cast<uint16_t>(trailer)) == nullptr) {
     drop(m, DropReason::kNO_BUFFER);
     return false;
   }
-  EspSa& sa = *line.esp;
-  uint8_t* esp = out + line.esp_at;
+  return true;
+}
+
+bool Pipeline::sealAppended(rte_mbuf* m, EspSa& sa, uint8_t esp_at, bool esp_udp, uint8_t* out,
+                            size_t payload_len) {
+  uint8_t* esp = out + esp_at;
   const uint64_t seq = sa.nextSeq();
   if (seq == 0) [[unlikely]] {  // never an IV the reservation does not cover
     drop(m, DropReason::kESP_SEQ_LIMIT);
@@ -148,11 +157,22 @@ bool Pipeline::sealEsp(rte_mbuf* m, const LineEntry& line, uint8_t* out, size_t 
     drop(m, DropReason::kESP_ERROR);
     return false;
   }
-  if (line.esp_udp) {
+  if (esp_udp) {
     put16(esp - crypto::kNatTUdpLen + 4, static_cast<uint16_t>(crypto::kNatTUdpLen + n));
   }
   sa.count(n);
   return true;
+}
+
+// A queued packet of a shaped encrypted line, as it leaves: its tunnel
+// datagram's length is in its (still clear) UDP header.
+bool Pipeline::sealQueued(ShapedLine& s, rte_mbuf* m) {
+  uint8_t* out = rte_pktmbuf_mtod(m, uint8_t*);
+  if (!s.esp) [[unlikely]] {  // the tables had no SA object for the line
+    drop(m, DropReason::kESP_ERROR);
+    return false;
+  }
+  return sealAppended(m, *s.esp, s.esp_at, s.esp_udp, out, get16(out + s.outer_l4 + 4));
 }
 
 }  // namespace mcgw::engine

@@ -8,6 +8,11 @@
 // workers share the line's bucket (Dataplane::line_buckets_), so the line
 // gets its capacity and strict priority holds across workers.
 //
+// An encrypted line's packets wait unsealed and are sealed as they leave
+// (sealQueued): ESP numbers them in the order the line sends them, so the
+// peer's replay window never sees a low priority's packets arrive behind
+// thousands of later-numbered ones.
+//
 // A shaper lives as long as its line keeps its rate, queue and port across
 // table changes.  A line whose shaping changes gets a new shaper; the old one
 // keeps sending what it holds at the old rate, and the new one sends nothing
@@ -25,13 +30,9 @@
 
 namespace mcgw::engine {
 
-Pipeline::Shaping Pipeline::shape(const LineEntry& line, uint8_t priority, uint16_t tenant_line,
+Pipeline::Shaping Pipeline::shape(ShapedLine& s, uint8_t priority, uint16_t tenant_line,
                                   rte_mbuf* m) {
-  ShapedLine* s = shaper_of_slot_[line.slot];
-  if (!s) [[unlikely]] {
-    return Shaping::kSend;  // its shaper could not be made (counted: shaping.failed)
-  }
-  if (!s->shaper->enqueue(m, priority)) {
+  if (!s.shaper->enqueue(m, priority)) {
     // For flow audit (routeSampled): the line (last_hop_) and why.
     last_drop_ = uint32_t{static_cast<uint8_t>(FlowStatus::kLineFull)} << 16 | kNoRule;
     counters_->line_full[tenant_line].add();
@@ -67,7 +68,9 @@ void Pipeline::serviceShapers(const ForwardingTables& t) {
       rte_mbuf* out[kBurst];
       const unsigned n = s.shaper->dequeue(out, kBurst, now, s.draining);
       for (unsigned i = 0; i < n; ++i) {
-        transmit(t, s.port, out[i]);
+        if (!s.esp_line || sealQueued(s, out[i])) {
+          transmit(t, s.port, out[i]);
+        }
       }
       if (s.shaper->queued() != 0) {
         any = true;
@@ -93,7 +96,23 @@ void Pipeline::adoptShapers(const ForwardingTables& t) {
     }
     wanted.set(line.slot);
     ShapedLine* cur = shaper_of_slot_[line.slot];
-    if (cur && cur->shaper->params() == line.shape && cur->port == line.port) {
+    // The line's outbound SA, held by the shaper (the tables hold it too).
+    auto sa = [&]() -> std::shared_ptr<EspSa> {
+      for (const auto& s : t.sas) {
+        if (s.get() == line.esp) {
+          return s;
+        }
+      }
+      return nullptr;
+    };
+    const bool esp_line = line.esp != nullptr;
+    if (cur && cur->shaper->params() == line.shape && cur->port == line.port &&
+        cur->esp_line == esp_line &&
+        (!esp_line || (cur->esp_at == line.esp_at && cur->esp_udp == line.esp_udp &&
+                       cur->outer_l4 == line.outer_l4))) {
+      if (esp_line && cur->esp.get() != line.esp) {
+        cur->esp = sa();  // a new SA (rekeyed): what leaves from now on is sealed with it
+      }
       continue;
     }
     if (cur) {
@@ -110,6 +129,13 @@ void Pipeline::adoptShapers(const ForwardingTables& t) {
     s->shaper = std::move(shaper);
     s->slot = line.slot;
     s->port = line.port;
+    s->esp_line = esp_line;
+    if (esp_line) {
+      s->esp_udp = line.esp_udp;
+      s->esp_at = line.esp_at;
+      s->outer_l4 = line.outer_l4;
+      s->esp = sa();
+    }
     shaper_of_slot_[line.slot] = s.get();
     shaped_.push_back(std::move(s));
   }

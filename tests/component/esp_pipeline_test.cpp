@@ -14,6 +14,8 @@
 // * gw-a → gw-b end to end, with every drop counted by reason: a replay,
 //   each single-bit flip of the ESP part, an unknown SPI, clear-text VXLAN
 //   on the encrypted line, an encrypted line without an SA;
+// * a shaped line seals packets as they leave their priority's queue: ESP
+//   sequence numbers in the order gw-a sends, none a replay at gw-b;
 // * the largest inner packet that fits a 1500-byte underlay is the one
 //   docs/encryption.md's table gives (1416 bytes of IPv4 over VXLAN/IPv4,
 //   1408 with NAT-T), one byte more gets ICMP frag-needed.
@@ -383,6 +385,101 @@ TEST_P(EspPipelineTest, OutputIsEspThatScapyDecrypts) {
   }
   EXPECT_EQ(i, frames.size());
   EXPECT_EQ(a_->lines[0].esp->packets(), 3u);
+}
+
+// A shaped encrypted line (docs/policy.md, "Priority when a line is
+// full"): gw-a's line with a capacity, its tenant t1 (priority 0) and a
+// second tenant t2 (priority 6) on another LAN port.  600 packets of t1
+// are queued first, then 1,100 of t2, which leave first.  ESP numbers the
+// packets as they leave their queue: the sequence numbers on the line rise
+// by one from 1 in the order gw-a sends, and gw-b (replay window 1,024)
+// accepts all of them and delivers t1's 600.  (Numbered before the queue,
+// t1's 1..600 would reach gw-b behind t2's 601..1,700: replays.)
+TEST_P(EspPipelineTest, AShapedLineSealsPacketsAsTheyLeaveTheirQueue) {
+  RingPort lan_a2 = test::ringPort("esp_lan_a2", pool_);
+  std::ostringstream c;
+  c << "node: {name: gw-a, site: site-a}\n"
+    << "eal: {hugepages: false}\n"
+    << "ports:\n"
+    << "  - {name: lan0, role: lan, vdev: net_ring0, addresses: [10.1.0.1/24], tenant: t1,\n"
+    << "     neighbors: [{address: 10.1.0.10, mac: '02:00:00:00:0a:10'}]}\n"
+    << "  - {name: lan1, role: lan, vdev: net_ring4, addresses: [10.5.0.1/24], tenant: t2}\n"
+    << "  - {name: wan0, role: wan, vdev: net_ring1, mtu: 1500, addresses: [203.0.113.1/24],\n"
+    << "     neighbors: [{address: 203.0.113.10, mac: '02:00:00:00:0b:02'}]}\n"
+    << "tenants:\n"
+    << "  - {name: t1, vni: 5001, routes: [{prefix: 10.2.0.0/16, peer: site-b}]}\n"
+    << "  - {name: t2, vni: 5002, bandwidth: {priority: 6},\n"
+    << "     routes: [{prefix: 10.6.0.0/16, peer: site-b}]}\n"
+    << "peers:\n"
+    << "  - name: site-b\n"
+    << "    encryption: {mode: esp-aes-256-gcm, udp-encapsulation: " << (natt_ ? "true" : "false")
+    << "}\n"
+    << "    lines:\n"
+    << "      - {name: line1, port: wan0, local-vtep: 203.0.113.1, remote-vtep: 203.0.113.10,\n"
+    << "         capacity: 16M, queue-ms: 1000}\n";
+  std::unique_ptr<TablesBuilder> builder;
+  auto shaped = build(c.str(),
+                      {{"lan0", {lan_a_.id, kLanAMac, 1}},
+                       {"lan1", {lan_a2.id, kLanAMac, 1}},
+                       {"wan0", {wan_a_.id, kWanAMac, 1}}},
+                      "site-b/line1", kSpiAb, kab_, sab_, kSpiBa, kba_, sba_, builder);
+  ASSERT_TRUE(shaped);
+  ASSERT_EQ(shaped->lines.at(0).shape.queue, 2048u);
+  ASSERT_TRUE(shaped->lines.at(0).esp);
+  pa_->adoptShapers(*shaped);
+  // t1's 600, then t2's 1,100, 32 per burst.
+  auto queue = [&](const RingPort& port, const char* src, const char* dst, unsigned n) {
+    for (unsigned done = 0; done < n;) {
+      std::vector<rte_mbuf*> ms;
+      for (; done < n && ms.size() < 32; ++done) {
+        ms.push_back(mbuf(udpFrame(kLanAMac, kHostAMac, src, dst, 64, static_cast<uint8_t>(done))));
+      }
+      pa_->process(*shaped, port.id, ms.data(), static_cast<uint16_t>(ms.size()));
+    }
+  };
+  queue(lan_a_, "10.1.0.10", "10.2.0.10", 600);
+  queue(lan_a2, "10.5.0.10", "10.6.0.10", 1100);
+  EXPECT_EQ(dropsOf(*ca_, DropReason::kLINE_FULL), 0u);
+  // Service gw-a's line until it is empty; what it sends goes to gw-b.
+  std::vector<uint32_t> seqs;
+  size_t delivered = 0;
+  const uint64_t deadline = rte_get_tsc_cycles() + 10 * rte_get_tsc_hz();
+  while ((pa_->shaping() || rte_ring_count(wan_a_.ring)) && rte_get_tsc_cycles() < deadline) {
+    pa_->serviceShapers(*shaped);
+    pa_->flush();
+    void* objs[32];
+    const unsigned n = rte_ring_dequeue_burst(wan_a_.ring, objs, 32, nullptr);
+    std::vector<rte_mbuf*> ms;
+    for (unsigned i = 0; i < n; ++i) {
+      auto* m = static_cast<rte_mbuf*>(objs[i]);
+      const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+      const size_t at = 14 + 20 + (natt_ ? 8 : 0) + 4;
+      seqs.push_back(uint32_t{d[at]} << 24 | uint32_t{d[at + 1]} << 16 | d[at + 2] << 8 |
+                     d[at + 3]);
+      ms.push_back(m);
+    }
+    if (!ms.empty()) {
+      pb_->process(*b_, wan_b_.id, ms.data(), static_cast<uint16_t>(ms.size()));
+      pb_->flush();
+      delivered += sent(lan_b_).size();
+    }
+  }
+  ASSERT_EQ(seqs.size(), 1700u) << "not all packets left the line within 10 s";
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(seqs[i], i + 1) << "ESP sequence numbers in the order gw-a sent";
+  }
+  EXPECT_EQ(dropsOf(*cb_, DropReason::kESP_REPLAY), 0u);
+  EXPECT_EQ(dropsOf(*cb_, DropReason::kESP_AUTH), 0u);
+  EXPECT_EQ(dropsOf(*cb_, DropReason::kESP_MALFORMED), 0u);
+  EXPECT_EQ(delivered, 600u) << "t1's packets at hostB (gw-b has no t2)";
+  EXPECT_EQ(shaped->lines.at(0).esp->packets(), 1700u);
+  pa_.reset();  // its shapers before the tables they were made with
+  shaped.reset();
+  builder->clear();
+  rte_eth_dev_stop(lan_a2.id);
+  rte_eth_dev_close(lan_a2.id);
+  EXPECT_EQ(rte_ring_count(lan_a2.ring), 0u);
+  rte_ring_free(lan_a2.ring);
 }
 
 TEST_P(EspPipelineTest, ScapyEncryptedPacketsReachTheLan) {
