@@ -60,11 +60,10 @@ struct CountersSnapshot {
 
 class Dataplane {
  public:
-  // Starts one worker per lcore in `lcores` (EAL worker lcores), or one
-  // registered thread when the list is empty.  Workers poll nothing until
-  // tables are published.
-  // One worker per lcore; with no lcores, `threads` worker threads that the
-  // kernel schedules (mcgwd: one, as eal.workers empty says; tests: more).
+  // Starts one worker per lcore in `lcores` (EAL worker lcores), or, when
+  // the list is empty, `threads` registered threads that the kernel
+  // schedules (mcgwd: one, as an empty eal.workers says; tests: more).
+  // Workers poll nothing until tables are published.
   static Result<std::unique_ptr<Dataplane>, std::string> start(const std::vector<uint16_t>& lcores,
                                                                rte_mempool* pool,
                                                                unsigned threads = 1);

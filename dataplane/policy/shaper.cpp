@@ -42,13 +42,14 @@ std::unique_ptr<Shaper> Shaper::create(const ShapeParams& p, int socket, std::st
   s->params_ = p;
   s->per_byte_ = static_cast<uint64_t>(per_byte);
   s->tau_ = static_cast<uint64_t>(tau);
-  // The most a line can legitimately be busy: the bucket plus a batch of
-  // the largest frames per worker that took tokens at the same instant,
-  // with a second to spare.
-  const unsigned __int128 batch = (static_cast<unsigned __int128>(32 * frame) * per_byte) >> 16;
-  s->stale_ = static_cast<uint64_t>(
-      std::min<unsigned __int128>((unsigned __int128){1} << 62,
-                                  256 * (tau + batch) + (static_cast<unsigned __int128>(hz) << 8)));
+  // The most a line can legitimately be busy (all in 1/256 cycles): each
+  // of up to 128 workers (eal.workers' bound) that took tokens at the same
+  // instant spent less than the bucket plus one largest frame; a second
+  // to spare.  A backstop: refreshLineBucket keeps tat from wrapping.
+  const unsigned __int128 frame_cost = (static_cast<unsigned __int128>(frame) * per_byte) >> 16;
+  s->stale_ = static_cast<uint64_t>(std::min<unsigned __int128>(
+      (unsigned __int128){1} << 62,
+      128 * (tau + frame_cost) + (static_cast<unsigned __int128>(hz) << 8)));
   if (line) {
     s->line_ = line;
   } else {

@@ -440,6 +440,8 @@ TEST_P(EspPipelineTest, AShapedLineSealsPacketsAsTheyLeaveTheirQueue) {
   queue(lan_a_, "10.1.0.10", "10.2.0.10", 600);
   queue(lan_a2, "10.5.0.10", "10.6.0.10", 1100);
   EXPECT_EQ(dropsOf(*ca_, DropReason::kLINE_FULL), 0u);
+  EXPECT_EQ(ca_->shaped.get(), 1700u);
+  EXPECT_EQ(rte_ring_count(wan_a_.ring), 0u) << "nothing leaves before serviceShapers()";
   // Service gw-a's line until it is empty; what it sends goes to gw-b.
   std::vector<uint32_t> seqs;
   size_t delivered = 0;
@@ -462,6 +464,9 @@ TEST_P(EspPipelineTest, AShapedLineSealsPacketsAsTheyLeaveTheirQueue) {
       pb_->process(*b_, wan_b_.id, ms.data(), static_cast<uint16_t>(ms.size()));
       pb_->flush();
       delivered += sent(lan_b_).size();
+      if (seqs.size() <= 1100) {
+        EXPECT_EQ(delivered, 0u) << "a packet of t1 (priority 0) before all of t2's";
+      }
     }
   }
   ASSERT_EQ(seqs.size(), 1700u) << "not all packets left the line within 10 s";

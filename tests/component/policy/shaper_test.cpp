@@ -236,6 +236,7 @@ TEST_F(ShaperTest, ALineIdleLongEnoughToWrapSendsAtOnce) {
         refreshLineBucket(line, t);
       }
       refreshLineBucket(line, later);
+      EXPECT_EQ(line.tat.load(), later << 8) << "refreshLineBucket moved tat up to the clock";
     }
     ASSERT_TRUE(s->enqueue(packet(0), 0));
     ASSERT_TRUE(s->enqueue(packet(0), 0));
