@@ -42,6 +42,7 @@
 #include "dataplane/proto/ipv4.hpp"
 #include "dataplane/proto/udp.hpp"
 #include "dataplane/proto/vxlan.hpp"
+#include "tests/support/ring_port.hpp"
 
 namespace mcgw::engine {
 namespace {
@@ -164,30 +165,16 @@ class RingEnv : public ::testing::Environment {
 
  private:
   void addPort(const std::string& name) {
-    const int socket = static_cast<int>(rte_socket_id());
     RingPort p;
     p.name = name;
-    p.rx = rte_ring_create(("rx_" + name).c_str(), kRxRingSize, socket, 0);
-    p.tx = rte_ring_create(("tx_" + name).c_str(), kTxRingSize, socket, 0);
-    ASSERT_TRUE(p.rx && p.tx) << rte_strerror(rte_errno);
     // One RX ring; a TX ring for each worker's queue (the pipeline transmits
-    // on queue = worker index): the same ring for all, created
-    // multi-producer so that several workers could share it.
-    rte_ring* rx[1] = {p.rx};
-    std::array<rte_ring*, kWorkers> tx;
-    tx.fill(p.tx);
-    const int id =
-        rte_eth_from_rings(name.c_str(), rx, 1, tx.data(), kWorkers, static_cast<unsigned>(socket));
-    ASSERT_GE(id, 0) << "rte_eth_from_rings " << name << ": " << rte_strerror(rte_errno);
-    p.id = static_cast<uint16_t>(id);
-    rte_eth_conf conf{};
-    ASSERT_EQ(rte_eth_dev_configure(p.id, 1, kWorkers, &conf), 0);
-    ASSERT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool),
-              0);
-    for (uint16_t q = 0; q < kWorkers; ++q) {
-      ASSERT_EQ(rte_eth_tx_queue_setup(p.id, q, 1024, static_cast<unsigned>(socket), nullptr), 0);
-    }
-    ASSERT_EQ(rte_eth_dev_start(p.id), 0);
+    // on queue = worker index): the same ring for all, multi-producer so
+    // that several workers could share it.
+    const test::RingPair pair = test::ringPair(name, pool, kWorkers, kRxRingSize, kTxRingSize);
+    ASSERT_TRUE(pair.rx && pair.tx);
+    p.id = pair.id;
+    p.rx = pair.rx;
+    p.tx = pair.tx;
     // net_ring ports all have the MAC 00:00:00:00:00:00 and cannot change it
     // (mac_addr_set: ENOTSUP).  The fast path knows a port's MAC only from
     // OpenPort, so the test gives each port its own there, as if the device

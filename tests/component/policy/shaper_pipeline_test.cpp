@@ -622,33 +622,12 @@ TEST_F(ShaperPipelineTest, TwoWorkersShareTheLineAndItsPriorities) {
 // 200: all of train's leave before any of bulk's, and the two together
 // stay within the line's rate.
 TEST_F(ShaperPipelineTest, TwoWorkerThreadsOfADataplaneKeepThePriorityAcrossThem) {
-  struct Port {
-    uint16_t id = 0;
-    rte_ring* rx = nullptr;
-    rte_ring* tx = nullptr;
-  };
+  using Port = test::RingPair;
   constexpr unsigned kWorkers = 2, kEach = 200;
-  const int socket = static_cast<int>(rte_socket_id());
   std::vector<Port> dp_ports;
   for (const char* name : {"dpw_lan0", "dpw_lan1", "dpw_wan0"}) {
-    Port p;
-    p.rx = rte_ring_create((std::string(name) + "_rx").c_str(), 1024, socket, 0);
-    p.tx = rte_ring_create((std::string(name) + "_tx").c_str(), 1024, socket, 0);
-    ASSERT_TRUE(p.rx && p.tx) << rte_strerror(rte_errno);
-    rte_ring* rx[1] = {p.rx};
-    rte_ring* tx[kWorkers] = {p.tx, p.tx};
-    const int id = rte_eth_from_rings(name, rx, 1, tx, kWorkers, static_cast<unsigned>(socket));
-    ASSERT_GE(id, 0) << rte_strerror(rte_errno);
-    p.id = static_cast<uint16_t>(id);
-    rte_eth_conf conf{};
-    ASSERT_EQ(rte_eth_dev_configure(p.id, 1, kWorkers, &conf), 0);
-    ASSERT_EQ(rte_eth_rx_queue_setup(p.id, 0, 1024, static_cast<unsigned>(socket), nullptr, pool_),
-              0);
-    for (uint16_t q = 0; q < kWorkers; ++q) {
-      ASSERT_EQ(rte_eth_tx_queue_setup(p.id, q, 1024, static_cast<unsigned>(socket), nullptr), 0);
-    }
-    ASSERT_EQ(rte_eth_dev_start(p.id), 0);
-    dp_ports.push_back(p);
+    dp_ports.push_back(test::ringPair(name, pool_, kWorkers));
+    ASSERT_TRUE(dp_ports.back().rx && dp_ports.back().tx);
   }
   const Port &lan0 = dp_ports[0], &lan1 = dp_ports[1], &wan0 = dp_ports[2];
   config::ConfigPtr c =
