@@ -365,8 +365,10 @@ class Pipeline {
     // An encrypted line: its packets wait unsealed (trailer appended) and
     // are sealed as they leave, with the line's outbound SA of the newest
     // tables that kept this shaper (held here: a draining shaper outlives
-    // the tables it came with).  The layout is the line's when the shaper
-    // was made; a line whose layout changes gets a new shaper.
+    // the tables it came with; so the last reference to a retired SA may be
+    // dropped here, on the worker, once per table change).  The layout is
+    // the line's when the shaper was made; a line whose layout changes gets
+    // a new shaper.
     bool esp_line = false;
     bool esp_udp = false;
     uint8_t esp_at = 0;

@@ -44,12 +44,14 @@ std::unique_ptr<Shaper> Shaper::create(const ShapeParams& p, int socket, std::st
   s->tau_ = static_cast<uint64_t>(tau);
   // The most a line can legitimately be busy (all in 1/256 cycles): each
   // of up to 128 workers (eal.workers' bound) that took tokens at the same
-  // instant spent less than the bucket plus one largest frame; a second
-  // to spare.  A backstop: refreshLineBucket keeps tat from wrapping.
+  // instant spent less than the bucket plus one largest frame, and at
+  // least 60 s (a slower shaper of the line, after a reload, may leave it
+  // busy longer than this one would: 128 x 0.23 s at 1M with jumbo
+  // frames).  A backstop: refreshLineBucket keeps tat from wrapping.
   const unsigned __int128 frame_cost = (static_cast<unsigned __int128>(frame) * per_byte) >> 16;
+  const unsigned __int128 minute = static_cast<unsigned __int128>(hz) * 60 << 8;
   s->stale_ = static_cast<uint64_t>(std::min<unsigned __int128>(
-      (unsigned __int128){1} << 62,
-      128 * (tau + frame_cost) + (static_cast<unsigned __int128>(hz) << 8)));
+      (unsigned __int128){1} << 62, std::max(128 * (tau + frame_cost), minute)));
   if (line) {
     s->line_ = line;
   } else {

@@ -183,9 +183,10 @@ class EspPipelineTest : public ::testing::TestWithParam<bool> {
     wan_a_ = test::ringPort("esp_wan_a", pool_);
     lan_b_ = test::ringPort("esp_lan_b", pool_);
     wan_b_ = test::ringPort("esp_wan_b", pool_);
+    lan_a2_ = test::ringPort("esp_lan_a2", pool_);  // a second tenant's (shaping)
   }
   static void TearDownTestSuite() {
-    for (RingPort* p : {&lan_a_, &wan_a_, &lan_b_, &wan_b_}) {
+    for (RingPort* p : {&lan_a_, &wan_a_, &lan_b_, &wan_b_, &lan_a2_}) {
       rte_eth_dev_stop(p->id);
       rte_eth_dev_close(p->id);
       rte_ring_free(p->ring);
@@ -229,7 +230,7 @@ class EspPipelineTest : public ::testing::TestWithParam<bool> {
         b->reset();
       }
     }
-    for (const RingPort* p : {&lan_a_, &wan_a_, &lan_b_, &wan_b_}) {
+    for (const RingPort* p : {&lan_a_, &wan_a_, &lan_b_, &wan_b_, &lan_a2_}) {
       EXPECT_EQ(rte_ring_count(p->ring), 0u);
     }
     EXPECT_EQ(rte_mempool_in_use_count(pool_), 0u) << "mbufs leaked";
@@ -315,7 +316,7 @@ class EspPipelineTest : public ::testing::TestWithParam<bool> {
   }
 
   static rte_mempool* pool_;
-  static RingPort lan_a_, wan_a_, lan_b_, wan_b_;
+  static RingPort lan_a_, wan_a_, lan_b_, wan_b_, lan_a2_;
   bool natt_ = false;
   bool with_sas_ = true;
   crypto::Key kab_{}, kba_{};
@@ -330,7 +331,7 @@ class EspPipelineTest : public ::testing::TestWithParam<bool> {
 
 rte_mempool* EspPipelineTest::pool_ = nullptr;
 RingPort EspPipelineTest::lan_a_, EspPipelineTest::wan_a_, EspPipelineTest::lan_b_,
-    EspPipelineTest::wan_b_;
+    EspPipelineTest::wan_b_, EspPipelineTest::lan_a2_;
 
 // Where the ESP header starts in a frame gw-a sent.
 size_t espOffset(const Bytes&, bool natt) {
@@ -396,7 +397,7 @@ TEST_P(EspPipelineTest, OutputIsEspThatScapyDecrypts) {
 // accepts all of them and delivers t1's 600.  (Numbered before the queue,
 // t1's 1..600 would reach gw-b behind t2's 601..1,700: replays.)
 TEST_P(EspPipelineTest, AShapedLineSealsPacketsAsTheyLeaveTheirQueue) {
-  RingPort lan_a2 = test::ringPort("esp_lan_a2", pool_);
+  const RingPort& lan_a2 = lan_a2_;
   std::ostringstream c;
   c << "node: {name: gw-a, site: site-a}\n"
     << "eal: {hugepages: false}\n"
@@ -481,10 +482,6 @@ TEST_P(EspPipelineTest, AShapedLineSealsPacketsAsTheyLeaveTheirQueue) {
   pa_.reset();  // its shapers before the tables they were made with
   shaped.reset();
   builder->clear();
-  rte_eth_dev_stop(lan_a2.id);
-  rte_eth_dev_close(lan_a2.id);
-  EXPECT_EQ(rte_ring_count(lan_a2.ring), 0u);
-  rte_ring_free(lan_a2.ring);
 }
 
 TEST_P(EspPipelineTest, ScapyEncryptedPacketsReachTheLan) {

@@ -29,8 +29,11 @@ inline RingPort ringPort(const char* name, rte_mempool* pool) {
   const int socket = static_cast<int>(rte_socket_id());
   p.ring = rte_ring_create(name, 1024, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
   EXPECT_NE(p.ring, nullptr) << rte_strerror(rte_errno);
-  const int id = rte_eth_from_ring(p.ring);
+  const int id = p.ring ? rte_eth_from_ring(p.ring) : -1;
   EXPECT_GE(id, 0) << rte_strerror(rte_errno);
+  if (id < 0) {
+    return p;  // one failure, not one per call below
+  }
   p.id = static_cast<uint16_t>(id);
   rte_eth_conf conf{};
   EXPECT_EQ(rte_eth_dev_configure(p.id, 1, 1, &conf), 0);
@@ -64,6 +67,9 @@ inline RingPair ringPair(const std::string& name, rte_mempool* pool, uint16_t tx
   const int id =
       rte_eth_from_rings(name.c_str(), rx, 1, tx.data(), tx_queues, static_cast<unsigned>(socket));
   EXPECT_GE(id, 0) << "rte_eth_from_rings " << name << ": " << rte_strerror(rte_errno);
+  if (id < 0) {
+    return p;
+  }
   p.id = static_cast<uint16_t>(id);
   rte_eth_conf conf{};
   EXPECT_EQ(rte_eth_dev_configure(p.id, 1, tx_queues, &conf), 0);
